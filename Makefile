@@ -1,0 +1,120 @@
+# ftbpf build. Everything goes to $(BUILD); vmlinux.h is generated there from the running
+# kernel's BTF (/sys/kernel/btf/vmlinux) so the BPF programs match it (CO-RE relocates the rest).
+BUILD      ?= build
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/s390x/s390/')
+VERSION    := 0.1.0
+
+CFLAGS     ?= -O2 -g
+CFLAGS     += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers \
+              -Iinclude -Iuser -I$(BUILD) -DFTBPF_VERSION=\"$(VERSION)\" -fstack-protector-strong
+LDLIBS_BPF := -lbpf -lelf -lz
+LDLIBS_JSON:= -ljson-c
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -Wall -Werror
+
+CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detector.c \
+              user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c
+AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c
+CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
+AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
+
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
+FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor
+
+DEBIAN_DEPS := build-essential clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
+               libjson-c-dev libcunit1-dev jq python3-torch tmux procps util-linux
+
+.PHONY: all deps run test unit integration fuzz bench format format-check clean install
+all: $(BINS) $(UNIT_TESTS) $(WORKLOADS)
+
+deps:
+	@scripts/deps.sh $(DEBIAN_DEPS)
+
+$(BUILD) $(BUILD)/obj $(BUILD)/tests $(BUILD)/workloads $(BUILD)/fuzz:
+	@mkdir -p $@
+
+$(BUILD)/vmlinux.h: | $(BUILD)
+	@test -r /sys/kernel/btf/vmlinux || { echo "error: /sys/kernel/btf/vmlinux missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is required)"; exit 1; }
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/syscall_names.h: scripts/gen-syscalls.sh | $(BUILD)
+	CC=$(CC) scripts/gen-syscalls.sh > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c include/ftbpf/tracker.h $(BUILD)/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/%.o: user/%.c $(wildcard user/*.h) include/ftbpf/tracker.h $(BUILD)/syscall_names.h | $(BUILD)/obj
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/tracker.o: $(BUILD)/tracker.skel.h
+$(BUILD)/obj/agent.o: $(BUILD)/tracker.skel.h
+
+$(BUILD)/libftbpfcore.a: $(CORE_OBJS)
+	ar rcs $@ $^
+
+$(BUILD)/ftbpfd: user/main.c $(AGENT_OBJS) $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+
+$(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
+
+$(BUILD)/bench_syscall: tools/bench_syscall.c
+	$(CC) $(CFLAGS) $< -o $@
+
+$(BUILD)/bench_floor: tools/bench_floor.c $(BUILD)/floor.skel.h $(BUILD)/obj/tracker.o $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) tools/bench_floor.c $(BUILD)/obj/tracker.o $(BUILD)/libftbpfcore.a -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
+	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lm
+
+$(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@ -lpthread
+
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
+	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lm
+
+run: deps all
+	./$(BUILD)/ftbpfd $(RUN_ARGS)
+
+unit: $(UNIT_TESTS)
+	@tests/run-unit.sh $(UNIT_TESTS)
+
+FUZZ_SECONDS ?= 20
+fuzz: $(FUZZERS)
+	@tests/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
+
+integration: all
+	@tests/integration/run.sh
+
+test: deps
+	$(MAKE) all $(FUZZERS)
+	$(MAKE) format-check
+	$(MAKE) unit
+	$(MAKE) fuzz
+	$(MAKE) integration
+
+bench: all
+	@tools/bench.sh
+
+FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*.c user/*.h tools/*.c tests/unit/*.c tests/fuzz/*.c tests/workloads/*.c)
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: ok"
+
+install: all
+	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)/usr/local/sbin/ftbpfd
+	install -D -m 0755 $(BUILD)/ftbpf $(DESTDIR)/usr/local/bin/ftbpf
+	install -D -m 0644 contrib/ftbpfd.service $(DESTDIR)/etc/systemd/system/ftbpfd.service
+	test -e $(DESTDIR)/etc/ftbpf/ftbpfd.conf || install -D -m 0644 contrib/ftbpfd.conf $(DESTDIR)/etc/ftbpf/ftbpfd.conf
+
+clean:
+	rm -rf $(BUILD)

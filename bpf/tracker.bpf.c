@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ftbpf rank tracker: follows the threads of rank processes from syscall, signal and
+ * process-lifecycle tracepoints. Non-rank processes pay one inlined bitmap test.
+ * Every program exists twice (tp_btf and raw_tp); the agent autoloads one set after probing.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "ftbpf/tracker.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the agent before load. */
+const volatile __u32 agent_tgid = 0;
+
+/* One bit per tgid: is this process tracked (rank or rank child)? Mapped by the agent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 512); /* resized to pid_max / 64 before load */
+} rank_bits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct ftbpf_proc);
+	__uint(max_entries, FTBPF_MAX_PROCS);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct ftbpf_thread);
+	__uint(max_entries, FTBPF_MAX_THREADS);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, FTBPF_MAX_SYSCALLS);
+} sysclass SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, FTBPF_STAT__MAX);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ftbpf_task_snap);
+	__uint(max_entries, 1);
+} snap_scratch SEC(".maps");
+
+/* Written by the agent through the skeleton before reading the task iterator. */
+volatile __u32 iter_want_stacks = 0;
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline int tracked(__u32 tgid)
+{
+	__u32 idx = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&rank_bits, &idx);
+
+	return w && (*w & (1ULL << (tgid & 63)));
+}
+
+static __always_inline void track(__u32 tgid)
+{
+	__u32 idx = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&rank_bits, &idx);
+
+	if (w)
+		__sync_fetch_and_or(w, 1ULL << (tgid & 63));
+}
+
+static __always_inline void untrack(__u32 tgid)
+{
+	__u32 idx = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&rank_bits, &idx);
+
+	if (w)
+		__sync_fetch_and_and(w, ~(1ULL << (tgid & 63)));
+}
+
+static __always_inline void on_sys_enter(long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct ftbpf_thread *t;
+	__u64 now;
+
+	if (!tracked(tgid))
+		return;
+	now = bpf_ktime_get_ns();
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t) {
+		struct ftbpf_thread init = { .tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now };
+
+		bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&threads, &tid);
+		if (!t) {
+			stat_inc(FTBPF_STAT_THREAD_FULL);
+			return;
+		}
+	}
+	t->cur_nr = (__s32)id;
+	t->enter_ns = now;
+}
+
+static __always_inline void on_sys_exit(long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct ftbpf_thread *t;
+	__u64 now;
+	__s32 nr;
+
+	if (!tracked(tgid))
+		return;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return;
+	now = bpf_ktime_get_ns();
+	nr = t->cur_nr;
+	t->last_nr = nr;
+	t->last_ret = ret;
+	t->cur_nr = -1;
+	t->last_exit_ns = now;
+	t->syscalls++;
+	if (tid == tgid) {
+		__u32 k = (__u32)nr;
+		__u8 *cls = bpf_map_lookup_elem(&sysclass, &k);
+		__u8 c = cls ? *cls : FTBPF_SC_PROGRESS;
+
+		if (c == FTBPF_SC_PROGRESS || (c == FTBPF_SC_WAIT && ret > 0) ||
+		    (c == FTBPF_SC_FUTEX && ret >= 0)) {
+			t->progress_ns = now;
+			t->progress++;
+		}
+	}
+}
+
+static __always_inline struct ftbpf_event *ev_reserve(__u32 type)
+{
+	struct ftbpf_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(FTBPF_STAT_RB_DROPS);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = type;
+	e->ts_ns = bpf_ktime_get_ns();
+	return e;
+}
+
+static __always_inline void on_exec(struct task_struct *p, struct linux_binprm *bprm)
+{
+	struct ftbpf_event *e;
+	const char *fn;
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (tgid == agent_tgid)
+		return;
+	e = ev_reserve(FTBPF_EV_EXEC);
+	if (!e)
+		return;
+	e->tgid = tgid;
+	e->tid = BPF_CORE_READ(p, pid);
+	e->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	e->flags = tracked(tgid);
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	fn = BPF_CORE_READ(bprm, filename);
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), fn);
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	struct ftbpf_proc *pp, np = {};
+	struct ftbpf_event *e;
+
+	if (ptgid == ctgid || !tracked(ptgid))
+		return;
+	pp = bpf_map_lookup_elem(&procs, &ptgid);
+	if (!pp)
+		return;
+	np.tgid = ctgid;
+	np.owner = pp->owner;
+	np.ppid = ptgid;
+	np.flags = FTBPF_PROC_CHILD;
+	np.rank = pp->rank;
+	np.local_rank = pp->local_rank;
+	np.world_size = pp->world_size;
+	np.uid = pp->uid;
+	np.source = pp->source;
+	np.adopted_ns = bpf_ktime_get_ns();
+	np.start_ns = BPF_CORE_READ(child, start_boottime);
+	__builtin_memcpy(np.job, pp->job, sizeof(np.job));
+	bpf_probe_read_kernel_str(np.comm, sizeof(np.comm), child->comm);
+	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
+		stat_inc(FTBPF_STAT_PROC_FULL);
+		return;
+	}
+	track(ctgid);
+	e = ev_reserve(FTBPF_EV_FORK);
+	if (!e)
+		return;
+	e->tgid = ctgid;
+	e->tid = ctgid;
+	e->ppid = ptgid;
+	e->flags = FTBPF_PROC_CHILD;
+	__builtin_memcpy(e->comm, np.comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void on_exit(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct ftbpf_proc *pp;
+	struct ftbpf_event *e;
+
+	if (!tracked(tgid))
+		return;
+	bpf_map_delete_elem(&threads, &tid);
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return; /* not the last thread of the group */
+	untrack(tgid);
+	pp = bpf_map_lookup_elem(&procs, &tgid);
+	e = ev_reserve(FTBPF_EV_EXIT);
+	if (pp) {
+		pp->flags |= FTBPF_PROC_EXITED;
+		pp->exit_ns = bpf_ktime_get_ns();
+		pp->exit_code = BPF_CORE_READ(p, exit_code);
+	}
+	if (!e)
+		return;
+	e->tgid = tgid;
+	e->tid = tid;
+	e->code = BPF_CORE_READ(p, exit_code);
+	e->sig = e->code & 0x7f;
+	if (pp) {
+		e->flags = pp->flags;
+		if (e->sig && pp->fatal_sig == (__u32)e->sig) {
+			e->sender_pid = pp->fatal_sender_pid;
+			__builtin_memcpy(e->sender_comm, pp->fatal_sender_comm, sizeof(e->sender_comm));
+		}
+	}
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* Signals whose default action ends the process. */
+static __always_inline int fatal_by_default(int sig)
+{
+	switch (sig) {
+	case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10:
+	case 11: case 12: case 13: case 14: case 15: case 24: case 25: case 26: case 27:
+	case 31:
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline void on_signal_generate(int sig, struct kernel_siginfo *info,
+					       struct task_struct *target, int result)
+{
+	__u32 tgid = BPF_CORE_READ(target, tgid);
+	__u64 sender = bpf_get_current_pid_tgid();
+	struct ftbpf_proc *pp;
+	struct ftbpf_event *e;
+	int si_code = 0;
+
+	if (!tracked(tgid))
+		return;
+	if ((unsigned long)info > 1)
+		si_code = BPF_CORE_READ(info, si_code);
+	pp = bpf_map_lookup_elem(&procs, &tgid);
+	if (pp) {
+		__sync_fetch_and_add(&pp->sig_generated, 1);
+		if (result == 0 && fatal_by_default(sig)) {
+			pp->fatal_sig = sig;
+			pp->fatal_sender_pid = sender >> 32;
+			pp->fatal_si_code = si_code;
+			pp->fatal_ns = bpf_ktime_get_ns();
+			bpf_get_current_comm(pp->fatal_sender_comm, sizeof(pp->fatal_sender_comm));
+		}
+	}
+	e = ev_reserve(FTBPF_EV_SIGNAL);
+	if (!e)
+		return;
+	e->tgid = tgid;
+	e->tid = BPF_CORE_READ(target, pid);
+	e->sig = sig;
+	e->code = si_code;
+	e->result = result;
+	e->sender_pid = sender >> 32;
+	e->sender_tid = (__u32)sender;
+	bpf_get_current_comm(e->sender_comm, sizeof(e->sender_comm));
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), target->comm);
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void on_signal_deliver(int sig, struct kernel_siginfo *info)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct ftbpf_proc *pp;
+	struct ftbpf_event *e;
+
+	if (!tracked(tgid))
+		return;
+	pp = bpf_map_lookup_elem(&procs, &tgid);
+	if (pp)
+		__sync_fetch_and_add(&pp->sig_delivered, 1);
+	e = ev_reserve(FTBPF_EV_DELIVER);
+	if (!e)
+		return;
+	e->tgid = tgid;
+	e->tid = (__u32)id;
+	e->sig = sig;
+	if ((unsigned long)info > 1)
+		e->code = BPF_CORE_READ(info, si_code);
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void on_mark_victim(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct ftbpf_proc *pp;
+	struct ftbpf_event *e;
+
+	if (!tracked(tgid))
+		return;
+	pp = bpf_map_lookup_elem(&procs, &tgid);
+	if (pp)
+		pp->flags |= FTBPF_PROC_OOM;
+	e = ev_reserve(FTBPF_EV_OOM);
+	if (!e)
+		return;
+	e->tgid = tgid;
+	e->tid = BPF_CORE_READ(p, pid);
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* ---- tp_btf flavour ---- */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
+{
+	on_sys_enter(id);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(btf_sys_exit, struct pt_regs *regs, long ret)
+{
+	on_sys_exit(ret);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(btf_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	on_exec(p, bprm);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
+{
+	on_fork(parent, child);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_exit, struct task_struct *p)
+{
+	on_exit(p);
+	return 0;
+}
+
+SEC("tp_btf/signal_generate")
+int BPF_PROG(btf_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	on_signal_generate(sig, info, task, result);
+	return 0;
+}
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(btf_signal_deliver, int sig, struct kernel_siginfo *info)
+{
+	on_signal_deliver(sig, info);
+	return 0;
+}
+
+SEC("tp_btf/mark_victim")
+int BPF_PROG(btf_mark_victim, struct task_struct *p)
+{
+	on_mark_victim(p);
+	return 0;
+}
+
+/* ---- raw_tp flavour: same handlers, untrusted pointers read through CO-RE ---- */
+SEC("raw_tp/sys_enter")
+int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+{
+	on_sys_enter(id);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+{
+	on_sys_exit(ret);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(raw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	on_exec(p, bprm);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
+{
+	on_fork(parent, child);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_exit, struct task_struct *p)
+{
+	on_exit(p);
+	return 0;
+}
+
+SEC("raw_tp/signal_generate")
+int BPF_PROG(raw_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	on_signal_generate(sig, info, task, result);
+	return 0;
+}
+
+SEC("raw_tp/signal_deliver")
+int BPF_PROG(raw_signal_deliver, int sig, struct kernel_siginfo *info)
+{
+	on_signal_deliver(sig, info);
+	return 0;
+}
+
+SEC("raw_tp/mark_victim")
+int BPF_PROG(raw_mark_victim, struct task_struct *p)
+{
+	on_mark_victim(p);
+	return 0;
+}
+
+/* ---- task iterator: one record per thread of a tracked process ---- */
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+SEC("iter/task")
+int dump_task(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct ftbpf_task_snap *s;
+	__u32 zero = 0;
+
+	if (!task || !tracked(task->tgid))
+		return 0;
+	s = bpf_map_lookup_elem(&snap_scratch, &zero);
+	if (!s)
+		return 0;
+	s->tid = task->pid;
+	s->tgid = task->tgid;
+	if (bpf_core_field_exists(task->__state)) {
+		s->state = BPF_CORE_READ(task, __state);
+	} else {
+		struct task_struct___old *old = (void *)task;
+
+		s->state = BPF_CORE_READ(old, state);
+	}
+	s->exit_state = task->exit_state;
+	s->utime_ns = task->utime;
+	s->stime_ns = task->stime;
+	s->nvcsw = task->nvcsw;
+	s->nivcsw = task->nivcsw;
+	s->on_cpu = BPF_CORE_READ(task, on_cpu);
+	s->nr_stack = 0;
+	if (iter_want_stacks) {
+		long n = bpf_get_task_stack(task, s->stack, sizeof(s->stack), 0);
+
+		s->nr_stack = n < 0 ? (__s32)n : (__s32)((__u64)n / 8);
+	}
+	bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), task->comm);
+	bpf_seq_write(seq, s, sizeof(*s));
+	return 0;
+}

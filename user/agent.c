@@ -1,0 +1,1195 @@
+/*
+ * The agent: one epoll loop over the ring buffer, a scan timer, signals and the control
+ * socket. Events adopt ranks and record exits and signals; each scan samples every rank,
+ * runs the detector per job, and reports, signals or terminates as configured.
+ */
+#include "agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "eventlog.h"
+#include "ident.h"
+#include "ksyms.h"
+#include "log.h"
+#include "procfs.h"
+#include "ranks.h"
+#include "syscalls.h"
+#include "tracker.h"
+
+#define TAG_RB 1u
+#define TAG_TIMER 2u
+#define TAG_SIGNAL 3u
+#define NS 1000000000ull
+#define EXITED_RETENTION_NS (3600 * NS) /* keep a finished job visible for an hour */
+#define ENVIRON_MAX (256 * 1024)
+
+struct agent_counters {
+	uint64_t events;
+	uint64_t adopted;
+	uint64_t adopt_errors; /* malformed rank variables */
+	uint64_t hangs;
+	uint64_t actions;
+	uint64_t scans;
+};
+
+struct agent {
+	struct ftbpf_config cfg;
+	struct det_params dp;
+	struct tracker *tr;	/* owned */
+	struct eventlog *el;	/* owned */
+	struct ctl_server *ctl; /* owned */
+	struct ksyms *ksyms;	/* owned, loaded on first need */
+	struct ranks ranks;	/* owned */
+	int epfd, tfd, sfd, lockfd;
+	uint64_t start_ns;
+	struct agent_counters cnt;
+	struct ftbpf_task_snap *snap; /* last snapshot, owned */
+	size_t nsnap;
+	int stop;
+	char *envbuf; /* owned scratch */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / NS;
+}
+
+/* ---- JSON helpers ---- */
+static void jstr(struct json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
+}
+
+static void jint(struct json_object *o, const char *k, int64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+static void jdbl(struct json_object *o, const char *k, double v)
+{
+	json_object_object_add(o, k, json_object_new_double(((int64_t)(v * 1000)) / 1000.0));
+}
+
+static void jbool(struct json_object *o, const char *k, int v)
+{
+	json_object_object_add(o, k, json_object_new_boolean(v));
+}
+
+static struct json_object *ev_new(const char *type)
+{
+	struct json_object *o = json_object_new_object();
+
+	jstr(o, "type", type);
+	return o;
+}
+
+static void ev_rank_ids(struct json_object *o, const struct rank *k)
+{
+	jint(o, "pid", k->pid);
+	jint(o, "rank", k->id.rank);
+	jstr(o, "job", k->id.job);
+	jint(o, "uid", k->uid);
+	jstr(o, "comm", k->comm);
+}
+
+/* ---- process helpers ---- */
+static int pidfd_open_(int pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int send_signal(struct rank *k, int sig)
+{
+	if (k->pidfd >= 0) {
+		if (syscall(SYS_pidfd_send_signal, k->pidfd, sig, NULL, 0) < 0)
+			return -errno;
+		return 0;
+	}
+	return -ESRCH; /* never kill(2) by a pid we could not pin */
+}
+
+static struct ksyms *ksyms_get(struct agent *a)
+{
+	if (!a->ksyms)
+		a->ksyms = ksyms_load();
+	return a->ksyms;
+}
+
+/* ---- adoption ---- */
+static int adopt(struct agent *a, int pid, const char *how)
+{
+	struct rank_ident id;
+	struct proc_stat st, pst;
+	struct ftbpf_proc p = {};
+	struct rank *k;
+	ssize_t n;
+	uid_t uid;
+	int r;
+
+	if (pid == getpid() || ranks_find(&a->ranks, pid))
+		return 0;
+	n = procfs_environ(pid, a->envbuf, ENVIRON_MAX);
+	if (n <= 0)
+		return n < 0 ? (int)n : -ENOENT;
+	r = ident_from_environ(a->envbuf, (size_t)n, &id);
+	if (r == -EINVAL) {
+		a->cnt.adopt_errors++;
+		log_warn("pid %d has malformed rank variables in its environment; not adopted", pid);
+		return r;
+	}
+	if (r < 0)
+		return r;
+	if (*a->cfg.only_jobs && fnmatch(a->cfg.only_jobs, id.job, 0))
+		return -ENOENT;
+	if (procfs_stat(pid, -1, &st) < 0 || procfs_uid(pid, &uid) < 0)
+		return -ESRCH;
+	/* A process whose parent is already tracked is that rank's child, not a new rank. */
+	if (tracker_is_tracked(a->tr, st.ppid)) {
+		struct ftbpf_proc pp;
+
+		if (tracker_proc_get(a->tr, st.ppid, &pp) == 0 && !(pp.flags & FTBPF_PROC_EXITED))
+			return 0;
+	}
+	/* Launchers that exec the training script through a shell keep the parent's env. */
+	if (procfs_stat(st.ppid, -1, &pst) == 0 && ranks_find(&a->ranks, st.ppid))
+		return 0;
+	k = ranks_add(&a->ranks, pid);
+	if (!k)
+		return -ENOMEM;
+	k->pidfd = pidfd_open_(pid);
+	k->uid = uid;
+	k->id = id;
+	memcpy(k->comm, st.comm, sizeof(k->comm));
+	k->adopted_ns = now_ns();
+	p.tgid = pid;
+	p.owner = pid;
+	p.ppid = st.ppid;
+	p.flags = FTBPF_PROC_RANK;
+	p.rank = id.rank;
+	p.local_rank = id.local_rank;
+	p.world_size = id.world_size;
+	p.uid = uid;
+	p.source = id.source;
+	p.adopted_ns = k->adopted_ns;
+	p.start_ns = st.start_ns;
+	memcpy(p.comm, st.comm, sizeof(p.comm));
+	memcpy(p.job, id.job, sizeof(p.job));
+	r = tracker_proc_put(a->tr, pid, &p);
+	if (r == 0)
+		r = tracker_set_tracked(a->tr, pid, 1);
+	if (r < 0) {
+		log_warn("cannot track pid %d: %s", pid, strerror(-r));
+		ranks_remove(&a->ranks, pid);
+		return r;
+	}
+	ranks_job(&a->ranks, id.job);
+	a->cnt.adopted++;
+	struct json_object *o = ev_new("adopt");
+	ev_rank_ids(o, k);
+	jint(o, "local_rank", id.local_rank);
+	jint(o, "world_size", id.world_size);
+	jstr(o, "source", ident_source_name(id.source));
+	jstr(o, "how", how);
+	eventlog_emit(a->el, o);
+	return 0;
+}
+
+static int scan_one(void *ctx, int pid)
+{
+	adopt(ctx, pid, "scan");
+	return 0;
+}
+
+/* Rebuild the table from the pinned procs map after a restart. */
+static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
+{
+	struct agent *a = ctx;
+	struct proc_stat st;
+	struct rank *k;
+
+	if (!(p->flags & FTBPF_PROC_RANK))
+		return 0;
+	k = ranks_add(&a->ranks, (int)tgid);
+	if (!k)
+		return -ENOMEM;
+	k->uid = p->uid;
+	k->id.rank = p->rank;
+	k->id.local_rank = p->local_rank;
+	k->id.world_size = p->world_size;
+	k->id.source = p->source;
+	memcpy(k->id.job, p->job, sizeof(k->id.job));
+	memcpy(k->comm, p->comm, sizeof(k->comm));
+	k->adopted_ns = p->adopted_ns;
+	if (!(p->flags & FTBPF_PROC_EXITED)) {
+		/* Same process? start times agree within a clock tick. */
+		if (procfs_stat((int)tgid, -1, &st) == 0 &&
+		    (st.start_ns > p->start_ns ? st.start_ns - p->start_ns : p->start_ns - st.start_ns) <
+			    20000000ull)
+			k->pidfd = pidfd_open_((int)tgid);
+	} else {
+		k->exit_reported = 1; /* the earlier agent (or the log replay) reported it */
+	}
+	ranks_job(&a->ranks, k->id.job);
+	struct json_object *o = ev_new("adopt");
+	ev_rank_ids(o, k);
+	jint(o, "local_rank", k->id.local_rank);
+	jint(o, "world_size", k->id.world_size);
+	jstr(o, "source", ident_source_name(k->id.source));
+	jstr(o, "how", "resume");
+	jbool(o, "exited", !!(p->flags & FTBPF_PROC_EXITED));
+	eventlog_emit(a->el, o);
+	return 0;
+}
+
+/* ---- ring-buffer events ---- */
+static void exit_fields(struct json_object *o, int status, uint32_t sender, const char *scomm)
+{
+	int sig = status & 0x7f;
+	const char *n = sig ? config_signal_name(sig) : NULL;
+
+	if (sig) {
+		json_object_object_add(o, "exit_code", NULL);
+		jint(o, "signal", sig);
+		jstr(o, "signal_name", n);
+		jbool(o, "core_dumped", !!(status & 0x80));
+	} else {
+		jint(o, "exit_code", (status >> 8) & 0xff);
+		json_object_object_add(o, "signal", NULL);
+	}
+	if (sig && sender) {
+		jint(o, "sender_pid", sender);
+		jstr(o, "sender_comm", scomm);
+	} else {
+		json_object_object_add(o, "sender_pid", NULL);
+		json_object_object_add(o, "sender_comm", NULL);
+	}
+}
+
+static void on_event(void *ctx, const struct ftbpf_event *e)
+{
+	struct agent *a = ctx;
+	struct rank *k = ranks_find(&a->ranks, (int)e->tgid);
+	struct json_object *o;
+	char comm[17], scomm[17];
+
+	a->cnt.events++;
+	snprintf(comm, sizeof(comm), "%s", e->comm);
+	snprintf(scomm, sizeof(scomm), "%s", e->sender_comm);
+	switch (e->type) {
+	case FTBPF_EV_EXEC:
+		if (k) {
+			memcpy(k->comm, comm, sizeof(k->comm));
+			return;
+		}
+		if (!e->flags)
+			adopt(a, (int)e->tgid, "exec");
+		return;
+	case FTBPF_EV_FORK: {
+		struct ftbpf_proc p;
+
+		if (tracker_proc_get(a->tr, e->tgid, &p) < 0)
+			return;
+		o = ev_new("child");
+		jint(o, "pid", e->tgid);
+		jint(o, "ppid", e->ppid);
+		jint(o, "owner_pid", p.owner);
+		jint(o, "rank", p.rank);
+		jstr(o, "job", p.job);
+		jint(o, "uid", p.uid);
+		eventlog_emit(a->el, o);
+		return;
+	}
+	case FTBPF_EV_EXIT:
+		if (k) {
+			k->s.exited = 1;
+			k->s.exit_code = e->code;
+			k->s.exit_ns = e->ts_ns;
+			k->s.sender_pid = e->sender_pid;
+			memcpy(k->s.sender_comm, scomm, sizeof(k->s.sender_comm));
+			k->exit_reported = 1;
+			o = ev_new("exit");
+			ev_rank_ids(o, k);
+		} else {
+			struct ftbpf_proc p;
+
+			if (tracker_proc_get(a->tr, e->tgid, &p) < 0)
+				return;
+			o = ev_new("child_exit");
+			jint(o, "pid", e->tgid);
+			jint(o, "owner_pid", p.owner);
+			jint(o, "rank", p.rank);
+			jstr(o, "job", p.job);
+			jint(o, "uid", p.uid);
+			jstr(o, "comm", comm);
+			tracker_proc_delete(a->tr, e->tgid);
+		}
+		exit_fields(o, e->code, e->sender_pid, scomm);
+		eventlog_emit(a->el, o);
+		return;
+	case FTBPF_EV_SIGNAL:
+	case FTBPF_EV_DELIVER: {
+		struct rank_sig rs = { .ts_ns = e->ts_ns, .sig = e->sig,
+				       .delivered = e->type == FTBPF_EV_DELIVER,
+				       .sender_pid = e->sender_pid };
+		struct ftbpf_proc p;
+		uint32_t uid = 0;
+
+		memcpy(rs.sender_comm, scomm, sizeof(rs.sender_comm));
+		if (k) {
+			rank_add_signal(k, &rs);
+			uid = k->uid;
+		} else if (tracker_proc_get(a->tr, e->tgid, &p) == 0) {
+			uid = p.uid;
+		} else {
+			return;
+		}
+		o = ev_new(e->type == FTBPF_EV_SIGNAL ? "signal" : "signal_delivered");
+		jint(o, "pid", e->tgid);
+		jint(o, "tid", e->tid);
+		if (k) {
+			jint(o, "rank", k->id.rank);
+			jstr(o, "job", k->id.job);
+		}
+		jint(o, "uid", uid);
+		jint(o, "signal", e->sig);
+		jstr(o, "signal_name", config_signal_name(e->sig));
+		jint(o, "si_code", e->code);
+		if (e->type == FTBPF_EV_SIGNAL) {
+			jint(o, "sender_pid", e->sender_pid);
+			jstr(o, "sender_comm", scomm);
+			jint(o, "result", e->result);
+		}
+		eventlog_emit(a->el, o);
+		return;
+	}
+	case FTBPF_EV_OOM:
+		o = ev_new("oom_victim");
+		jint(o, "pid", e->tgid);
+		if (k) {
+			jint(o, "rank", k->id.rank);
+			jstr(o, "job", k->id.job);
+			jint(o, "uid", k->uid);
+		}
+		eventlog_emit(a->el, o);
+		return;
+	}
+}
+
+/* ---- sampling ---- */
+static char state_char(uint32_t st, int exit_state)
+{
+	if (exit_state & 0x20)
+		return 'Z';
+	if (exit_state & 0x10)
+		return 'X';
+	if (st == 0)
+		return 'R';
+	if (st & 0x4)
+		return 'T';
+	if (st & 0x8)
+		return 't';
+	if ((st & 0x2) && (st & 0x400))
+		return 'I';
+	if (st & 0x2)
+		return 'D';
+	return 'S';
+}
+
+static const struct ftbpf_task_snap *snap_find(const struct agent *a, uint32_t tid)
+{
+	for (size_t i = 0; i < a->nsnap; i++)
+		if (a->snap[i].tid == tid)
+			return &a->snap[i];
+	return NULL;
+}
+
+static void sample_rank(struct agent *a, struct rank *k)
+{
+	struct ftbpf_proc p;
+	struct ftbpf_thread t;
+	const struct ftbpf_task_snap *sn;
+	struct proc_stat st;
+
+	k->s.pid = k->pid;
+	k->s.rank = k->id.rank;
+	k->s.adopted_ns = k->adopted_ns;
+	if (tracker_proc_get(a->tr, k->pid, &p) == 0 && (p.flags & FTBPF_PROC_EXITED) && !k->s.exited) {
+		/* exited while no agent consumed the event (restart) */
+		k->s.exited = 1;
+		k->s.exit_code = p.exit_code;
+		k->s.exit_ns = p.exit_ns;
+		if ((p.exit_code & 0x7f) && (int)p.fatal_sig == (p.exit_code & 0x7f)) {
+			k->s.sender_pid = p.fatal_sender_pid;
+			memcpy(k->s.sender_comm, p.fatal_sender_comm, sizeof(k->s.sender_comm));
+		}
+	}
+	if (k->s.exited)
+		return;
+	if (tracker_thread_get(a->tr, k->pid, &t) == 0) {
+		k->s.cur_nr = t.cur_nr;
+		k->s.enter_ns = t.enter_ns;
+		k->s.last_exit_ns = t.last_exit_ns;
+		k->s.progress_ns = t.progress_ns;
+		k->syscalls = t.syscalls;
+		k->progress = t.progress;
+	}
+	k->s.cpu_valid = 0;
+	k->s.wchan[0] = 0;
+	sn = snap_find(a, k->pid);
+	if (sn) {
+		k->s.task_state = state_char(sn->state, sn->exit_state);
+		k->s.cpu_ns = sn->utime_ns + sn->stime_ns;
+		k->s.cpu_valid = 1;
+	} else if (procfs_stat(k->pid, k->pid, &st) == 0) {
+		k->s.task_state = st.state;
+		k->s.cpu_ns = st.utime_ns + st.stime_ns;
+		k->s.cpu_valid = 1;
+	} else if (procfs_stat(k->pid, -1, &st) < 0) {
+		/* gone without an exit event (should not happen; events lost) */
+		k->s.exited = 1;
+		k->s.exit_ns = now_ns();
+		return;
+	}
+	if (k->s.task_state == 'D' || (k->s.cur_nr >= 0 && k->d.state == RS_BLOCKED))
+		procfs_wchan(k->pid, k->pid, k->s.wchan, sizeof(k->s.wchan));
+	k->nthreads = 0;
+	for (size_t i = 0; i < a->nsnap; i++)
+		k->nthreads += a->snap[i].tgid == (uint32_t)k->pid;
+}
+
+static struct json_object *kstack_json(struct agent *a, int pid, int tid)
+{
+	struct json_object *arr = json_object_new_array();
+	const struct ftbpf_task_snap *sn = NULL;
+	char buf[4096], sym[160];
+
+	for (size_t i = 0; i < a->nsnap; i++)
+		if (a->snap[i].tid == (uint32_t)tid && a->snap[i].nr_stack > 0)
+			sn = &a->snap[i];
+	if (sn && ksyms_get(a)) {
+		for (int i = 0; i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
+			json_object_array_add(arr, json_object_new_string(
+				ksyms_format(a->ksyms, sn->stack[i], sym, sizeof(sym))));
+		return arr;
+	}
+	if (procfs_kstack(pid, tid, buf, sizeof(buf)) == 0) {
+		char *save, *line = strtok_r(buf, "\n", &save);
+
+		for (; line; line = strtok_r(NULL, "\n", &save)) {
+			char *sp = strchr(line, ' ');
+
+			json_object_array_add(arr, json_object_new_string(sp ? sp + 1 : line));
+		}
+	}
+	return arr;
+}
+
+static struct json_object *rank_json(struct agent *a, const struct rank *k, uint64_t now)
+{
+	struct json_object *o = json_object_new_object();
+	char nm[32];
+
+	ev_rank_ids(o, k);
+	jint(o, "local_rank", k->id.local_rank);
+	jint(o, "world_size", k->id.world_size);
+	jstr(o, "source", ident_source_name(k->id.source));
+	jstr(o, "state", det_state_name(k->d.state));
+	jstr(o, "reason", k->d.reason);
+	jdbl(o, "state_for_s", secs(now > k->d.state_since_ns ? now - k->d.state_since_ns : 0));
+	jstr(o, "syscall", k->d.syscall >= 0 ? syscalls_format(k->d.syscall, nm, sizeof(nm)) : NULL);
+	jstr(o, "wchan", *k->s.wchan ? k->s.wchan : NULL);
+	jdbl(o, "no_progress_s", secs(k->d.no_progress_ns));
+	jdbl(o, "cpu", k->d.cpu_frac);
+	jbool(o, "hung", k->d.hung);
+	jbool(o, "culprit", k->d.culprit);
+	jint(o, "syscalls", (int64_t)k->syscalls);
+	jint(o, "progress", (int64_t)k->progress);
+	jint(o, "threads", k->nthreads);
+	jdbl(o, "adopted_s_ago", secs(now - k->adopted_ns));
+	jbool(o, "exited", k->s.exited);
+	if (k->s.exited) {
+		exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);
+	} else {
+		json_object_object_add(o, "exit_code", NULL);
+		json_object_object_add(o, "signal", NULL);
+		json_object_object_add(o, "sender_pid", NULL);
+		json_object_object_add(o, "sender_comm", NULL);
+	}
+	(void)a;
+	return o;
+}
+
+static struct json_object *job_json(const struct job *j, const struct ranks *rs)
+{
+	struct json_object *o = json_object_new_object(), *c = json_object_new_array(),
+			   *cr = json_object_new_array();
+	int n = 0;
+
+	jstr(o, "job", j->id);
+	for (int i = 0; i < rs->n; i++)
+		if (!strcmp(rs->v[i]->id.job, j->id)) {
+			n++;
+			if (rs->v[i]->d.culprit) {
+				json_object_array_add(c, json_object_new_int(rs->v[i]->pid));
+				json_object_array_add(cr, json_object_new_int(rs->v[i]->id.rank));
+			}
+		}
+	jint(o, "ranks", n);
+	jint(o, "live", j->res.live);
+	jint(o, "exited", j->res.exited);
+	jstr(o, "state", j->res.hung ? "hung" : j->res.live ? "ok" : "finished");
+	jbool(o, "hung", j->res.hung);
+	jdbl(o, "no_progress_s", secs(j->res.no_progress_ns));
+	json_object_object_add(o, "culprits", c);
+	json_object_object_add(o, "culprit_ranks", cr);
+	jstr(o, "why", j->res.hung ? j->res.why : NULL);
+	return o;
+}
+
+static void hang_report(struct agent *a, struct job *j, uint64_t now)
+{
+	struct json_object *o = ev_new("hang"), *arr = json_object_new_array();
+	struct ftbpf_task_snap *snap = NULL;
+	size_t n = 0;
+
+	/* Re-snapshot with kernel stacks for the report. */
+	if (tracker_snapshot(a->tr, 1, &snap, &n) == 0) {
+		free(a->snap);
+		a->snap = snap;
+		a->nsnap = n;
+	}
+	jstr(o, "job", j->id);
+	jdbl(o, "no_progress_s", secs(j->res.no_progress_ns));
+	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
+	jstr(o, "why", j->res.why);
+	struct json_object *c = json_object_new_array(), *cr = json_object_new_array();
+	for (int i = 0; i < a->ranks.n; i++) {
+		struct rank *k = a->ranks.v[i];
+		struct json_object *r;
+
+		if (strcmp(k->id.job, j->id))
+			continue;
+		r = rank_json(a, k, now);
+		if (!k->s.exited)
+			json_object_object_add(r, "kernel_stack", kstack_json(a, k->pid, k->pid));
+		json_object_array_add(arr, r);
+		if (k->d.culprit) {
+			json_object_array_add(c, json_object_new_int(k->pid));
+			json_object_array_add(cr, json_object_new_int(k->id.rank));
+		}
+		if (!json_object_object_get_ex(o, "uid", NULL))
+			jint(o, "uid", k->uid);
+	}
+	json_object_object_add(o, "culprits", c);
+	json_object_object_add(o, "culprit_ranks", cr);
+	json_object_object_add(o, "ranks", arr);
+	eventlog_emit(a->el, o);
+	a->cnt.hangs++;
+}
+
+static void act_signal(struct agent *a, struct job *j, struct rank *k, int sig, const char *why)
+{
+	struct json_object *o = ev_new("action");
+	int r = send_signal(k, sig);
+
+	ev_rank_ids(o, k);
+	jstr(o, "action", why);
+	jint(o, "signal", sig);
+	jstr(o, "signal_name", config_signal_name(sig));
+	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	eventlog_emit(a->el, o);
+	a->cnt.actions++;
+	(void)j;
+}
+
+static void job_actions(struct agent *a, struct job *j, uint64_t now)
+{
+	int sig = a->cfg.soft_signal;
+
+	if (!j->res.hung) {
+		if (j->reported) {
+			struct json_object *o = ev_new("recovered");
+
+			jstr(o, "job", j->id);
+			eventlog_emit(a->el, o);
+		}
+		j->reported = j->soft_signalled = j->action_done = 0;
+		return;
+	}
+	if (!j->reported) {
+		j->reported = 1;
+		j->hung_seen_ns = now;
+		hang_report(a, j, now);
+	}
+	if (sig && !j->soft_signalled) {
+		j->soft_signalled = 1;
+		for (int i = 0; i < a->ranks.n; i++) {
+			struct rank *k = a->ranks.v[i];
+
+			if (!strcmp(k->id.job, j->id) && !k->s.exited &&
+			    (a->cfg.soft_signal_all || k->d.culprit))
+				act_signal(a, j, k, sig, "soft_timeout");
+		}
+	}
+	if (!j->res.hard || j->action_done)
+		return;
+	j->action_done = 1;
+	{
+		struct json_object *o = ev_new("hard_timeout");
+
+		jstr(o, "job", j->id);
+		jstr(o, "action", config_action_name(a->cfg.action));
+		jdbl(o, "no_progress_s", secs(j->res.no_progress_ns));
+		for (int i = 0; i < a->ranks.n; i++)
+			if (!strcmp(a->ranks.v[i]->id.job, j->id)) {
+				jint(o, "uid", a->ranks.v[i]->uid);
+				break;
+			}
+		eventlog_emit(a->el, o);
+	}
+	if (a->cfg.action == ACTION_REPORT)
+		return;
+	for (int i = 0; i < a->ranks.n; i++) {
+		struct rank *k = a->ranks.v[i];
+
+		if (strcmp(k->id.job, j->id) || k->s.exited)
+			continue;
+		if (a->cfg.action == ACTION_TERMINATE_CULPRIT && !k->d.culprit)
+			continue;
+		if (a->cfg.action == ACTION_KILL) {
+			act_signal(a, j, k, SIGKILL, "hard_timeout");
+			k->kill_sent = 1;
+		} else {
+			/* A stopped rank cannot act on SIGTERM: continue it first (as NVRx does). */
+			if (k->d.state == RS_STOPPED)
+				send_signal(k, SIGCONT);
+			act_signal(a, j, k, SIGTERM, "hard_timeout");
+			k->term_sent_ns = now;
+		}
+	}
+}
+
+static void escalate(struct agent *a, uint64_t now)
+{
+	for (int i = 0; i < a->ranks.n; i++) {
+		struct rank *k = a->ranks.v[i];
+
+		if (!k->term_sent_ns || k->kill_sent || k->s.exited)
+			continue;
+		if (now - k->term_sent_ns < (uint64_t)(a->cfg.grace_s * 1e9))
+			continue;
+		k->kill_sent = 1;
+		act_signal(a, NULL, k, SIGKILL, "grace_expired");
+	}
+}
+
+static void gc(struct agent *a, uint64_t now)
+{
+	for (int i = 0; i < a->ranks.n;) {
+		struct rank *k = a->ranks.v[i];
+		struct job *j = ranks_job(&a->ranks, k->id.job);
+
+		if (k->s.exited && j && j->res.live == 0 && now - k->s.exit_ns > EXITED_RETENTION_NS) {
+			tracker_proc_delete(a->tr, k->pid);
+			ranks_remove(&a->ranks, k->pid);
+			continue;
+		}
+		i++;
+	}
+	ranks_jobs_prune(&a->ranks);
+}
+
+static void scan(struct agent *a)
+{
+	uint64_t now;
+	struct ftbpf_task_snap *snap = NULL;
+	size_t n = 0;
+
+	a->cnt.scans++;
+	if (tracker_snapshot(a->tr, 0, &snap, &n) == 0) {
+		free(a->snap);
+		a->snap = snap;
+		a->nsnap = n;
+	}
+	now = now_ns();
+	for (int i = 0; i < a->ranks.n; i++) {
+		sample_rank(a, a->ranks.v[i]);
+		det_rank_update(&a->ranks.v[i]->d, &a->ranks.v[i]->s, now, &a->dp);
+	}
+	for (int ji = 0; ji < a->ranks.njobs; ji++) {
+		struct job *j = &a->ranks.jobs[ji];
+		struct det_rank d[256];
+		struct det_sample s[256];
+		struct rank *members[256];
+		int m = 0;
+
+		for (int i = 0; i < a->ranks.n && m < 256; i++)
+			if (!strcmp(a->ranks.v[i]->id.job, j->id)) {
+				members[m] = a->ranks.v[i];
+				d[m] = members[m]->d;
+				s[m] = members[m]->s;
+				m++;
+			}
+		det_job_eval(d, s, m, now, &a->dp, &j->res);
+		for (int i = 0; i < m; i++) {
+			members[i]->d.hung = d[i].hung;
+			members[i]->d.culprit = d[i].culprit;
+		}
+		job_actions(a, j, now);
+	}
+	escalate(a, now);
+	gc(a, now);
+}
+
+/* ---- control requests ---- */
+static struct json_object *resp_ok(void)
+{
+	struct json_object *o = json_object_new_object();
+
+	jbool(o, "ok", 1);
+	return o;
+}
+
+static struct json_object *resp_err(const char *code, const char *msg)
+{
+	struct json_object *o = json_object_new_object();
+
+	jbool(o, "ok", 0);
+	jstr(o, "code", code);
+	jstr(o, "error", msg);
+	return o;
+}
+
+static struct json_object *agent_json(struct agent *a, uint64_t now)
+{
+	const struct tracker_features *f = tracker_features(a->tr);
+	const struct ctl_counters *cc = ctl_counters(a->ctl);
+	struct json_object *o = json_object_new_object(), *c = json_object_new_object(),
+			   *ft = json_object_new_object();
+
+	jint(o, "pid", getpid());
+	jstr(o, "version", FTBPF_VERSION);
+	jdbl(o, "uptime_s", secs(now - a->start_ns));
+	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
+	jdbl(o, "hard_timeout_s", a->cfg.hard_timeout_s);
+	jstr(o, "action", config_action_name(a->cfg.action));
+	jstr(ft, "programs", f->tp_btf ? "tp_btf" : "raw_tp");
+	jbool(ft, "task_iter", f->task_iter);
+	jbool(ft, "oom", f->oom);
+	jbool(ft, "resumed", f->resumed);
+	jint(ft, "pid_max", f->pid_max);
+	json_object_object_add(o, "features", ft);
+	jint(c, "events", (int64_t)a->cnt.events);
+	jint(c, "adopted", (int64_t)a->cnt.adopted);
+	jint(c, "adopt_errors", (int64_t)a->cnt.adopt_errors);
+	jint(c, "hangs", (int64_t)a->cnt.hangs);
+	jint(c, "actions", (int64_t)a->cnt.actions);
+	jint(c, "scans", (int64_t)a->cnt.scans);
+	jint(c, "ringbuf_drops", (int64_t)tracker_stat(a->tr, FTBPF_STAT_RB_DROPS));
+	jint(c, "thread_map_full", (int64_t)tracker_stat(a->tr, FTBPF_STAT_THREAD_FULL));
+	jint(c, "proc_map_full", (int64_t)tracker_stat(a->tr, FTBPF_STAT_PROC_FULL));
+	jint(c, "ctl_accepted", (int64_t)cc->accepted);
+	jint(c, "ctl_requests", (int64_t)cc->requests);
+	jint(c, "ctl_bad_requests", (int64_t)cc->bad_requests);
+	jint(c, "ctl_oversized", (int64_t)cc->oversized);
+	jint(c, "ctl_truncated", (int64_t)cc->truncated);
+	jint(c, "ctl_denied", (int64_t)cc->denied);
+	jint(c, "ctl_dropped_slow", (int64_t)cc->dropped_slow);
+	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
+	json_object_object_add(o, "counters", c);
+	return o;
+}
+
+static int peer_may(const struct ctl_peer *p, uid_t owner)
+{
+	return p->uid == 0 || p->uid == owner;
+}
+
+static struct json_object *do_status(struct agent *a, const struct ctl_peer *peer)
+{
+	struct json_object *o = resp_ok(), *ranks = json_object_new_array(),
+			   *jobs = json_object_new_array();
+	uint64_t now = now_ns();
+
+	json_object_object_add(o, "agent", agent_json(a, now));
+	for (int j = 0; j < a->ranks.njobs; j++) {
+		int vis = 0;
+
+		for (int i = 0; i < a->ranks.n && !vis; i++)
+			vis = !strcmp(a->ranks.v[i]->id.job, a->ranks.jobs[j].id) &&
+			      peer_may(peer, a->ranks.v[i]->uid);
+		if (vis)
+			json_object_array_add(jobs, job_json(&a->ranks.jobs[j], &a->ranks));
+	}
+	for (int i = 0; i < a->ranks.n; i++)
+		if (peer_may(peer, a->ranks.v[i]->uid))
+			json_object_array_add(ranks, rank_json(a, a->ranks.v[i], now));
+	json_object_object_add(o, "jobs", jobs);
+	json_object_object_add(o, "ranks", ranks);
+	return o;
+}
+
+struct child_ctx {
+	int owner;
+	struct json_object *arr;
+};
+
+static int child_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
+{
+	struct child_ctx *c = ctx;
+	struct json_object *o;
+
+	if ((int)p->owner != c->owner || (p->flags & FTBPF_PROC_RANK))
+		return 0;
+	o = json_object_new_object();
+	jint(o, "pid", tgid);
+	jint(o, "ppid", p->ppid);
+	jstr(o, "comm", p->comm);
+	jbool(o, "exited", !!(p->flags & FTBPF_PROC_EXITED));
+	json_object_array_add(c->arr, o);
+	return 0;
+}
+
+static struct json_object *do_explain(struct agent *a, const struct ctl_request *req,
+				      const struct ctl_peer *peer)
+{
+	struct rank *k = ranks_find(&a->ranks, req->pid);
+	struct json_object *o, *th, *sigs, *job_ranks;
+	struct ftbpf_task_snap *snap = NULL;
+	struct ftbpf_proc p;
+	struct child_ctx cc;
+	uint64_t now = now_ns();
+	size_t n = 0;
+	char nm[32];
+
+	if (!k && tracker_proc_get(a->tr, req->pid, &p) == 0)
+		k = ranks_find(&a->ranks, (int)p.owner); /* a rank's child: explain its rank */
+	if (!k)
+		return resp_err("not_found", "no rank or rank child with that pid");
+	if (!peer_may(peer, k->uid)) {
+		ctl_count_denied(a->ctl);
+		return resp_err("permission_denied", "that process belongs to another user");
+	}
+	o = resp_ok();
+	json_object_object_add(o, "rank", rank_json(a, k, now));
+	for (int j = 0; j < a->ranks.njobs; j++)
+		if (!strcmp(a->ranks.jobs[j].id, k->id.job))
+			json_object_object_add(o, "job", job_json(&a->ranks.jobs[j], &a->ranks));
+	th = json_object_new_array();
+	if (!k->s.exited && tracker_snapshot(a->tr, 1, &snap, &n) == 0) {
+		free(a->snap);
+		a->snap = snap;
+		a->nsnap = n;
+	}
+	for (size_t i = 0; i < a->nsnap && !k->s.exited; i++) {
+		const struct ftbpf_task_snap *s = &a->snap[i];
+		struct json_object *t;
+		struct ftbpf_thread tt;
+		char w[64] = "";
+
+		if (s->tgid != (uint32_t)k->pid)
+			continue;
+		t = json_object_new_object();
+		jint(t, "tid", s->tid);
+		jstr(t, "comm", s->comm);
+		json_object_object_add(t, "state", json_object_new_string_len(
+			(char[]){ state_char(s->state, s->exit_state) }, 1));
+		jdbl(t, "cpu_s", secs(s->utime_ns + s->stime_ns));
+		if (tracker_thread_get(a->tr, s->tid, &tt) == 0) {
+			jstr(t, "syscall", tt.cur_nr >= 0 ? syscalls_format(tt.cur_nr, nm, sizeof(nm)) : NULL);
+			jdbl(t, "in_syscall_s", tt.cur_nr >= 0 ? secs(now - tt.enter_ns) : 0);
+			jint(t, "syscalls", (int64_t)tt.syscalls);
+			jdbl(t, "last_exit_s_ago", tt.last_exit_ns ? secs(now - tt.last_exit_ns) : -1);
+		}
+		procfs_wchan(k->pid, (int)s->tid, w, sizeof(w));
+		jstr(t, "wchan", *w ? w : NULL);
+		json_object_object_add(t, "kernel_stack", kstack_json(a, k->pid, (int)s->tid));
+		json_object_array_add(th, t);
+	}
+	json_object_object_add(o, "threads", th);
+	cc.owner = k->pid;
+	cc.arr = json_object_new_array();
+	tracker_foreach_proc(a->tr, child_one, &cc);
+	json_object_object_add(o, "children", cc.arr);
+	sigs = json_object_new_array();
+	for (int i = 0; i < k->nsig; i++) {
+		struct json_object *s = json_object_new_object();
+
+		jdbl(s, "s_ago", secs(now - k->sigs[i].ts_ns));
+		jint(s, "signal", k->sigs[i].sig);
+		jstr(s, "signal_name", config_signal_name(k->sigs[i].sig));
+		jbool(s, "delivered", k->sigs[i].delivered);
+		if (!k->sigs[i].delivered) {
+			jint(s, "sender_pid", k->sigs[i].sender_pid);
+			jstr(s, "sender_comm", k->sigs[i].sender_comm);
+		}
+		json_object_array_add(sigs, s);
+	}
+	json_object_object_add(o, "signals", sigs);
+	job_ranks = json_object_new_array();
+	for (int i = 0; i < a->ranks.n; i++)
+		if (!strcmp(a->ranks.v[i]->id.job, k->id.job) && a->ranks.v[i] != k &&
+		    peer_may(peer, a->ranks.v[i]->uid))
+			json_object_array_add(job_ranks, rank_json(a, a->ranks.v[i], now));
+	json_object_object_add(o, "job_ranks", job_ranks);
+	return o;
+}
+
+static struct json_object *do_signal(struct agent *a, const struct ctl_request *req,
+				     const struct ctl_peer *peer)
+{
+	struct rank *k = ranks_find(&a->ranks, req->pid);
+	struct json_object *o;
+	int r;
+
+	if (!k || k->s.exited)
+		return resp_err("not_found", "no live rank with that pid");
+	if (!peer_may(peer, k->uid)) {
+		ctl_count_denied(a->ctl);
+		return resp_err("permission_denied", "that process belongs to another user");
+	}
+	r = send_signal(k, req->sig);
+	o = ev_new("action");
+	ev_rank_ids(o, k);
+	jstr(o, "action", "client_signal");
+	jint(o, "signal", req->sig);
+	jint(o, "requester_pid", peer->pid);
+	jint(o, "requester_uid", peer->uid);
+	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	eventlog_emit(a->el, o);
+	if (r < 0)
+		return resp_err("failed", strerror(-r));
+	return resp_ok();
+}
+
+static struct json_object *handle(void *ctx, const struct ctl_request *req,
+				  const struct ctl_peer *peer)
+{
+	struct agent *a = ctx;
+	struct json_object *o;
+
+	switch (req->cmd) {
+	case CTL_CMD_STATUS:
+		return do_status(a, peer);
+	case CTL_CMD_EXPLAIN:
+		return do_explain(a, req, peer);
+	case CTL_CMD_SIGNAL:
+		return do_signal(a, req, peer);
+	case CTL_CMD_VERSION:
+		o = resp_ok();
+		jstr(o, "version", FTBPF_VERSION);
+		jint(o, "protocol", CTL_VERSION);
+		return o;
+	case CTL_CMD_EVENTS:
+		break;
+	}
+	return resp_err("unknown_command", "unknown command");
+}
+
+/* ---- lifecycle ---- */
+static int lock_state_dir(struct agent *a, char *err, size_t errlen)
+{
+	char p[300];
+
+	if (mkdir(a->cfg.state_dir, 0755) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "create state dir %s: %s", a->cfg.state_dir, strerror(errno));
+		return -errno;
+	}
+	snprintf(p, sizeof(p), "%s/ftbpfd.lock", a->cfg.state_dir);
+	a->lockfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (a->lockfd < 0 || flock(a->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		snprintf(err, errlen, "state dir %s is in use by another ftbpfd (%s)", a->cfg.state_dir,
+			 strerror(errno));
+		return -EBUSY;
+	}
+	if (ftruncate(a->lockfd, 0) == 0)
+		dprintf(a->lockfd, "%d\n", getpid());
+	return 0;
+}
+
+struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *err, size_t errlen)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+	struct tracker_opts to = {};
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct itimerspec its = {};
+	sigset_t mask;
+
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	a->cfg = *cfg;
+	a->epfd = a->tfd = a->sfd = a->lockfd = -1;
+	a->start_ns = now_ns();
+	ranks_init(&a->ranks);
+	det_params_from_seconds(&a->dp, cfg->soft_timeout_s, cfg->hard_timeout_s,
+				cfg->spin_threshold_s);
+	a->envbuf = malloc(ENVIRON_MAX);
+	if (!a->envbuf) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (lock_state_dir(a, err, errlen) < 0)
+		goto fail;
+	a->el = eventlog_new(cfg->log_file, cfg->log_max_bytes, cfg->log_keep, cfg->events_keep);
+	if (!a->el) {
+		snprintf(err, errlen, "open event log %s: %s", cfg->log_file, strerror(errno));
+		goto fail;
+	}
+	eventlog_load_tail(a->el);
+	a->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (a->epfd < 0) {
+		snprintf(err, errlen, "epoll: %s", strerror(errno));
+		goto fail;
+	}
+	to.pin_dir = cfg->pin_dir;
+	to.reset = reset_state;
+	to.agent_tgid = getpid();
+	to.on_event = on_event;
+	to.ctx = a;
+	a->tr = tracker_open(&to, err, errlen);
+	if (!a->tr)
+		goto fail;
+	a->ctl = ctl_new(cfg->socket_path, a->epfd, handle, a, a->el);
+	if (!a->ctl) {
+		snprintf(err, errlen, "control socket %s: %s", cfg->socket_path, strerror(errno));
+		goto fail;
+	}
+	eventlog_set_sink(a->el, ctl_broadcast, a->ctl);
+	ev.data.u64 = TAG_RB;
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, tracker_epoll_fd(a->tr), &ev);
+	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	its.it_interval.tv_sec = (time_t)cfg->scan_interval_s;
+	its.it_interval.tv_nsec = (long)((cfg->scan_interval_s - (time_t)cfg->scan_interval_s) * 1e9);
+	its.it_value = its.it_interval;
+	if (a->tfd < 0 || timerfd_settime(a->tfd, 0, &its, NULL) < 0) {
+		snprintf(err, errlen, "timerfd: %s", strerror(errno));
+		goto fail;
+	}
+	ev.data.u64 = TAG_TIMER;
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->tfd, &ev);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	a->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	ev.data.u64 = TAG_SIGNAL;
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sfd, &ev);
+	return a;
+fail:
+	agent_free(a);
+	return NULL;
+}
+
+int agent_run(struct agent *a)
+{
+	const struct tracker_features *f = tracker_features(a->tr);
+	struct json_object *o = ev_new("agent_start");
+
+	jint(o, "pid", getpid());
+	jstr(o, "version", FTBPF_VERSION);
+	jstr(o, "programs", f->tp_btf ? "tp_btf" : "raw_tp");
+	jbool(o, "task_iter", f->task_iter);
+	jbool(o, "oom", f->oom);
+	jbool(o, "resumed", f->resumed);
+	jstr(o, "socket", a->cfg.socket_path);
+	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
+	jdbl(o, "hard_timeout_s", a->cfg.hard_timeout_s);
+	jstr(o, "action", config_action_name(a->cfg.action));
+	eventlog_emit(a->el, o);
+	if (f->resumed)
+		tracker_foreach_proc(a->tr, resume_one, a);
+	tracker_consume(a->tr); /* events queued while no agent ran */
+	procfs_foreach_pid(0, scan_one, a);
+	scan(a);
+
+	while (!a->stop) {
+		struct epoll_event evs[32];
+		int n = epoll_wait(a->epfd, evs, 32, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t d = evs[i].data.u64;
+
+			if ((d >> 32) == CTL_EPOLL_TAG) {
+				ctl_handle(a->ctl, d, evs[i].events);
+			} else if (d == TAG_RB) {
+				tracker_consume(a->tr);
+			} else if (d == TAG_TIMER) {
+				uint64_t exp;
+
+				if (read(a->tfd, &exp, sizeof(exp)) > 0) {
+					tracker_consume(a->tr);
+					scan(a);
+				}
+			} else if (d == TAG_SIGNAL) {
+				struct signalfd_siginfo si;
+
+				while (read(a->sfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGHUP) {
+						eventlog_reopen(a->el);
+						continue;
+					}
+					a->stop = 1;
+				}
+			}
+		}
+	}
+	o = ev_new("agent_stop");
+	jint(o, "pid", getpid());
+	eventlog_emit(a->el, o);
+	return 0;
+}
+
+void agent_free(struct agent *a)
+{
+	if (!a)
+		return;
+	ctl_free(a->ctl);
+	tracker_close(a->tr);
+	eventlog_free(a->el);
+	ksyms_free(a->ksyms);
+	ranks_fini(&a->ranks);
+	free(a->snap);
+	free(a->envbuf);
+	if (a->epfd >= 0)
+		close(a->epfd);
+	if (a->tfd >= 0)
+		close(a->tfd);
+	if (a->sfd >= 0)
+		close(a->sfd);
+	if (a->lockfd >= 0)
+		close(a->lockfd);
+	free(a);
+}

@@ -1,0 +1,424 @@
+/*
+ * Table-driven configuration: each key has a type, a range and a help line. The config file
+ * ("key = value", '#' comments), the command-line flags and `ftbpfd --help` all come from it.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum key_type { T_DOUBLE, T_STRING, T_ACTION, T_SIGNAL, T_BOOL, T_INT, T_BYTES };
+
+struct key_def {
+	const char *key;
+	const char *flag; /* long option, NULL: config file only */
+	enum key_type type;
+	size_t offset;
+	size_t size; /* strings */
+	double min, max;
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct ftbpf_config, f)
+#define SZ(f) sizeof(((struct ftbpf_config *)0)->f)
+
+static const struct key_def keys[] = {
+	{ "socket", "socket", T_STRING, OFF(socket_path), SZ(socket_path), 0, 0,
+	  "control socket path (env FTBPF_SOCKET also sets it)" },
+	{ "state_dir", "state-dir", T_STRING, OFF(state_dir), SZ(state_dir), 0, 0,
+	  "directory for the agent's lock file and state" },
+	{ "pin_dir", "pin-dir", T_STRING, OFF(pin_dir), SZ(pin_dir), 0, 0,
+	  "bpffs directory where maps and links are pinned (survive agent restarts)" },
+	{ "log_file", "log-file", T_STRING, OFF(log_file), SZ(log_file), 0, 0,
+	  "JSON-lines event log (rotated); empty: no file" },
+	{ "log_max_bytes", "log-max-bytes", T_BYTES, OFF(log_max_bytes), 0, 4096, 1e12,
+	  "rotate the event log past this size (suffixes K, M, G)" },
+	{ "log_keep", "log-keep", T_INT, OFF(log_keep), 0, 0, 100,
+	  "rotated event logs kept (events.jsonl.1 ...)" },
+	{ "soft_timeout", "soft-timeout", T_DOUBLE, OFF(soft_timeout_s), 0, 0.5, 86400,
+	  "seconds without progress on every rank of a job before it is reported hung" },
+	{ "hard_timeout", "hard-timeout", T_DOUBLE, OFF(hard_timeout_s), 0, 0.5, 604800,
+	  "seconds without progress before the hard-timeout action" },
+	{ "action", "action", T_ACTION, OFF(action), 0, 0, 0,
+	  "hard-timeout action: report | terminate | kill | terminate-culprit" },
+	{ "grace", "grace", T_DOUBLE, OFF(grace_s), 0, 0, 3600,
+	  "seconds between SIGTERM and SIGKILL when terminating" },
+	{ "soft_signal", "soft-signal", T_SIGNAL, OFF(soft_signal), 0, 0, 0,
+	  "signal sent at the soft timeout (e.g. ABRT, USR1); none: only report" },
+	{ "soft_signal_all", "soft-signal-all", T_BOOL, OFF(soft_signal_all), 0, 0, 1,
+	  "send the soft signal to every rank of the job, not only the culprits (0/1)" },
+	{ "scan_interval", "scan-interval", T_DOUBLE, OFF(scan_interval_s), 0, 0.01, 10,
+	  "seconds between state scans of the ranks" },
+	{ "spin_threshold", "spin-threshold", T_DOUBLE, OFF(spin_threshold_s), 0, 0.1, 3600,
+	  "seconds on CPU without a syscall before a rank is called spinning" },
+	{ "only_jobs", "only-jobs", T_STRING, OFF(only_jobs), SZ(only_jobs), 0, 0,
+	  "adopt only jobs whose id matches this fnmatch pattern; empty: all" },
+	{ "events_keep", "events-keep", T_INT, OFF(events_keep), 0, 16, 1000000,
+	  "events kept in memory for `ftbpf events`" },
+	{ "verbose", "verbose", T_INT, OFF(verbose), 0, 0, 3,
+	  "stderr log level: 0 errors, 1 warnings, 2 info, 3 debug" },
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+void config_defaults(struct ftbpf_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->socket_path, sizeof(c->socket_path), "%s", FTBPF_DEFAULT_SOCKET);
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/ftbpf");
+	snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/ftbpf");
+	snprintf(c->log_file, sizeof(c->log_file), "/var/log/ftbpf/events.jsonl");
+	c->log_max_bytes = 64L << 20;
+	c->log_keep = 5;
+	c->soft_timeout_s = 60;
+	c->hard_timeout_s = 600;
+	c->action = ACTION_TERMINATE;
+	c->grace_s = 10;
+	c->soft_signal = 0;
+	c->soft_signal_all = 0;
+	c->scan_interval_s = 0.2;
+	c->spin_threshold_s = 2;
+	c->events_keep = 4096;
+	c->verbose = 2;
+}
+
+static const char *action_names[] = { "report", "terminate", "kill", "terminate-culprit" };
+
+const char *config_action_name(int action)
+{
+	if (action < 0 || action > ACTION_TERMINATE_CULPRIT)
+		return "?";
+	return action_names[action];
+}
+
+static const struct {
+	const char *name;
+	int sig;
+} sig_names[] = {
+	{ "HUP", SIGHUP },   { "INT", SIGINT },	  { "QUIT", SIGQUIT }, { "ILL", SIGILL },
+	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "BUS", SIGBUS },   { "FPE", SIGFPE },
+	{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 },
+	{ "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU }, { "URG", SIGURG },	  { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
+	{ "PWR", SIGPWR },   { "SYS", SIGSYS },
+};
+
+int config_parse_signal(const char *s)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (isdigit((unsigned char)*s)) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || *end || v < 1 || v > 64)
+			return -EINVAL;
+		return (int)v;
+	}
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < sizeof(sig_names) / sizeof(sig_names[0]); i++)
+		if (!strcasecmp(s, sig_names[i].name))
+			return sig_names[i].sig;
+	return -EINVAL;
+}
+
+const char *config_signal_name(int sig)
+{
+	for (size_t i = 0; i < sizeof(sig_names) / sizeof(sig_names[0]); i++)
+		if (sig_names[i].sig == sig)
+			return sig_names[i].name;
+	return NULL;
+}
+
+static int parse_double(const char *v, double *ret)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || end == v || *end || !isfinite(d))
+		return -EINVAL;
+	*ret = d;
+	return 0;
+}
+
+static int parse_bytes(const char *v, double *ret)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || end == v || !isfinite(d))
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': d *= 1024; end++; break;
+	case 'm': case 'M': d *= 1024 * 1024; end++; break;
+	case 'g': case 'G': d *= 1024.0 * 1024 * 1024; end++; break;
+	}
+	if (*end)
+		return -EINVAL;
+	*ret = d;
+	return 0;
+}
+
+int config_set(struct ftbpf_config *c, const char *key, const char *value, char *err, size_t errlen)
+{
+	const struct key_def *k = NULL;
+	char *base = (char *)c;
+	double d;
+	int r;
+
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(keys[i].key, key))
+			k = &keys[i];
+	if (!k) {
+		snprintf(err, errlen, "unknown key '%.64s'", key);
+		return -ENOENT;
+	}
+	switch (k->type) {
+	case T_STRING:
+		if (strlen(value) >= k->size) {
+			snprintf(err, errlen, "%s: value longer than %zu bytes", key, k->size - 1);
+			return -EINVAL;
+		}
+		memcpy(base + k->offset, value, strlen(value) + 1);
+		return 0;
+	case T_ACTION:
+		for (int a = 0; a <= ACTION_TERMINATE_CULPRIT; a++)
+			if (!strcmp(value, action_names[a])) {
+				*(int *)(base + k->offset) = a;
+				return 0;
+			}
+		snprintf(err, errlen, "%s: '%.32s' is not one of report, terminate, kill, "
+			 "terminate-culprit", key, value);
+		return -EINVAL;
+	case T_SIGNAL:
+		if (!strcmp(value, "none") || !strcmp(value, "0")) {
+			*(int *)(base + k->offset) = 0;
+			return 0;
+		}
+		r = config_parse_signal(value);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: '%.32s' is not a signal name or number", key, value);
+			return -EINVAL;
+		}
+		*(int *)(base + k->offset) = r;
+		return 0;
+	case T_BOOL:
+		if (!strcmp(value, "1") || !strcmp(value, "yes") || !strcmp(value, "true"))
+			*(int *)(base + k->offset) = 1;
+		else if (!strcmp(value, "0") || !strcmp(value, "no") || !strcmp(value, "false"))
+			*(int *)(base + k->offset) = 0;
+		else {
+			snprintf(err, errlen, "%s: '%.32s' is not a boolean (0/1/yes/no)", key, value);
+			return -EINVAL;
+		}
+		return 0;
+	case T_DOUBLE:
+	case T_INT:
+	case T_BYTES:
+		r = k->type == T_BYTES ? parse_bytes(value, &d) : parse_double(value, &d);
+		if (r < 0 || (k->type == T_INT && d != floor(d))) {
+			snprintf(err, errlen, "%s: '%.32s' is not a %s", key, value,
+				 k->type == T_DOUBLE ? "number" : k->type == T_INT ? "whole number" : "size");
+			return -EINVAL;
+		}
+		if (d < k->min || d > k->max) {
+			snprintf(err, errlen, "%s: %g is out of range [%g, %g]", key, d, k->min, k->max);
+			return -EINVAL;
+		}
+		if (k->type == T_DOUBLE)
+			*(double *)(base + k->offset) = d;
+		else if (k->type == T_INT)
+			*(int *)(base + k->offset) = (int)d;
+		else
+			*(long *)(base + k->offset) = (long)d;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *buf, size_t len,
+			char *err, size_t errlen)
+{
+	size_t pos = 0;
+	int line = 0;
+
+	while (pos < len) {
+		char tmp[512], msg[256];
+		size_t n = 0;
+		char *l, *eq;
+		int r;
+
+		line++;
+		while (pos < len && buf[pos] != '\n') {
+			if (n >= sizeof(tmp) - 1) {
+				snprintf(err, errlen, "%s:%d: line longer than %zu bytes", name, line,
+					 sizeof(tmp) - 1);
+				return -EINVAL;
+			}
+			if (buf[pos] == 0) {
+				snprintf(err, errlen, "%s:%d: NUL byte", name, line);
+				return -EINVAL;
+			}
+			tmp[n++] = buf[pos++];
+		}
+		pos++;
+		tmp[n] = 0;
+		if ((l = strchr(tmp, '#')))
+			*l = 0;
+		l = trim(tmp);
+		if (!*l)
+			continue;
+		eq = strchr(l, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%d: expected 'key = value'", name, line);
+			return -EINVAL;
+		}
+		*eq = 0;
+		r = config_set(c, trim(l), trim(eq + 1), msg, sizeof(msg));
+		if (r < 0) {
+			snprintf(err, errlen, "%s:%d: %s", name, line, msg);
+			return r == -ENOENT ? -EINVAL : r;
+		}
+	}
+	if (c->hard_timeout_s < c->soft_timeout_s) {
+		snprintf(err, errlen, "%s: hard_timeout (%g) is shorter than soft_timeout (%g)", name,
+			 c->hard_timeout_s, c->soft_timeout_s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_t errlen)
+{
+	char buf[65536];
+	size_t n;
+	FILE *f;
+	int r;
+
+	f = fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return r;
+	}
+	n = fread(buf, 1, sizeof(buf), f);
+	if (n == sizeof(buf)) {
+		fclose(f);
+		snprintf(err, errlen, "%s: larger than %zu bytes", path, sizeof(buf) - 1);
+		return -EFBIG;
+	}
+	fclose(f);
+	return config_parse_buffer(c, path, buf, n, err, errlen);
+}
+
+const char *config_flag_key(const char *flag, int *ret_needs_arg)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].flag && !strcmp(keys[i].flag, flag)) {
+			*ret_needs_arg = 1;
+			return keys[i].key;
+		}
+	return NULL;
+}
+
+static void format_value(const struct ftbpf_config *c, const struct key_def *k, char *out,
+			 size_t len)
+{
+	const char *base = (const char *)c;
+	int v;
+
+	switch (k->type) {
+	case T_STRING:
+		snprintf(out, len, "%s", base + k->offset);
+		break;
+	case T_ACTION:
+		snprintf(out, len, "%s", config_action_name(*(const int *)(base + k->offset)));
+		break;
+	case T_SIGNAL:
+		v = *(const int *)(base + k->offset);
+		snprintf(out, len, "%s", v ? config_signal_name(v) : "none");
+		break;
+	case T_BOOL:
+	case T_INT:
+		snprintf(out, len, "%d", *(const int *)(base + k->offset));
+		break;
+	case T_DOUBLE:
+		snprintf(out, len, "%g", *(const double *)(base + k->offset));
+		break;
+	case T_BYTES:
+		snprintf(out, len, "%ld", *(const long *)(base + k->offset));
+		break;
+	}
+}
+
+void config_print_help(FILE *f)
+{
+	struct ftbpf_config d;
+	char def[300];
+
+	config_defaults(&d);
+	fprintf(f, "Usage: ftbpfd [OPTIONS]\n\n"
+		   "The ftbpf node agent: adopts the rank processes of training jobs on this host,\n"
+		   "watches them from the kernel with eBPF, reports hung jobs with the culprit rank\n"
+		   "and acts at the hard timeout. Runs in the foreground; needs root (CAP_BPF,\n"
+		   "CAP_PERFMON, CAP_KILL).\n\n"
+		   "Options (each also a config-file key, shown in brackets; flags win over the file):\n"
+		   "  --config FILE            config file (default " FTBPF_DEFAULT_CONFIG
+		   "; a missing default file is not an error)\n");
+	for (size_t i = 0; i < NKEYS; i++) {
+		char opt[64];
+
+		if (!keys[i].flag)
+			continue;
+		format_value(&d, &keys[i], def, sizeof(def));
+		snprintf(opt, sizeof(opt), "--%s %s", keys[i].flag,
+			 keys[i].type == T_STRING ? "STR" : keys[i].type == T_SIGNAL ? "SIG"
+			 : keys[i].type == T_ACTION ? "ACT" : keys[i].type == T_BOOL ? "0|1" : "N");
+		fprintf(f, "  %-24s %s [%s] (default: %s)\n", opt, keys[i].help, keys[i].key,
+			*def ? def : "\"\"");
+	}
+	fprintf(f, "  --reset-state            remove pinned maps and links from --pin-dir first\n"
+		   "  --print-config           print the effective configuration and exit\n"
+		   "  -v, --version            print the version and exit\n"
+		   "  -h, --help               this help\n\n"
+		   "Signals: SIGTERM/SIGINT stop the agent (pinned BPF state stays: a restarted\n"
+		   "agent resumes every rank); SIGHUP reopens the event log.\n"
+		   "Exit status: 0 on a clean stop, 1 on a start-up error, 2 on bad usage.\n");
+}
+
+void config_dump(const struct ftbpf_config *c, FILE *f)
+{
+	char v[300];
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		format_value(c, &keys[i], v, sizeof(v));
+		fprintf(f, "%s = %s\n", keys[i].key, v);
+	}
+}

@@ -1,0 +1,54 @@
+/* ftbpfd configuration: defaults, the config file and command-line flags share one key table. */
+#ifndef FTBPF_CONFIG_H
+#define FTBPF_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define FTBPF_DEFAULT_CONFIG "/etc/ftbpf/ftbpfd.conf"
+#define FTBPF_DEFAULT_SOCKET "/run/ftbpf/ftbpfd.sock"
+
+enum config_action {
+	ACTION_REPORT = 0,	 /* hard timeout: report only */
+	ACTION_TERMINATE = 1,	 /* SIGTERM every rank of the job, grace, SIGKILL */
+	ACTION_KILL = 2,	 /* SIGKILL every rank of the job */
+	ACTION_TERMINATE_CULPRIT = 3, /* SIGTERM, grace, SIGKILL to the culprit ranks only */
+};
+
+struct ftbpf_config {
+	char socket_path[108];
+	char state_dir[256];
+	char pin_dir[256];
+	char log_file[256];
+	double soft_timeout_s;
+	double hard_timeout_s;
+	double grace_s;
+	double scan_interval_s;
+	double spin_threshold_s;
+	int action;		/* enum config_action */
+	int soft_signal;	/* 0 = none */
+	int soft_signal_all;	/* 1: every rank of the job, 0: culprits only */
+	long log_max_bytes;
+	int log_keep;
+	char only_jobs[128];	/* fnmatch(3) pattern on job ids; empty = every job */
+	int verbose;
+	int events_keep;	/* events held in memory for `ftbpf events` */
+};
+
+void config_defaults(struct ftbpf_config *c);
+/* Set one key from text; errors are written to err. Returns 0 or -EINVAL/-ENOENT. */
+int config_set(struct ftbpf_config *c, const char *key, const char *value, char *err, size_t errlen);
+/* Parse a config text; "name" is used in "name:line: message" errors. */
+int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *buf, size_t len,
+			char *err, size_t errlen);
+int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_t errlen);
+/* Map a command-line flag ("soft-timeout") to its key; NULL if unknown. needs_arg set. */
+const char *config_flag_key(const char *flag, int *ret_needs_arg);
+void config_print_help(FILE *f);
+void config_dump(const struct ftbpf_config *c, FILE *f);
+const char *config_action_name(int action);
+/* "TERM", "SIGTERM" or "15" -> 15; returns -EINVAL for anything else. */
+int config_parse_signal(const char *s);
+const char *config_signal_name(int sig);
+
+#endif

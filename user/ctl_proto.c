@@ -1,0 +1,159 @@
+/*
+ * The one parser of control requests. Size first, then JSON (json-c, depth-limited), then
+ * version, then command and typed fields. Nothing in a request is trusted further: the
+ * handlers check permissions against SO_PEERCRED.
+ */
+#include "ctl_proto.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+
+static const struct {
+	const char *name;
+	enum ctl_cmd cmd;
+} cmds[] = {
+	{ "status", CTL_CMD_STATUS },	{ "events", CTL_CMD_EVENTS },
+	{ "explain", CTL_CMD_EXPLAIN }, { "signal", CTL_CMD_SIGNAL },
+	{ "version", CTL_CMD_VERSION },
+};
+
+const char *ctl_cmd_name(enum ctl_cmd c)
+{
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (cmds[i].cmd == c)
+			return cmds[i].name;
+	return "?";
+}
+
+static int get_int(struct json_object *o, const char *k, int64_t min, int64_t max, int64_t *ret,
+		   char *err, size_t errlen)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, k, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_int)) {
+		snprintf(err, errlen, "'%s' must be an integer", k);
+		return -EINVAL;
+	}
+	errno = 0;
+	*ret = json_object_get_int64(v);
+	if (errno || *ret < min || *ret > max) {
+		snprintf(err, errlen, "'%s' out of range", k);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, char *err,
+		      size_t errlen)
+{
+	struct ctl_request r = { .pid = -1 };
+	struct json_tokener *tok;
+	struct json_object *o = NULL, *v;
+	const char *name;
+	int64_t x;
+	int rc = -EINVAL, found = 0;
+
+	if (len > CTL_MAX_LINE) {
+		snprintf(err, errlen, "request longer than %d bytes", CTL_MAX_LINE);
+		return -E2BIG;
+	}
+	if (memchr(line, 0, len)) {
+		snprintf(err, errlen, "NUL byte in request");
+		return -EINVAL;
+	}
+	tok = json_tokener_new_ex(8);
+	if (!tok) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	o = json_tokener_parse_ex(tok, line, (int)len);
+	if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+	    tok->char_offset != (int)len) {
+		snprintf(err, errlen, "not a JSON object");
+		goto out;
+	}
+	if (!json_object_is_type(o, json_type_object)) {
+		snprintf(err, errlen, "not a JSON object");
+		goto out;
+	}
+	if ((rc = get_int(o, "v", 0, 1000, &x, err, errlen)) <= 0) {
+		if (rc == 0)
+			snprintf(err, errlen, "missing protocol version 'v'");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (x != CTL_VERSION) {
+		snprintf(err, errlen, "protocol version %lld not supported (this agent speaks %d)",
+			 (long long)x, CTL_VERSION);
+		rc = -EPROTO;
+		goto out;
+	}
+	r.v = (int)x;
+	rc = -EINVAL;
+	if (!json_object_object_get_ex(o, "cmd", &v) || !json_object_is_type(v, json_type_string)) {
+		snprintf(err, errlen, "missing string 'cmd'");
+		goto out;
+	}
+	name = json_object_get_string(v);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(name, cmds[i].name)) {
+			r.cmd = cmds[i].cmd;
+			found = 1;
+		}
+	if (!found) {
+		snprintf(err, errlen, "unknown command '%.32s'", name);
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
+	if (get_int(o, "pid", 1, 0x3fffffff, &x, err, errlen) < 0)
+		goto out;
+	else if (json_object_object_get_ex(o, "pid", &v))
+		r.pid = (int)x;
+	if (get_int(o, "after", 0, INT64_MAX, &x, err, errlen) < 0)
+		goto out;
+	else if (json_object_object_get_ex(o, "after", &v))
+		r.after = (uint64_t)x;
+	if (get_int(o, "limit", 0, 1000000, &x, err, errlen) < 0)
+		goto out;
+	else if (json_object_object_get_ex(o, "limit", &v))
+		r.limit = (int)x;
+	if (json_object_object_get_ex(o, "follow", &v)) {
+		if (!json_object_is_type(v, json_type_boolean)) {
+			snprintf(err, errlen, "'follow' must be a boolean");
+			goto out;
+		}
+		r.follow = json_object_get_boolean(v);
+	}
+	if ((r.cmd == CTL_CMD_EXPLAIN || r.cmd == CTL_CMD_SIGNAL) && r.pid < 0) {
+		snprintf(err, errlen, "'%s' needs 'pid'", name);
+		goto out;
+	}
+	if (r.cmd == CTL_CMD_SIGNAL) {
+		if (!json_object_object_get_ex(o, "signal", &v)) {
+			snprintf(err, errlen, "'signal' needs 'signal'");
+			goto out;
+		}
+		if (json_object_is_type(v, json_type_int))
+			r.sig = json_object_get_int(v);
+		else if (json_object_is_type(v, json_type_string))
+			r.sig = config_parse_signal(json_object_get_string(v));
+		else
+			r.sig = -1;
+		if (r.sig <= 0 || r.sig > 64) {
+			snprintf(err, errlen, "'signal' is not a valid signal");
+			goto out;
+		}
+	}
+	*ret = r;
+	rc = 0;
+out:
+	json_object_put(o);
+	json_tokener_free(tok);
+	return rc;
+}

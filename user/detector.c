@@ -1,0 +1,255 @@
+/*
+ * Rank states, hang and culprit. Definitions (also in docs/architecture.md):
+ *  progress  = a completed syscall of the rank's main thread that is not an empty wait or a
+ *              sleep (classified in the BPF program at sys_exit). CPU time is not progress.
+ *  job hung  = the job has live ranks and none of them made progress for soft_timeout.
+ *  culprit   = the first rank to die abnormally; else the rank(s) not where the majority is;
+ *              else, without a majority (two ranks), the rank(s) with the most suspicious state.
+ */
+#include "detector.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "syscalls.h"
+
+#define NS 1000000000ull
+
+void det_params_from_seconds(struct det_params *p, double soft, double hard, double spin)
+{
+	p->soft_ns = (uint64_t)(soft * 1e9);
+	p->hard_ns = (uint64_t)(hard * 1e9);
+	p->spin_ns = (uint64_t)(spin * 1e9);
+	p->block_min_ns = 500000000ull;
+}
+
+const char *det_state_name(enum rank_state s)
+{
+	static const char *n[] = { "running", "blocked", "spinning", "stopped",
+				   "dstate", "zombie", "exited" };
+
+	return (unsigned)s <= RS_EXITED ? n[s] : "unknown";
+}
+
+const char *det_exit_text(int status, char *buf, int len)
+{
+	int sig = status & 0x7f;
+
+	if (sig) {
+		const char *n = config_signal_name(sig);
+
+		if (n)
+			snprintf(buf, len, "killed by SIG%s%s", n, status & 0x80 ? " (core dumped)" : "");
+		else
+			snprintf(buf, len, "killed by signal %d", sig);
+	} else {
+		snprintf(buf, len, "exited with code %d", (status >> 8) & 0xff);
+	}
+	return buf;
+}
+
+static uint64_t since(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
+
+static int state_key(enum rank_state st, int nr)
+{
+	return (int)st * 1024 + (nr >= 0 ? nr % 1024 : 1023);
+}
+
+static int score_of(const struct det_rank *d, const struct det_sample *s)
+{
+	switch (d->state) {
+	case RS_EXITED:
+		return (s->exit_code & 0x7f) || ((s->exit_code >> 8) & 0xff) ? 100 : 90;
+	case RS_STOPPED:
+		return 95;
+	case RS_ZOMBIE:
+		return 92;
+	case RS_SPINNING:
+		return 80;
+	case RS_DSTATE:
+		return 70;
+	case RS_BLOCKED:
+		if (syscalls_is_sleep(d->syscall))
+			return 60;
+		if (syscalls_is_comm_wait(d->syscall))
+			return 10;
+		return 40;
+	case RS_RUNNING:
+		return 30;
+	}
+	return 0;
+}
+
+void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t now,
+		     const struct det_params *p)
+{
+	char nm[32], tmp[64];
+	uint64_t base = s->progress_ns > s->adopted_ns ? s->progress_ns : s->adopted_ns;
+	uint64_t quiet_since = s->last_exit_ns > s->adopted_ns ? s->last_exit_ns : s->adopted_ns;
+	int key;
+
+	d->syscall = -1;
+	d->no_progress_ns = since(now, base);
+	if (s->cpu_valid && d->have_prev && now > d->prev_ns)
+		d->cpu_frac = (double)(s->cpu_ns - d->prev_cpu_ns) / (double)(now - d->prev_ns);
+	else if (!s->cpu_valid)
+		d->cpu_frac = 0;
+	if (s->cpu_valid) {
+		d->prev_cpu_ns = s->cpu_ns;
+		d->prev_ns = now;
+		d->have_prev = 1;
+	}
+
+	if (s->exited) {
+		d->state = RS_EXITED;
+		d->state_since_ns = s->exit_ns;
+		det_exit_text(s->exit_code, tmp, sizeof(tmp));
+		if ((s->exit_code & 0x7f) && s->sender_pid)
+			snprintf(d->reason, sizeof(d->reason), "%s from pid %u (%.16s)", tmp,
+				 s->sender_pid, s->sender_comm);
+		else
+			snprintf(d->reason, sizeof(d->reason), "%s", tmp);
+	} else if (s->task_state == 'T' || s->task_state == 't') {
+		d->state = RS_STOPPED;
+		snprintf(d->reason, sizeof(d->reason), "%s",
+			 s->task_state == 't' ? "stopped by a tracer" : "stopped (job-control signal)");
+	} else if (s->task_state == 'Z' || s->task_state == 'X') {
+		d->state = RS_ZOMBIE;
+		snprintf(d->reason, sizeof(d->reason), "main thread exited, process not reaped");
+	} else if (s->task_state == 'D') {
+		d->state = RS_DSTATE;
+		d->syscall = s->cur_nr;
+		if (s->cur_nr >= 0)
+			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep in %s%s%s",
+				 syscalls_format(s->cur_nr, nm, sizeof(nm)), *s->wchan ? ", wchan " : "",
+				 s->wchan);
+		else
+			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep%s%s",
+				 *s->wchan ? ", wchan " : "", s->wchan);
+	} else if (s->cur_nr >= 0 && since(now, s->enter_ns) >= p->block_min_ns) {
+		d->state = RS_BLOCKED;
+		d->syscall = s->cur_nr;
+		d->state_since_ns = s->enter_ns;
+		snprintf(d->reason, sizeof(d->reason), "blocked in %s for %.1fs%s%s",
+			 syscalls_format(s->cur_nr, nm, sizeof(nm)),
+			 (double)since(now, s->enter_ns) / NS, *s->wchan ? " (wchan " : "", s->wchan);
+		if (*s->wchan)
+			strncat(d->reason, ")", sizeof(d->reason) - strlen(d->reason) - 1);
+	} else if (s->cur_nr < 0 && d->cpu_frac >= 0.5 && since(now, quiet_since) >= p->spin_ns &&
+		   since(now, base) >= p->spin_ns) {
+		d->state = RS_SPINNING;
+		d->state_since_ns = quiet_since;
+		snprintf(d->reason, sizeof(d->reason),
+			 "on CPU (%.0f%%) without a syscall for %.1fs", d->cpu_frac * 100,
+			 (double)since(now, quiet_since) / NS);
+	} else {
+		d->state = RS_RUNNING;
+		snprintf(d->reason, sizeof(d->reason), "running, last progress %.1fs ago",
+			 (double)d->no_progress_ns / NS);
+	}
+
+	key = state_key(d->state, d->syscall);
+	if (key != d->prev_key || !d->key_since_ns) {
+		d->prev_key = key;
+		d->key_since_ns = now;
+	}
+	if (d->state != RS_BLOCKED && d->state != RS_SPINNING && d->state != RS_EXITED)
+		d->state_since_ns = d->key_since_ns;
+	d->score = score_of(d, s);
+	d->hung = 0;
+	d->culprit = 0;
+}
+
+static void add_culprit(struct det_job *out, int i)
+{
+	if (out->n_culprits < DET_MAX_CULPRITS)
+		out->culprits[out->n_culprits++] = i;
+}
+
+void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
+		  const struct det_params *p, struct det_job *out)
+{
+	uint64_t last = 0;
+	int first_dead = -1, maxs = -1, mins = 1000;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < n; i++) {
+		if (s[i].exited) {
+			out->exited++;
+			if (d[i].score == 100 &&
+			    (first_dead < 0 || s[i].exit_ns < s[first_dead].exit_ns))
+				first_dead = i;
+			continue;
+		}
+		out->live++;
+		uint64_t b = s[i].progress_ns > s[i].adopted_ns ? s[i].progress_ns : s[i].adopted_ns;
+		if (b > last)
+			last = b;
+	}
+	if (!out->live)
+		return;
+	out->no_progress_ns = since(now, last);
+	out->hung = out->no_progress_ns >= p->soft_ns;
+	out->hard = out->no_progress_ns >= p->hard_ns;
+
+	if (first_dead >= 0) {
+		char t[64];
+
+		add_culprit(out, first_dead);
+		snprintf(out->why, sizeof(out->why), "rank %d (pid %d) was the first to die: %s",
+			 s[first_dead].rank, s[first_dead].pid, d[first_dead].reason);
+		(void)t;
+	} else {
+		/* Majority posture among all ranks (an early normal exit is a posture too). */
+		int best_cnt = 0, best_key = -1;
+
+		for (int i = 0; i < n; i++) {
+			int k = state_key(d[i].state, d[i].syscall), cnt = 0;
+
+			for (int j = 0; j < n; j++)
+				cnt += state_key(d[j].state, d[j].syscall) == k;
+			if (cnt > best_cnt) {
+				best_cnt = cnt;
+				best_key = k;
+			}
+			if (d[i].score > maxs)
+				maxs = d[i].score;
+			if (d[i].score < mins)
+				mins = d[i].score;
+		}
+		if (n >= 3 && best_cnt * 2 > n && best_cnt < n) {
+			int top = -1;
+
+			for (int i = 0; i < n; i++)
+				if (state_key(d[i].state, d[i].syscall) != best_key && d[i].score > top)
+					top = d[i].score;
+			for (int i = 0; i < n; i++)
+				if (state_key(d[i].state, d[i].syscall) != best_key && d[i].score == top)
+					add_culprit(out, i);
+			snprintf(out->why, sizeof(out->why),
+				 "%d of %d ranks are %s; rank %d is not: %s", best_cnt, n,
+				 det_state_name(best_key / 1024), s[out->culprits[0]].rank,
+				 d[out->culprits[0]].reason);
+		} else if (maxs > mins || (maxs >= 60 && n > 0)) {
+			for (int i = 0; i < n; i++)
+				if (d[i].score == maxs)
+					add_culprit(out, i);
+			snprintf(out->why, sizeof(out->why), "rank %d is where no other rank waits: %s",
+				 s[out->culprits[0]].rank, d[out->culprits[0]].reason);
+		} else {
+			snprintf(out->why, sizeof(out->why),
+				 "every rank here is %s: the cause may be outside this host",
+				 n ? d[0].reason : "idle");
+		}
+	}
+	if (!out->hung)
+		return;
+	for (int i = 0; i < n; i++)
+		d[i].hung = !s[i].exited;
+	for (int i = 0; i < out->n_culprits; i++)
+		d[out->culprits[i]].culprit = 1;
+}

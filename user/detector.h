@@ -1,0 +1,85 @@
+/*
+ * Hang detector: turns raw per-rank samples into a rank state with a reason and a duration,
+ * and the ranks of one job into a verdict (hung or not) with the culprit rank(s).
+ * Pure logic: no I/O, driven with synthetic samples by tests/unit/test_detector.c.
+ */
+#ifndef FTBPF_DETECTOR_H
+#define FTBPF_DETECTOR_H
+
+#include <stdint.h>
+
+enum rank_state {
+	RS_RUNNING = 0,
+	RS_BLOCKED,	/* main thread inside a syscall */
+	RS_SPINNING,	/* on CPU, no syscall, no progress */
+	RS_STOPPED,	/* SIGSTOP / ptrace stop */
+	RS_DSTATE,	/* uninterruptible sleep */
+	RS_ZOMBIE,	/* main thread gone, others alive */
+	RS_EXITED,
+};
+
+struct det_sample {
+	int pid;
+	int rank;
+	int exited;
+	int exit_code;		/* raw wait status */
+	uint64_t exit_ns;
+	uint32_t sender_pid;	/* who sent the fatal signal, 0 unknown */
+	char sender_comm[16];
+	char task_state;	/* main thread: R S D T t Z I, 0 when unknown */
+	int cur_nr;		/* syscall in flight on the main thread, -1 none */
+	uint64_t enter_ns;
+	uint64_t last_exit_ns;
+	uint64_t progress_ns;	/* last progress, 0 never */
+	uint64_t adopted_ns;	/* baseline when nothing else is known */
+	uint64_t cpu_ns;	/* main thread utime + stime */
+	int cpu_valid;
+	char wchan[48];
+};
+
+struct det_params {
+	uint64_t soft_ns;
+	uint64_t hard_ns;
+	uint64_t spin_ns;
+	uint64_t block_min_ns;	/* shorter syscalls are not reported as blocked */
+};
+
+/* Per-rank memory (between scans) and output. Zero-initialise before first use. */
+struct det_rank {
+	uint64_t prev_cpu_ns, prev_ns;
+	int have_prev;
+	int prev_key;
+	uint64_t key_since_ns;
+
+	enum rank_state state;
+	int syscall;		/* BLOCKED/DSTATE: the syscall, else -1 */
+	double cpu_frac;	/* main-thread CPU share over the last interval */
+	uint64_t state_since_ns;
+	uint64_t no_progress_ns;
+	int score;		/* how likely this rank is the cause of a stall */
+	int hung;
+	int culprit;
+	char reason[192];
+};
+
+#define DET_MAX_CULPRITS 8
+
+struct det_job {
+	int live, exited, hung, hard;
+	uint64_t no_progress_ns;
+	int n_culprits;
+	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */
+	char why[256];
+};
+
+void det_params_from_seconds(struct det_params *p, double soft, double hard, double spin);
+void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t now,
+		     const struct det_params *p);
+/* Evaluate one job: n ranks, already updated by det_rank_update at the same now. */
+void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
+		  const struct det_params *p, struct det_job *out);
+const char *det_state_name(enum rank_state s);
+/* "killed by SIGKILL", "exited with code 3" into buf. */
+const char *det_exit_text(int status, char *buf, int len);
+
+#endif

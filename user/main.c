@@ -1,0 +1,125 @@
+/* ftbpfd entry point: configuration (defaults < config file < flags), then the agent loop. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "config.h"
+#include "log.h"
+
+int main(int argc, char **argv)
+{
+	struct ftbpf_config cfg;
+	const char *config_path = FTBPF_DEFAULT_CONFIG;
+	int explicit_config = 0, reset = 0, print = 0, r;
+	char err[512];
+	struct agent *a;
+
+	config_defaults(&cfg);
+	/* First pass: --config and the informational flags. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			config_print_help(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--version")) {
+			printf("ftbpfd %s\n", FTBPF_VERSION);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ftbpfd: --config needs a file\n");
+				return 2;
+			}
+			config_path = argv[++i];
+			explicit_config = 1;
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			config_path = argv[i] + 9;
+			explicit_config = 1;
+		}
+	}
+	r = config_parse_file(&cfg, config_path, err, sizeof(err));
+	if (r < 0 && !(r == -ENOENT && !explicit_config)) {
+		fprintf(stderr, "ftbpfd: config: %s\n", err);
+		return 2;
+	}
+	if (getenv("FTBPF_SOCKET") && *getenv("FTBPF_SOCKET") &&
+	    config_set(&cfg, "socket", getenv("FTBPF_SOCKET"), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ftbpfd: FTBPF_SOCKET: %s\n", err);
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *val = NULL, *key;
+		char flag[64];
+		int needs;
+
+		if (!strcmp(arg, "--config")) {
+			i++;
+			continue;
+		}
+		if (!strncmp(arg, "--config=", 9))
+			continue;
+		if (!strcmp(arg, "--reset-state")) {
+			reset = 1;
+			continue;
+		}
+		if (!strcmp(arg, "--print-config")) {
+			print = 1;
+			continue;
+		}
+		if (strncmp(arg, "--", 2)) {
+			fprintf(stderr, "ftbpfd: unexpected argument '%s' (see --help)\n", arg);
+			return 2;
+		}
+		snprintf(flag, sizeof(flag), "%s", arg + 2);
+		if (strchr(flag, '=')) {
+			val = strchr(arg, '=') + 1;
+			*strchr(flag, '=') = 0;
+		}
+		key = config_flag_key(flag, &needs);
+		if (!key) {
+			fprintf(stderr, "ftbpfd: unknown option '%s' (see --help)\n", arg);
+			return 2;
+		}
+		if (!val) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ftbpfd: %s needs a value\n", arg);
+				return 2;
+			}
+			val = argv[++i];
+		}
+		if (config_set(&cfg, key, val, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ftbpfd: --%s: %s\n", flag, err);
+			return 2;
+		}
+	}
+	if (cfg.hard_timeout_s < cfg.soft_timeout_s) {
+		fprintf(stderr, "ftbpfd: hard timeout (%g s) is shorter than soft timeout (%g s)\n",
+			cfg.hard_timeout_s, cfg.soft_timeout_s);
+		return 2;
+	}
+	if (print) {
+		config_dump(&cfg, stdout);
+		return 0;
+	}
+	log_set_level((enum log_level)cfg.verbose);
+	if (geteuid() != 0)
+		log_warn("not running as root: loading BPF programs will likely fail");
+	a = agent_new(&cfg, reset, err, sizeof(err));
+	if (!a) {
+		log_err("start-up failed: %s", err);
+		return 1;
+	}
+	log_info("ftbpfd %s ready on %s (soft %gs, hard %gs, action %s)", FTBPF_VERSION,
+		 cfg.socket_path, cfg.soft_timeout_s, cfg.hard_timeout_s,
+		 config_action_name(cfg.action));
+	r = agent_run(a);
+	agent_free(a);
+	if (r < 0) {
+		log_err("agent loop: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,18 @@
+/* Syscall names and how each syscall's completion counts for progress (see docs). */
+#ifndef FTBPF_SYSCALLS_H
+#define FTBPF_SYSCALLS_H
+
+#include <stddef.h>
+
+/* Name of syscall nr, or NULL. */
+const char *syscalls_name(int nr);
+/* "futex" or "syscall_123" into buf; returns buf. */
+const char *syscalls_format(int nr, char *buf, size_t len);
+/* FTBPF_SC_* class used by the BPF program at syscall exit of a rank's main thread. */
+unsigned int syscalls_class(int nr);
+/* A wait on another party (futex, poll family, socket receive, accept...). */
+int syscalls_is_comm_wait(int nr);
+/* A deliberate sleep (nanosleep, clock_nanosleep, pause, sigsuspend...). */
+int syscalls_is_sleep(int nr);
+
+#endif

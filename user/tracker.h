@@ -1,0 +1,67 @@
+/*
+ * Userspace side of the BPF tracker: probes kernel features, loads bpf/tracker.bpf.c with the
+ * matching program flavour, pins maps and links so they outlive the agent, and gives typed
+ * access to the maps, the ring buffer and the task iterator.
+ */
+#ifndef FTBPF_TRACKER_USER_H
+#define FTBPF_TRACKER_USER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftbpf/tracker.h"
+
+struct tracker;
+
+struct tracker_features {
+	int tp_btf;	  /* 1: tp_btf programs, 0: raw_tp */
+	int task_iter;	  /* task iterator (state snapshots, kernel stacks) */
+	int oom;	  /* oom:mark_victim attached */
+	int resumed;	  /* pinned maps from an earlier agent were found and reused */
+	unsigned pid_max; /* size of the tracked-process bitmap */
+};
+
+typedef void (*tracker_event_fn)(void *ctx, const struct ftbpf_event *e);
+
+struct tracker_opts {
+	const char *pin_dir;
+	int reset;		/* remove earlier pins first */
+	uint32_t agent_tgid;
+	tracker_event_fn on_event;
+	void *ctx;
+};
+
+/* NULL on failure, with a message in err saying which step failed and why. */
+struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t errlen);
+/* Stop consuming; pinned maps and links stay (the kernel keeps tracking). */
+void tracker_close(struct tracker *t);
+/* Remove every pin under dir (used by --reset-state and tests). */
+int tracker_unpin_all(const char *dir);
+const struct tracker_features *tracker_features(const struct tracker *t);
+
+int tracker_epoll_fd(const struct tracker *t);
+int tracker_consume(struct tracker *t);
+
+int tracker_set_tracked(struct tracker *t, uint32_t tgid, int on);
+int tracker_is_tracked(const struct tracker *t, uint32_t tgid);
+int tracker_proc_get(const struct tracker *t, uint32_t tgid, struct ftbpf_proc *ret);
+int tracker_proc_put(struct tracker *t, uint32_t tgid, const struct ftbpf_proc *p);
+int tracker_proc_delete(struct tracker *t, uint32_t tgid);
+int tracker_thread_get(const struct tracker *t, uint32_t tid, struct ftbpf_thread *ret);
+int tracker_thread_delete(struct tracker *t, uint32_t tid);
+typedef int (*tracker_proc_fn)(void *ctx, uint32_t tgid, const struct ftbpf_proc *p);
+int tracker_foreach_proc(const struct tracker *t, tracker_proc_fn fn, void *ctx);
+uint64_t tracker_stat(const struct tracker *t, enum ftbpf_stat idx);
+
+/*
+ * Snapshot every thread of every tracked process through the task iterator; with stacks,
+ * kernel stacks too. *ret is malloc'ed (caller frees). -EOPNOTSUPP without task iterators.
+ */
+int tracker_snapshot(struct tracker *t, int stacks, struct ftbpf_task_snap **ret, size_t *ret_n);
+
+/* Feature probe shared with the benchmark: can tp_btf programs load and attach here? */
+int tracker_probe_tp_btf(void);
+/* Make sure bpffs is mounted where dir lives (mounts /sys/fs/bpf if needed). */
+int tracker_ensure_bpffs(const char *dir);
+
+#endif
