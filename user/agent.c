@@ -561,12 +561,13 @@ static struct json_object *job_json(const struct job *j, const struct ranks *rs)
 	jint(o, "ranks", n);
 	jint(o, "live", j->res.live);
 	jint(o, "exited", j->res.exited);
-	jstr(o, "state", j->res.hung ? "hung" : j->res.live ? "ok" : "finished");
+	jstr(o, "state", j->res.hung ? "hung" : j->res.failed ? "failed" : j->res.live ? "ok" : "finished");
 	jbool(o, "hung", j->res.hung);
+	jbool(o, "failed", j->res.failed);
 	jdbl(o, "no_progress_s", secs(j->res.no_progress_ns));
 	json_object_object_add(o, "culprits", c);
 	json_object_object_add(o, "culprit_ranks", cr);
-	jstr(o, "why", j->res.hung ? j->res.why : NULL);
+	jstr(o, "why", j->res.hung || j->res.failed ? j->res.why : NULL);
 	return o;
 }
 
@@ -630,6 +631,24 @@ static void job_actions(struct agent *a, struct job *j, uint64_t now)
 {
 	int sig = a->cfg.soft_signal;
 
+	if (j->res.failed && !j->failed_reported) {
+		struct json_object *o = ev_new("job_failed");
+		const struct rank *k = NULL;
+
+		for (int i = 0; i < a->ranks.n && !k; i++)
+			if (!strcmp(a->ranks.v[i]->id.job, j->id) && a->ranks.v[i]->d.culprit)
+				k = a->ranks.v[i];
+		j->failed_reported = 1;
+		jstr(o, "job", j->id);
+		jstr(o, "why", j->res.why);
+		if (k) {
+			jint(o, "culprit_pid", k->pid);
+			jint(o, "culprit_rank", k->id.rank);
+			jint(o, "uid", k->uid);
+		}
+		jint(o, "live", j->res.live);
+		eventlog_emit(a->el, o);
+	}
 	if (!j->res.hung) {
 		if (j->reported) {
 			struct json_object *o = ev_new("recovered");

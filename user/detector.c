@@ -190,20 +190,20 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 		if (b > last)
 			last = b;
 	}
+	if (first_dead >= 0) {
+		out->failed = 1;
+		add_culprit(out, first_dead);
+		d[first_dead].culprit = 1;
+		snprintf(out->why, sizeof(out->why), "rank %d (pid %d) was the first to die: %s",
+			 s[first_dead].rank, s[first_dead].pid, d[first_dead].reason);
+	}
 	if (!out->live)
 		return;
 	out->no_progress_ns = since(now, last);
 	out->hung = out->no_progress_ns >= p->soft_ns;
 	out->hard = out->no_progress_ns >= p->hard_ns;
 
-	if (first_dead >= 0) {
-		char t[64];
-
-		add_culprit(out, first_dead);
-		snprintf(out->why, sizeof(out->why), "rank %d (pid %d) was the first to die: %s",
-			 s[first_dead].rank, s[first_dead].pid, d[first_dead].reason);
-		(void)t;
-	} else {
+	if (first_dead < 0) {
 		/* Majority posture among all ranks (an early normal exit is a posture too). */
 		int best_cnt = 0, best_key = -1;
 

@@ -66,6 +66,7 @@ struct det_rank {
 
 struct det_job {
 	int live, exited, hung, hard;
+	int failed; /* a rank died abnormally (signal or non-zero exit) */
 	uint64_t no_progress_ns;
 	int n_culprits;
 	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */

@@ -43,6 +43,7 @@ struct job {
 	int reported;		/* hang report emitted for the current stall */
 	int soft_signalled;
 	int action_done;
+	int failed_reported;
 	uint64_t hung_seen_ns;
 };
 

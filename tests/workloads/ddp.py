@@ -1,0 +1,53 @@
+"""A real 2-rank torch DDP job over gloo (Debian's python3-torch), for the integration tests.
+
+Launched once per rank with MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE set (as torchrun
+would). Trains a small model for --seconds; optionally rank --fault-rank sleeps forever after
+--fault-after seconds, which leaves the other rank blocked in the all-reduce.
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--fault", default=None)
+    p.add_argument("--fault-rank", type=int, default=-1)
+    p.add_argument("--fault-after", type=float, default=5)
+    p.add_argument("--dir", default=".")
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    with open(os.path.join(a.dir, "pid.%d" % rank), "w") as f:
+        f.write("%d\n" % os.getpid())
+    model = DDP(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 8)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    start = time.monotonic()
+    step = 0
+    while time.monotonic() - start < a.seconds:
+        if a.fault and rank == a.fault_rank and time.monotonic() - start >= a.fault_after:
+            with open(os.path.join(a.dir, "fault.ts"), "w") as f:
+                f.write("%.3f\n" % time.time())
+            if a.fault == "sleep":
+                time.sleep(3600)
+        x = torch.randn(32, 64)
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        step += 1
+        time.sleep(0.01)
+    dist.barrier()
+    dist.destroy_process_group()
+    print("rank %d done after %d steps" % (rank, step))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,417 @@
+/*
+ * ftbpf: command-line client of ftbpfd. Talks the JSON-lines control protocol over the Unix
+ * socket ($FTBPF_SOCKET, --socket, or /run/ftbpf/ftbpfd.sock) and prints tables or raw JSON.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ctl_proto.h"
+
+#define EXIT_USAGE 2
+#define EXIT_CONNECT 3
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: ftbpf [--socket PATH] COMMAND [ARGS]\n\n"
+		"Commands:\n"
+		"  status [--json]             every rank on this host: job, rank, pid, state, reason,\n"
+		"                              time in state, hung, culprit; and each job's verdict\n"
+		"  events [--follow] [--json] [--limit N]\n"
+		"                              the agent's event log (adoptions, exits with the signal\n"
+		"                              and its sender, signals, hangs, actions)\n"
+		"  explain PID [--json]        full diagnosis of one rank (or a rank's child): threads,\n"
+		"                              syscalls, wchan, kernel stacks, signals, its job\n"
+		"  signal PID SIGNAL           send SIGNAL to a rank you own, through the agent's pidfd\n"
+		"  version                     agent and protocol version\n\n"
+		"The socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
+		"Unprivileged users see and act on their own processes only.\n"
+		"Exit status: 0 ok, 1 the agent refused or failed the request, 2 usage, 3 no agent.\n");
+}
+
+static int connect_agent(const char *path)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		fprintf(stderr, "ftbpf: socket path too long: %s\n", path);
+		return -1;
+	}
+	strcpy(addr.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		fprintf(stderr, "ftbpf: cannot reach ftbpfd at %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct reader {
+	int fd;
+	char buf[1 << 20];
+	size_t len;
+};
+
+/* Next line as a parsed object (caller puts it), NULL at EOF/error. */
+static struct json_object *read_obj(struct reader *r)
+{
+	for (;;) {
+		char *nl = memchr(r->buf, '\n', r->len);
+		ssize_t n;
+
+		if (nl) {
+			struct json_object *o;
+
+			*nl = 0;
+			o = json_tokener_parse(r->buf);
+			r->len -= (nl + 1 - r->buf);
+			memmove(r->buf, nl + 1, r->len);
+			if (o)
+				return o;
+			continue;
+		}
+		if (r->len == sizeof(r->buf))
+			return NULL;
+		n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
+		if (n <= 0)
+			return NULL;
+		r->len += n;
+	}
+}
+
+static int send_req(int fd, struct json_object *req)
+{
+	const char *s;
+	size_t n;
+
+	json_object_object_add(req, "v", json_object_new_int(CTL_VERSION));
+	s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	n = strlen(s);
+	if (write(fd, s, n) != (ssize_t)n || write(fd, "\n", 1) != 1) {
+		fprintf(stderr, "ftbpf: write to agent: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static const char *gs(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, k, &v) || !v)
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static double gd(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_double(v) : 0;
+}
+
+static int64_t gi(struct json_object *o, const char *k, int64_t def)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : def;
+}
+
+static int gb(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && v && json_object_get_boolean(v);
+}
+
+static int check_ok(struct json_object *o)
+{
+	if (!o) {
+		fprintf(stderr, "ftbpf: no answer from the agent\n");
+		return 1;
+	}
+	if (!gb(o, "ok")) {
+		fprintf(stderr, "ftbpf: %s (%s)\n", gs(o, "error") ? gs(o, "error") : "request failed",
+			gs(o, "code") ? gs(o, "code") : "?");
+		return 1;
+	}
+	return 0;
+}
+
+static void print_status(struct json_object *o)
+{
+	struct json_object *agent, *jobs, *ranks;
+	size_t n;
+
+	if (json_object_object_get_ex(o, "agent", &agent)) {
+		struct json_object *f = NULL;
+
+		json_object_object_get_ex(agent, "features", &f);
+		printf("ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %gs, hard %gs (%s)\n",
+		       (long long)gi(agent, "pid", 0), gs(agent, "version"), gd(agent, "uptime_s"),
+		       f ? gs(f, "programs") : "?", gd(agent, "soft_timeout_s"),
+		       gd(agent, "hard_timeout_s"), gs(agent, "action"));
+	}
+	if (json_object_object_get_ex(o, "jobs", &jobs) && (n = json_object_array_length(jobs))) {
+		printf("\n%-32s %5s %5s %-9s %12s  %s\n", "JOB", "RANKS", "LIVE", "STATE", "NO-PROGRESS",
+		       "CULPRIT");
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *j = json_object_array_get_idx(jobs, i), *c;
+			char cul[128] = "-";
+
+			if (json_object_object_get_ex(j, "culprit_ranks", &c) &&
+			    json_object_array_length(c)) {
+				size_t len = 0;
+
+				for (size_t k = 0; k < json_object_array_length(c) && len < 100; k++)
+					len += snprintf(cul + len, sizeof(cul) - len, "%srank %d",
+							k ? ", " : "",
+							json_object_get_int(json_object_array_get_idx(c, k)));
+			}
+			printf("%-32.32s %5lld %5lld %-9s %11.1fs  %s\n", gs(j, "job"),
+			       (long long)gi(j, "ranks", 0), (long long)gi(j, "live", 0), gs(j, "state"),
+			       gd(j, "no_progress_s"), cul);
+			if (gs(j, "why"))
+				printf("  why: %s\n", gs(j, "why"));
+		}
+	}
+	if (json_object_object_get_ex(o, "ranks", &ranks) && (n = json_object_array_length(ranks))) {
+		printf("\n%-20.20s %5s %8s %-9s %9s %-4s %-7s %s\n", "JOB", "RANK", "PID", "STATE", "FOR",
+		       "HUNG", "CULPRIT", "REASON");
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *r = json_object_array_get_idx(ranks, i);
+
+			printf("%-20.20s %5lld %8lld %-9s %8.1fs %-4s %-7s %s\n", gs(r, "job"),
+			       (long long)gi(r, "rank", -1), (long long)gi(r, "pid", 0), gs(r, "state"),
+			       gd(r, "state_for_s"), gb(r, "hung") ? "yes" : "no",
+			       gb(r, "culprit") ? "YES" : "-", gs(r, "reason"));
+		}
+	} else {
+		printf("\nno ranks adopted on this host\n");
+	}
+}
+
+static void print_event(struct json_object *e)
+{
+	const char *type = gs(e, "type");
+	const char *skip[] = { "seq", "ts", "type", "ranks", NULL };
+
+	printf("%s %-16s", gs(e, "ts"), type ? type : "?");
+	json_object_object_foreach(e, key, val)
+	{
+		int s = 0;
+
+		for (int i = 0; skip[i]; i++)
+			s |= !strcmp(key, skip[i]);
+		if (s || !val)
+			continue;
+		printf(" %s=%s", key, json_object_get_string(val));
+	}
+	printf("\n");
+}
+
+static void print_explain(struct json_object *o)
+{
+	struct json_object *r, *job, *th, *ch, *sigs, *jr;
+
+	if (json_object_object_get_ex(o, "rank", &r))
+		printf("rank %lld of job %s, pid %lld (%s), uid %lld\n  state: %s, %s\n"
+		       "  no progress for %.1fs; hung: %s; culprit: %s\n",
+		       (long long)gi(r, "rank", -1), gs(r, "job"), (long long)gi(r, "pid", 0),
+		       gs(r, "comm"), (long long)gi(r, "uid", 0), gs(r, "state"), gs(r, "reason"),
+		       gd(r, "no_progress_s"), gb(r, "hung") ? "yes" : "no",
+		       gb(r, "culprit") ? "YES" : "no");
+	if (json_object_object_get_ex(o, "job", &job) && gs(job, "why"))
+		printf("  job verdict: %s: %s\n", gs(job, "state"), gs(job, "why"));
+	if (json_object_object_get_ex(o, "threads", &th)) {
+		printf("\nthreads:\n");
+		for (size_t i = 0; i < json_object_array_length(th); i++) {
+			struct json_object *t = json_object_array_get_idx(th, i), *ks;
+
+			printf("  tid %lld %-15s state %s  syscall %s (%.1fs)  wchan %s\n",
+			       (long long)gi(t, "tid", 0), gs(t, "comm"), gs(t, "state"),
+			       gs(t, "syscall") ? gs(t, "syscall") : "-", gd(t, "in_syscall_s"),
+			       gs(t, "wchan") ? gs(t, "wchan") : "-");
+			if (json_object_object_get_ex(t, "kernel_stack", &ks))
+				for (size_t k = 0; k < json_object_array_length(ks) && k < 8; k++)
+					printf("      %s\n",
+					       json_object_get_string(json_object_array_get_idx(ks, k)));
+		}
+	}
+	if (json_object_object_get_ex(o, "children", &ch) && json_object_array_length(ch)) {
+		printf("\nchildren:\n");
+		for (size_t i = 0; i < json_object_array_length(ch); i++) {
+			struct json_object *c = json_object_array_get_idx(ch, i);
+
+			printf("  pid %lld %s%s\n", (long long)gi(c, "pid", 0), gs(c, "comm"),
+			       gb(c, "exited") ? " (exited)" : "");
+		}
+	}
+	if (json_object_object_get_ex(o, "signals", &sigs) && json_object_array_length(sigs)) {
+		printf("\nsignals (newest last):\n");
+		for (size_t i = 0; i < json_object_array_length(sigs); i++) {
+			struct json_object *s = json_object_array_get_idx(sigs, i);
+
+			printf("  %.1fs ago SIG%s %s", gd(s, "s_ago"), gs(s, "signal_name"),
+			       gb(s, "delivered") ? "delivered" : "sent");
+			if (!gb(s, "delivered"))
+				printf(" by pid %lld (%s)", (long long)gi(s, "sender_pid", 0),
+				       gs(s, "sender_comm"));
+			printf("\n");
+		}
+	}
+	if (json_object_object_get_ex(o, "job_ranks", &jr) && json_object_array_length(jr)) {
+		printf("\nother ranks of the job:\n");
+		for (size_t i = 0; i < json_object_array_length(jr); i++) {
+			struct json_object *x = json_object_array_get_idx(jr, i);
+
+			printf("  rank %lld pid %lld %-9s %s%s\n", (long long)gi(x, "rank", -1),
+			       (long long)gi(x, "pid", 0), gs(x, "state"), gs(x, "reason"),
+			       gb(x, "culprit") ? "  <- culprit" : "");
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *sock = getenv("FTBPF_SOCKET");
+	int json = 0, follow = 0, limit = 0, i = 1, fd, rc;
+	const char *cmd;
+	struct json_object *req, *o;
+	struct reader *rd;
+	char *end;
+
+	if (!sock || !*sock)
+		sock = FTBPF_DEFAULT_SOCKET;
+	while (i < argc && !strncmp(argv[i], "--", 2)) {
+		if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+			sock = argv[i + 1];
+			i += 2;
+		} else if (!strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	cmd = argv[i++];
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string(cmd));
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
+			follow = 1;
+		else if (!strcmp(argv[i], "--limit") && i + 1 < argc)
+			limit = atoi(argv[++i]);
+		else if ((!strcmp(cmd, "explain") || !strcmp(cmd, "signal")) &&
+			 !json_object_object_get_ex(req, "pid", NULL)) {
+			long pid = strtol(argv[i], &end, 10);
+
+			if (*end || pid <= 0) {
+				fprintf(stderr, "ftbpf: '%s' is not a pid\n", argv[i]);
+				return EXIT_USAGE;
+			}
+			json_object_object_add(req, "pid", json_object_new_int((int)pid));
+		} else if (!strcmp(cmd, "signal") && !json_object_object_get_ex(req, "signal", NULL)) {
+			json_object_object_add(req, "signal", json_object_new_string(argv[i]));
+		} else {
+			fprintf(stderr, "ftbpf: unexpected argument '%s'\n", argv[i]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (strcmp(cmd, "status") && strcmp(cmd, "events") && strcmp(cmd, "explain") &&
+	    strcmp(cmd, "signal") && strcmp(cmd, "version")) {
+		fprintf(stderr, "ftbpf: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if ((!strcmp(cmd, "explain") || !strcmp(cmd, "signal")) &&
+	    !json_object_object_get_ex(req, "pid", NULL)) {
+		fprintf(stderr, "ftbpf: %s needs a PID\n", cmd);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "signal") && !json_object_object_get_ex(req, "signal", NULL)) {
+		fprintf(stderr, "ftbpf: signal needs a SIGNAL\n");
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "events")) {
+		json_object_object_add(req, "follow", json_object_new_boolean(follow));
+		if (limit > 0)
+			json_object_object_add(req, "limit", json_object_new_int(limit));
+	}
+	fd = connect_agent(sock);
+	if (fd < 0)
+		return EXIT_CONNECT;
+	if (send_req(fd, req) < 0)
+		return EXIT_CONNECT;
+	json_object_put(req);
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return 1;
+	rd->fd = fd;
+	if (!strcmp(cmd, "events")) {
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		while ((o = read_obj(rd))) {
+			struct json_object *e;
+
+			if (json_object_object_get_ex(o, "event", &e)) {
+				if (json)
+					printf("%s\n", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+				else
+					print_event(e);
+			} else if (json_object_object_get_ex(o, "ok", NULL)) {
+				rc = check_ok(o);
+				if (rc || gb(o, "end")) {
+					json_object_put(o);
+					free(rd);
+					close(fd);
+					return rc;
+				}
+			}
+			json_object_put(o);
+		}
+		free(rd);
+		close(fd);
+		return follow ? 0 : 1;
+	}
+	o = read_obj(rd);
+	free(rd);
+	close(fd);
+	rc = check_ok(o);
+	if (rc) {
+		json_object_put(o);
+		return rc;
+	}
+	if (json || !strcmp(cmd, "version"))
+		printf("%s\n", json_object_to_json_string_ext(o, json ? JSON_C_TO_STRING_PRETTY
+								      : JSON_C_TO_STRING_PLAIN));
+	else if (!strcmp(cmd, "status"))
+		print_status(o);
+	else if (!strcmp(cmd, "explain"))
+		print_explain(o);
+	else if (!strcmp(cmd, "signal"))
+		printf("sent\n");
+	json_object_put(o);
+	return 0;
+}
