@@ -1,0 +1,217 @@
+/* Detector on synthetic samples: states, reasons, job verdicts and culprits. */
+#include <CUnit/Basic.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "detector.h"
+
+#define S 1000000000ull
+
+static struct det_params P;
+
+static struct det_sample blocked_in(int pid, int rank, int nr, uint64_t since)
+{
+	struct det_sample s = { .pid = pid, .rank = rank, .task_state = 'S', .cur_nr = nr,
+				.enter_ns = since, .last_exit_ns = since, .progress_ns = since,
+				.adopted_ns = 1 * S, .cpu_valid = 1 };
+	return s;
+}
+
+static void run(struct det_rank *d, struct det_sample *s, int n, uint64_t now, struct det_job *j)
+{
+	for (int i = 0; i < n; i++)
+		det_rank_update(&d[i], &s[i], now, &P);
+	det_job_eval(d, s, n, now, &P, j);
+}
+
+static void test_healthy_not_hung(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 99 * S), blocked_in(11, 1, SYS_read, 99 * S) };
+	struct det_job j;
+
+	s[0].progress_ns = 99 * S;
+	run(d, s, 2, 100 * S, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.live, 2);
+	CU_ASSERT_FALSE(d[0].hung || d[1].hung || d[0].culprit || d[1].culprit);
+}
+
+static void test_sleeping_rank_is_culprit_two_ranks(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = { blocked_in(10, 0, SYS_futex, 10 * S),
+				   blocked_in(11, 1, SYS_clock_nanosleep, 10 * S) };
+	struct det_job j;
+
+	run(d, s, 2, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	CU_ASSERT_TRUE(d[1].culprit);
+	CU_ASSERT_FALSE(d[0].culprit);
+	CU_ASSERT_EQUAL(d[1].state, RS_BLOCKED);
+	CU_ASSERT_PTR_NOT_NULL(strstr(d[1].reason, "clock_nanosleep"));
+}
+
+static void test_minority_is_culprit(void)
+{
+	struct det_rank d[4] = {};
+	struct det_sample s[4];
+	struct det_job j;
+
+	for (int i = 0; i < 4; i++)
+		s[i] = blocked_in(10 + i, i, SYS_read, 5 * S);
+	s[3] = blocked_in(13, 3, SYS_wait4, 5 * S);
+	run(d, s, 4, 70 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 3);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "3 of 4"));
+}
+
+static void test_spinning(void)
+{
+	struct det_rank d[3] = {};
+	struct det_sample s[3];
+	struct det_job j;
+
+	for (int i = 0; i < 3; i++)
+		s[i] = blocked_in(10 + i, i, SYS_read, 5 * S);
+	s[1].cur_nr = -1;
+	s[1].task_state = 'R';
+	s[1].cpu_ns = 1 * S;
+	run(d, s, 3, 69 * S, &j); /* first sample: no CPU rate yet */
+	CU_ASSERT_NOT_EQUAL(d[1].state, RS_SPINNING);
+	s[1].cpu_ns = 2 * S;
+	run(d, s, 3, 70 * S, &j);
+	CU_ASSERT_EQUAL(d[1].state, RS_SPINNING);
+	CU_ASSERT_TRUE(d[1].cpu_frac > 0.9);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_TRUE(d[1].culprit);
+	CU_ASSERT_FALSE(d[0].culprit);
+}
+
+static void test_stopped_beats_blocked(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 5 * S), blocked_in(11, 1, SYS_read, 5 * S) };
+	struct det_job j;
+
+	s[1].task_state = 'T';
+	run(d, s, 2, 70 * S, &j);
+	CU_ASSERT_EQUAL(d[1].state, RS_STOPPED);
+	CU_ASSERT_TRUE(d[1].culprit);
+}
+
+static void test_first_dead_is_culprit(void)
+{
+	struct det_rank d[3] = {};
+	struct det_sample s[3];
+	struct det_job j;
+
+	for (int i = 0; i < 3; i++)
+		s[i] = blocked_in(10 + i, i, SYS_read, 5 * S);
+	s[2].exited = 1;
+	s[2].exit_code = 9;
+	s[2].exit_ns = 6 * S;
+	s[2].sender_pid = 4242;
+	strcpy(s[2].sender_comm, "kill");
+	s[1].exited = 1;
+	s[1].exit_code = 1 << 8;
+	s[1].exit_ns = 7 * S;
+	run(d, s, 3, 8 * S, &j);
+	CU_ASSERT_TRUE(j.failed);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.culprits[0], 2);
+	CU_ASSERT_TRUE(d[2].culprit);
+	CU_ASSERT_PTR_NOT_NULL(strstr(d[2].reason, "SIGKILL from pid 4242 (kill)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(d[1].reason, "exited with code 1"));
+	run(d, s, 3, 70 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_TRUE(d[0].hung);
+	CU_ASSERT_FALSE(d[2].hung);
+}
+
+static void test_all_finished_not_hung(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 5 * S), blocked_in(11, 1, SYS_read, 5 * S) };
+	struct det_job j;
+
+	s[0].exited = s[1].exited = 1;
+	run(d, s, 2, 700 * S, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_FALSE(j.failed);
+	CU_ASSERT_EQUAL(j.live, 0);
+}
+
+static void test_hard_timeout(void)
+{
+	struct det_rank d[1] = {};
+	struct det_sample s[1] = { blocked_in(10, 0, SYS_read, 5 * S) };
+	struct det_job j;
+
+	run(d, s, 1, 5 * S + P.hard_ns - 1, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_FALSE(j.hard);
+	run(d, s, 1, 5 * S + P.hard_ns, &j);
+	CU_ASSERT_TRUE(j.hard);
+}
+
+static void test_all_comm_wait_no_local_culprit(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 5 * S), blocked_in(11, 1, SYS_read, 5 * S) };
+	struct det_job j;
+
+	run(d, s, 2, 70 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "outside this host"));
+}
+
+static void test_short_syscall_is_running(void)
+{
+	struct det_rank d[1] = {};
+	struct det_sample s[1] = { blocked_in(10, 0, SYS_read, 10 * S) };
+
+	det_rank_update(&d[0], &s[0], 10 * S + 100000000ull, &P);
+	CU_ASSERT_EQUAL(d[0].state, RS_RUNNING);
+}
+
+static void test_exit_text(void)
+{
+	char b[64];
+
+	CU_ASSERT_STRING_EQUAL(det_exit_text(9, b, sizeof(b)), "killed by SIGKILL");
+	CU_ASSERT_STRING_EQUAL(det_exit_text(0x86, b, sizeof(b)), "killed by SIGABRT (core dumped)");
+	CU_ASSERT_STRING_EQUAL(det_exit_text(3 << 8, b, sizeof(b)), "exited with code 3");
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+
+	det_params_from_seconds(&P, 60, 600, 2);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("detector", NULL, NULL);
+	CU_add_test(s, "healthy job is not hung", test_healthy_not_hung);
+	CU_add_test(s, "sleeping rank is culprit (2 ranks)", test_sleeping_rank_is_culprit_two_ranks);
+	CU_add_test(s, "minority posture is culprit", test_minority_is_culprit);
+	CU_add_test(s, "spinning rank", test_spinning);
+	CU_add_test(s, "stopped beats blocked", test_stopped_beats_blocked);
+	CU_add_test(s, "first dead is culprit", test_first_dead_is_culprit);
+	CU_add_test(s, "finished job is not hung", test_all_finished_not_hung);
+	CU_add_test(s, "hard timeout", test_hard_timeout);
+	CU_add_test(s, "all in comm wait: no local culprit", test_all_comm_wait_no_local_culprit);
+	CU_add_test(s, "short syscall is running", test_short_syscall_is_running);
+	CU_add_test(s, "exit text", test_exit_text);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return (int)fails;
+}
