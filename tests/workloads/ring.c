@@ -4,7 +4,7 @@
  * like a collective). One rank can be told to misbehave after some seconds.
  *
  *   ring --rank R --world N --dir DIR [--fault sleep|spin|stop|exit|abort --fault-rank K
- *        --fault-after SEC] [--seconds S] [--hang-on-peer-loss 1]
+ *        --fault-after SEC] [--seconds S] [--hang-on-peer-loss 1] [--work N] [--interval-ms MS]
  *
  * Writes DIR/pid.R, and DIR/fault.ts (wall-clock seconds) when the fault begins.
  */
@@ -56,6 +56,8 @@ static void put_file(const char *dir, const char *name, const char *fmt, double 
 	}
 }
 
+#define STOP (-1e300)
+
 static volatile unsigned long sink;
 static int hang_on_peer_loss;
 
@@ -95,7 +97,8 @@ int main(int argc, char **argv)
 	double fault_after = 0, seconds = 1e9, start;
 	const char *dir = ".", *mode = NULL;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int *peers = NULL, fd = -1, faulted = 0;
+	int *peers = NULL, fd = -1, faulted = 0, interval_ms = 10;
+	long work = 200000;
 	char name[32];
 
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -113,6 +116,10 @@ int main(int argc, char **argv)
 			fault_after = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--seconds"))
 			seconds = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--work"))
+			work = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--interval-ms"))
+			interval_ms = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--hang-on-peer-loss"))
 			hang_on_peer_loss = atoi(argv[i + 1]);
 	}
@@ -151,12 +158,14 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	start = now(CLOCK_MONOTONIC);
-	for (unsigned long it = 0; now(CLOCK_MONOTONIC) - start < seconds; it++) {
+	/* Rank 0 decides when the job ends and tells the others with a STOP value, so that no
+	 * rank sees a peer vanish at a normal end. */
+	for (unsigned long it = 0;; it++) {
 		double v = rank + it, sum = v, x;
 
-		for (int k = 0; k < 200000; k++) /* "compute" */
+		for (long k = 0; k < work; k++) /* "compute" */
 			sink += k;
-		usleep(10000);
+		usleep(interval_ms * 1000);
 		if (mode && rank == fault_rank && !faulted && now(CLOCK_MONOTONIC) - start >= fault_after) {
 			faulted = 1;
 			fault(mode, dir);
@@ -167,12 +176,18 @@ int main(int argc, char **argv)
 					return lost();
 				sum += x;
 			}
+			if (now(CLOCK_MONOTONIC) - start >= seconds)
+				sum = STOP;
 			for (int i = 1; i < world; i++)
 				if (write(peers[i], &sum, sizeof(sum)) != sizeof(sum))
 					return lost();
+			if (sum == STOP)
+				return 0;
 		} else {
 			if (write(fd, &v, sizeof(v)) != sizeof(v) || rd(fd, &sum, sizeof(sum)))
 				return lost();
+			if (sum == STOP)
+				return 0;
 		}
 	}
 	return 0;

@@ -1,0 +1,88 @@
+#!/bin/bash
+# make bench: what ftbpfd costs, measured in one run, as ratios.
+#  1. per-syscall cost (getppid loop) with no agent, with empty programs on the same syscall
+#     tracepoints (the floor any syscall tracer pays), and with ftbpfd for a non-rank process
+#     and for a rank; configurations are interleaved over rounds and medians compared.
+#  2. ftbpfd's CPU and RSS while it watches 64 ranks.
+set -u
+cd "$(dirname "$0")/.."
+B=build
+[ "$(id -u)" = 0 ] || { echo "bench: needs root (BPF)"; exit 1; }
+ITERS=${BENCH_ITERS:-300000}
+ROUNDS=${BENCH_ROUNDS:-7}
+T=$(mktemp -d /tmp/ftbpf-bench.XXXXXX)
+PIN=/sys/fs/bpf/ftbpf-bench
+AG=
+cleanup() { [ -n "$AG" ] && kill "$AG" 2>/dev/null && wait "$AG" 2>/dev/null; pkill -f "$T/" 2>/dev/null; rm -rf "$PIN" "$T"; }
+trap cleanup EXIT
+
+start_agent() {
+	"$B/ftbpfd" --socket "$T/s.sock" --state-dir "$T/st" --pin-dir "$PIN" --log-file "$T/ev.jsonl" \
+		--reset-state --verbose 0 "$@" >>"$T/agent.out" 2>&1 &
+	AG=$!
+	for _ in $(seq 100); do "$B/ftbpf" --socket "$T/s.sock" version >/dev/null 2>&1 && return 0; sleep 0.05; done
+	echo "bench: agent did not start"; cat "$T/agent.out"; exit 1
+}
+stop_agent() { kill "$AG"; wait "$AG" 2>/dev/null; AG=; rm -rf "$PIN"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+measure() { "$B/bench_syscall" "$ITERS" 5 "$@"; }
+
+echo "== per-syscall cost: getppid, $ROUNDS rounds x 5 batches x $ITERS calls, interleaved"
+none=(); floor=(); nonrank=(); rank=()
+for r in $(seq "$ROUNDS"); do
+	none+=("$(measure)")
+	"$B/bench_floor" >"$T/floor.out" 2>&1 & FP=$!
+	for _ in $(seq 100); do grep -q ready "$T/floor.out" && break; sleep 0.05; done
+	floor+=("$(measure)")
+	kill $FP; wait $FP 2>/dev/null
+	start_agent
+	nonrank+=("$(measure)")
+	rank+=("$(FTBPF_RANK=0 FTBPF_JOB=bench-rank measure 300)")
+	stop_agent
+	echo "   round $r: none ${none[-1]}  floor ${floor[-1]}  ftbpfd/non-rank ${nonrank[-1]}  ftbpfd/rank ${rank[-1]} ns"
+done
+# prove that the rank path was the one measured
+start_agent
+FTBPF_RANK=0 FTBPF_JOB=bench-check "$B/bench_syscall" 100000 1 300 >/dev/null
+sleep 0.5
+ADOPTED=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '[.ranks[] | select(.job=="bench-check")] | length')
+stop_agent
+PROG=$(awk '{print $2}' "$T/floor.out")
+N=$(median "${none[@]}"); F=$(median "${floor[@]}"); NR=$(median "${nonrank[@]}"); RK=$(median "${rank[@]}")
+awk -v n="$N" -v f="$F" -v nr="$NR" -v rk="$RK" -v prog="$PROG" -v adopted="$ADOPTED" 'BEGIN {
+	fl = f - n; if (fl < 1) fl = 1
+	a = nr - n; b = rk - n
+	printf "   %-34s %8.1f ns\n", "no agent", n
+	printf "   %-34s %8.1f ns  (+%.1f ns: the floor)\n", "empty " prog " programs (floor)", f, f - n
+	printf "   %-34s %8.1f ns  (+%.1f ns = %.2fx the floor; target <= 1.25x) %s\n", "ftbpfd, non-rank process", nr, a, a / fl, (a / fl <= 1.25 ? "MET" : "MISSED")
+	printf "   %-34s %8.1f ns  (+%.1f ns = %.2fx the floor; target <= 2x) %s\n", "ftbpfd, rank process", rk, b, b / fl, (b / fl <= 2 ? "MET" : "MISSED")
+	printf "   (rank path check: the measured rank process was adopted: %s)\n", adopted == 1 ? "yes" : "NO"
+}'
+
+echo "== ftbpfd with 64 ranks"
+start_agent --soft-timeout 60 --hard-timeout 600 --action report
+mkdir -p "$T/job64"
+for r in $(seq 0 63); do
+	FTBPF_JOB=bench64 FTBPF_RANK=$r FTBPF_WORLD_SIZE=64 "$B/workloads/ring" --rank $r --world 64 \
+		--dir "$T/job64" --work 20000 --interval-ms 20 --seconds 40 &
+done
+for _ in $(seq 100); do
+	[ "$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '[.ranks[] | select(.job=="bench64")] | length')" = 64 ] && break
+	sleep 0.1
+done
+sleep 3
+cpu() { awk '{print $14 + $15}' "/proc/$AG/stat"; }
+HZ=$(getconf CLK_TCK)
+W=15
+c0=$(cpu); t0=$(date +%s.%N)
+sleep $W
+c1=$(cpu); t1=$(date +%s.%N)
+RSS=$(awk '/VmRSS/ {print $2}' "/proc/$AG/status")
+SCANS=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.agent.counters.scans')
+HUNG=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '[.jobs[] | select(.hung)] | length')
+awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" -v rss="$RSS" -v scans="$SCANS" -v hung="$HUNG" 'BEGIN {
+	printf "   agent CPU: %.2f%% of one core over %.0f s (scan every 0.2 s, %d scans so far)\n", 100 * (c1 - c0) / hz / (t1 - t0), t1 - t0, scans
+	printf "   agent RSS: %.1f MiB\n", rss / 1024
+	printf "   jobs flagged hung during the run: %d\n", hung
+}'
+wait 2>/dev/null
