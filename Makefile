@@ -118,3 +118,4 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+.SECONDARY:

@@ -62,9 +62,11 @@ awk -v n="$N" -v f="$F" -v nr="$NR" -v rk="$RK" -v prog="$PROG" -v adopted="$ADO
 echo "== ftbpfd with 64 ranks"
 start_agent --soft-timeout 60 --hard-timeout 600 --action report
 mkdir -p "$T/job64"
+RANKPIDS=()
 for r in $(seq 0 63); do
 	FTBPF_JOB=bench64 FTBPF_RANK=$r FTBPF_WORLD_SIZE=64 "$B/workloads/ring" --rank $r --world 64 \
 		--dir "$T/job64" --work 20000 --interval-ms 20 --seconds 40 &
+	RANKPIDS+=($!)
 done
 for _ in $(seq 100); do
 	[ "$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '[.ranks[] | select(.job=="bench64")] | length')" = 64 ] && break
@@ -85,4 +87,6 @@ awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" -v rss="$RSS" -v
 	printf "   agent RSS: %.1f MiB\n", rss / 1024
 	printf "   jobs flagged hung during the run: %d\n", hung
 }'
-wait 2>/dev/null
+kill "${RANKPIDS[@]}" 2>/dev/null
+wait "${RANKPIDS[@]}" 2>/dev/null
+stop_agent

@@ -820,6 +820,7 @@ static struct json_object *agent_json(struct agent *a, uint64_t now)
 	jbool(ft, "task_iter", f->task_iter);
 	jbool(ft, "oom", f->oom);
 	jbool(ft, "resumed", f->resumed);
+	jint(ft, "syscall_clock_hz", f->hz);
 	jint(ft, "pid_max", f->pid_max);
 	json_object_object_add(o, "features", ft);
 	jint(c, "events", (int64_t)a->cnt.events);

@@ -18,7 +18,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "syscalls.h"
 #include "tracker.skel.h"
@@ -128,6 +130,27 @@ static unsigned read_pid_max(void)
 	return v;
 }
 
+/* CONFIG_HZ from the kernel's config (/proc/config.gz or /boot/config-RELEASE); 0 unknown. */
+static unsigned kernel_hz(void)
+{
+	char path[300], line[256];
+	struct utsname u;
+	unsigned hz = 0;
+	gzFile f = gzopen("/proc/config.gz", "rb");
+
+	if (!f && uname(&u) == 0) {
+		snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+		f = gzopen(path, "rb"); /* reads plain files too */
+	}
+	if (!f)
+		return 0;
+	while (gzgets(f, line, sizeof(line)))
+		if (sscanf(line, "CONFIG_HZ=%u", &hz) == 1)
+			break;
+	gzclose(f);
+	return hz >= 24 && hz <= 10000 ? hz : 0;
+}
+
 static int rb_cb(void *ctx, void *data, size_t len)
 {
 	struct tracker *t = ctx;
@@ -213,6 +236,9 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 		goto fail;
 	}
 	t->skel->rodata->agent_tgid = o->agent_tgid;
+	/* The tick clock needs HZ and the iterator that calibrates it. */
+	t->feat.hz = t->feat.task_iter ? kernel_hz() : 0;
+	t->skel->rodata->ns_per_jiffy = t->feat.hz ? 1000000000ull / t->feat.hz : 0;
 	bpf_map__set_max_entries(t->skel->maps.rank_bits, t->nwords);
 	bpf_object__for_each_program(prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
@@ -269,6 +295,19 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 		goto fail;
 	}
 
+	/* The iterator first: one pass calibrates the syscall clock before programs run. */
+	if (t->feat.task_iter) {
+		struct ftbpf_task_snap *snap = NULL;
+		size_t n;
+
+		t->iter_link = bpf_program__attach_iter(t->skel->progs.dump_task, NULL);
+		if (!t->iter_link || tracker_snapshot(t, 0, &snap, &n) < 0) {
+			snprintf(err, errlen, "task iterator: %s", strerror(errno));
+			goto fail;
+		}
+		free(snap);
+	}
+
 	/* attach */
 	bpf_object__for_each_program(prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
@@ -285,11 +324,6 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 		}
 		if (strstr(name, "mark_victim"))
 			t->feat.oom = 1;
-	}
-	if (t->feat.task_iter) {
-		t->iter_link = bpf_program__attach_iter(t->skel->progs.dump_task, NULL);
-		if (!t->iter_link)
-			t->feat.task_iter = 0;
 	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), rb_cb, t, NULL);
 	if (!t->rb) {

@@ -18,6 +18,7 @@ struct tracker_features {
 	int task_iter;	  /* task iterator (state snapshots, kernel stacks) */
 	int oom;	  /* oom:mark_victim attached */
 	int resumed;	  /* pinned maps from an earlier agent were found and reused */
+	unsigned hz;	  /* syscall times from jiffies at this HZ (one-tick precision); 0: ktime */
 	unsigned pid_max; /* size of the tracked-process bitmap */
 };
 
