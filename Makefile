@@ -25,7 +25,8 @@ WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tes
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor
 
-DEBIAN_DEPS := build-essential clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev \
+DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
+               libelf-dev zlib1g-dev \
                libjson-c-dev libcunit1-dev jq python3-torch tmux procps util-linux
 
 .PHONY: all deps run test unit integration fuzz bench format format-check clean install

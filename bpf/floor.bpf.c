@@ -10,10 +10,22 @@
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tp_btf/sys_enter")
-int BPF_PROG(btf_enter_empty) { return 0; }
+int BPF_PROG(btf_enter_empty)
+{
+	return 0;
+}
 SEC("tp_btf/sys_exit")
-int BPF_PROG(btf_exit_empty) { return 0; }
+int BPF_PROG(btf_exit_empty)
+{
+	return 0;
+}
 SEC("raw_tp/sys_enter")
-int BPF_PROG(raw_enter_empty) { return 0; }
+int BPF_PROG(raw_enter_empty)
+{
+	return 0;
+}
 SEC("raw_tp/sys_exit")
-int BPF_PROG(raw_exit_empty) { return 0; }
+int BPF_PROG(raw_exit_empty)
+{
+	return 0;
+}

@@ -129,7 +129,8 @@ static __always_inline void on_sys_enter(long id)
 	now = hot_now();
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t) {
-		struct ftbpf_thread init = { .tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now };
+		struct ftbpf_thread init = {
+		    .tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now};
 
 		bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST);
 		t = bpf_map_lookup_elem(&threads, &tid);
@@ -280,7 +281,8 @@ static __always_inline void on_exit(struct task_struct *p)
 		e->flags = pp->flags;
 		if (e->sig && pp->fatal_sig == (__u32)e->sig) {
 			e->sender_pid = pp->fatal_sender_pid;
-			__builtin_memcpy(e->sender_comm, pp->fatal_sender_comm, sizeof(e->sender_comm));
+			__builtin_memcpy(e->sender_comm, pp->fatal_sender_comm,
+					 sizeof(e->sender_comm));
 		}
 	}
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
@@ -291,8 +293,25 @@ static __always_inline void on_exit(struct task_struct *p)
 static __always_inline int fatal_by_default(int sig)
 {
 	switch (sig) {
-	case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10:
-	case 11: case 12: case 13: case 14: case 15: case 24: case 25: case 26: case 27:
+	case 1:
+	case 2:
+	case 3:
+	case 4:
+	case 5:
+	case 6:
+	case 7:
+	case 8:
+	case 9:
+	case 10:
+	case 11:
+	case 12:
+	case 13:
+	case 14:
+	case 15:
+	case 24:
+	case 25:
+	case 26:
+	case 27:
 	case 31:
 		return 1;
 	}

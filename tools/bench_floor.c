@@ -31,7 +31,7 @@ int main(void)
 		fprintf(stderr, "bench_floor: open failed\n");
 		return 1;
 	}
-	bpf_object__for_each_program(p, skel->obj)
+	bpf_object__for_each_program (p, skel->obj)
 		bpf_program__set_autoload(p, btf ? !strncmp(bpf_program__name(p), "btf_", 4)
 						 : !strncmp(bpf_program__name(p), "raw_", 4));
 	err = floor_bpf__load(skel);

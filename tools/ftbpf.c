@@ -14,31 +14,36 @@
 #include "config.h"
 #include "ctl_proto.h"
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE   2
 #define EXIT_CONNECT 3
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: ftbpf [--socket PATH] COMMAND [ARGS]\n\n"
-		"Commands:\n"
-		"  status [--json]             every rank on this host: job, rank, pid, state, reason,\n"
-		"                              time in state, hung, culprit; and each job's verdict\n"
-		"  events [--follow] [--json] [--limit N]\n"
-		"                              the agent's event log (adoptions, exits with the signal\n"
-		"                              and its sender, signals, hangs, actions)\n"
-		"  explain PID [--json]        full diagnosis of one rank (or a rank's child): threads,\n"
-		"                              syscalls, wchan, kernel stacks, signals, its job\n"
-		"  signal PID SIGNAL           send SIGNAL to a rank you own, through the agent's pidfd\n"
-		"  version                     agent and protocol version\n\n"
-		"The socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
-		"Unprivileged users see and act on their own processes only.\n"
-		"Exit status: 0 ok, 1 the agent refused or failed the request, 2 usage, 3 no agent.\n");
+	fprintf(
+	    f,
+	    "Usage: ftbpf [--socket PATH] COMMAND [ARGS]\n\n"
+	    "Commands:\n"
+	    "  status [--json]             every rank on this host: job, rank, pid, state, "
+	    "reason,\n"
+	    "                              time in state, hung, culprit; and each job's verdict\n"
+	    "  events [--follow] [--json] [--limit N]\n"
+	    "                              the agent's event log (adoptions, exits with the "
+	    "signal\n"
+	    "                              and its sender, signals, hangs, actions)\n"
+	    "  explain PID [--json]        full diagnosis of one rank (or a rank's child): "
+	    "threads,\n"
+	    "                              syscalls, wchan, kernel stacks, signals, its job\n"
+	    "  signal PID SIGNAL           send SIGNAL to a rank you own, through the agent's "
+	    "pidfd\n"
+	    "  version                     agent and protocol version\n\n"
+	    "The socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
+	    "Unprivileged users see and act on their own processes only.\n"
+	    "Exit status: 0 ok, 1 the agent refused or failed the request, 2 usage, 3 no agent.\n");
 }
 
 static int connect_agent(const char *path)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	int fd;
 
 	if (strlen(path) >= sizeof(addr.sun_path)) {
@@ -141,7 +146,8 @@ static int check_ok(struct json_object *o)
 		return 1;
 	}
 	if (!gb(o, "ok")) {
-		fprintf(stderr, "ftbpf: %s (%s)\n", gs(o, "error") ? gs(o, "error") : "request failed",
+		fprintf(stderr, "ftbpf: %s (%s)\n",
+			gs(o, "error") ? gs(o, "error") : "request failed",
 			gs(o, "code") ? gs(o, "code") : "?");
 		return 1;
 	}
@@ -157,14 +163,15 @@ static void print_status(struct json_object *o)
 		struct json_object *f = NULL;
 
 		json_object_object_get_ex(agent, "features", &f);
-		printf("ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %gs, hard %gs (%s)\n",
-		       (long long)gi(agent, "pid", 0), gs(agent, "version"), gd(agent, "uptime_s"),
-		       f ? gs(f, "programs") : "?", gd(agent, "soft_timeout_s"),
-		       gd(agent, "hard_timeout_s"), gs(agent, "action"));
+		printf(
+		    "ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %gs, hard %gs (%s)\n",
+		    (long long)gi(agent, "pid", 0), gs(agent, "version"), gd(agent, "uptime_s"),
+		    f ? gs(f, "programs") : "?", gd(agent, "soft_timeout_s"),
+		    gd(agent, "hard_timeout_s"), gs(agent, "action"));
 	}
 	if (json_object_object_get_ex(o, "jobs", &jobs) && (n = json_object_array_length(jobs))) {
-		printf("\n%-32s %5s %5s %-9s %12s  %s\n", "JOB", "RANKS", "LIVE", "STATE", "NO-PROGRESS",
-		       "CULPRIT");
+		printf("\n%-32s %5s %5s %-9s %12s  %s\n", "JOB", "RANKS", "LIVE", "STATE",
+		       "NO-PROGRESS", "CULPRIT");
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *j = json_object_array_get_idx(jobs, i), *c;
 			char cul[128] = "-";
@@ -173,27 +180,30 @@ static void print_status(struct json_object *o)
 			    json_object_array_length(c)) {
 				size_t len = 0;
 
-				for (size_t k = 0; k < json_object_array_length(c) && len < 100; k++)
-					len += snprintf(cul + len, sizeof(cul) - len, "%srank %d",
-							k ? ", " : "",
-							json_object_get_int(json_object_array_get_idx(c, k)));
+				for (size_t k = 0; k < json_object_array_length(c) && len < 100;
+				     k++)
+					len += snprintf(
+					    cul + len, sizeof(cul) - len, "%srank %d",
+					    k ? ", " : "",
+					    json_object_get_int(json_object_array_get_idx(c, k)));
 			}
 			printf("%-32.32s %5lld %5lld %-9s %11.1fs  %s\n", gs(j, "job"),
-			       (long long)gi(j, "ranks", 0), (long long)gi(j, "live", 0), gs(j, "state"),
-			       gd(j, "no_progress_s"), cul);
+			       (long long)gi(j, "ranks", 0), (long long)gi(j, "live", 0),
+			       gs(j, "state"), gd(j, "no_progress_s"), cul);
 			if (gs(j, "why"))
 				printf("  why: %s\n", gs(j, "why"));
 		}
 	}
-	if (json_object_object_get_ex(o, "ranks", &ranks) && (n = json_object_array_length(ranks))) {
-		printf("\n%-20.20s %5s %8s %-9s %9s %-4s %-7s %s\n", "JOB", "RANK", "PID", "STATE", "FOR",
-		       "HUNG", "CULPRIT", "REASON");
+	if (json_object_object_get_ex(o, "ranks", &ranks) &&
+	    (n = json_object_array_length(ranks))) {
+		printf("\n%-20.20s %5s %8s %-9s %9s %-4s %-7s %s\n", "JOB", "RANK", "PID", "STATE",
+		       "FOR", "HUNG", "CULPRIT", "REASON");
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *r = json_object_array_get_idx(ranks, i);
 
 			printf("%-20.20s %5lld %8lld %-9s %8.1fs %-4s %-7s %s\n", gs(r, "job"),
-			       (long long)gi(r, "rank", -1), (long long)gi(r, "pid", 0), gs(r, "state"),
-			       gd(r, "state_for_s"), gb(r, "hung") ? "yes" : "no",
+			       (long long)gi(r, "rank", -1), (long long)gi(r, "pid", 0),
+			       gs(r, "state"), gd(r, "state_for_s"), gb(r, "hung") ? "yes" : "no",
 			       gb(r, "culprit") ? "YES" : "-", gs(r, "reason"));
 		}
 	} else {
@@ -204,11 +214,10 @@ static void print_status(struct json_object *o)
 static void print_event(struct json_object *e)
 {
 	const char *type = gs(e, "type");
-	const char *skip[] = { "seq", "ts", "type", "ranks", NULL };
+	const char *skip[] = {"seq", "ts", "type", "ranks", NULL};
 
 	printf("%s %-16s", gs(e, "ts"), type ? type : "?");
-	json_object_object_foreach(e, key, val)
-	{
+	json_object_object_foreach (e, key, val) {
 		int s = 0;
 
 		for (int i = 0; skip[i]; i++)
@@ -244,8 +253,8 @@ static void print_explain(struct json_object *o)
 			       gs(t, "wchan") ? gs(t, "wchan") : "-");
 			if (json_object_object_get_ex(t, "kernel_stack", &ks))
 				for (size_t k = 0; k < json_object_array_length(ks) && k < 8; k++)
-					printf("      %s\n",
-					       json_object_get_string(json_object_array_get_idx(ks, k)));
+					printf("      %s\n", json_object_get_string(
+								 json_object_array_get_idx(ks, k)));
 		}
 	}
 	if (json_object_object_get_ex(o, "children", &ch) && json_object_array_length(ch)) {
@@ -332,7 +341,8 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			json_object_object_add(req, "pid", json_object_new_int((int)pid));
-		} else if (!strcmp(cmd, "signal") && !json_object_object_get_ex(req, "signal", NULL)) {
+		} else if (!strcmp(cmd, "signal") &&
+			   !json_object_object_get_ex(req, "signal", NULL)) {
 			json_object_object_add(req, "signal", json_object_new_string(argv[i]));
 		} else {
 			fprintf(stderr, "ftbpf: unexpected argument '%s'\n", argv[i]);
@@ -377,7 +387,8 @@ int main(int argc, char **argv)
 
 			if (json_object_object_get_ex(o, "event", &e)) {
 				if (json)
-					printf("%s\n", json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN));
+					printf("%s\n", json_object_to_json_string_ext(
+							   e, JSON_C_TO_STRING_PLAIN));
 				else
 					print_event(e);
 			} else if (json_object_object_get_ex(o, "ok", NULL)) {

@@ -32,12 +32,12 @@
 #include "syscalls.h"
 #include "tracker.h"
 
-#define TAG_RB 1u
-#define TAG_TIMER 2u
-#define TAG_SIGNAL 3u
-#define NS 1000000000ull
+#define TAG_RB		    1u
+#define TAG_TIMER	    2u
+#define TAG_SIGNAL	    3u
+#define NS		    1000000000ull
 #define EXITED_RETENTION_NS (3600 * NS) /* keep a finished job visible for an hour */
-#define ENVIRON_MAX (256 * 1024)
+#define ENVIRON_MAX	    (256 * 1024)
 
 struct agent_counters {
 	uint64_t events;
@@ -158,7 +158,8 @@ static int adopt(struct agent *a, int pid, const char *how)
 	r = ident_from_environ(a->envbuf, (size_t)n, &id);
 	if (r == -EINVAL) {
 		a->cnt.adopt_errors++;
-		log_warn("pid %d has malformed rank variables in its environment; not adopted", pid);
+		log_warn("pid %d has malformed rank variables in its environment; not adopted",
+			 pid);
 		return r;
 	}
 	if (r < 0)
@@ -247,8 +248,8 @@ static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
 	if (!(p->flags & FTBPF_PROC_EXITED)) {
 		/* Same process? start times agree within a clock tick. */
 		if (procfs_stat((int)tgid, -1, &st) == 0 &&
-		    (st.start_ns > p->start_ns ? st.start_ns - p->start_ns : p->start_ns - st.start_ns) <
-			    20000000ull)
+		    (st.start_ns > p->start_ns ? st.start_ns - p->start_ns
+					       : p->start_ns - st.start_ns) < 20000000ull)
 			k->pidfd = pidfd_open_((int)tgid);
 	} else {
 		k->exit_reported = 1; /* the earlier agent (or the log replay) reported it */
@@ -352,9 +353,10 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 		return;
 	case FTBPF_EV_SIGNAL:
 	case FTBPF_EV_DELIVER: {
-		struct rank_sig rs = { .ts_ns = e->ts_ns, .sig = e->sig,
-				       .delivered = e->type == FTBPF_EV_DELIVER,
-				       .sender_pid = e->sender_pid };
+		struct rank_sig rs = {.ts_ns = e->ts_ns,
+				      .sig = e->sig,
+				      .delivered = e->type == FTBPF_EV_DELIVER,
+				      .sender_pid = e->sender_pid};
 		struct ftbpf_proc p;
 		uint32_t uid = 0;
 
@@ -437,7 +439,8 @@ static void sample_rank(struct agent *a, struct rank *k)
 	k->s.pid = k->pid;
 	k->s.rank = k->id.rank;
 	k->s.adopted_ns = k->adopted_ns;
-	if (tracker_proc_get(a->tr, k->pid, &p) == 0 && (p.flags & FTBPF_PROC_EXITED) && !k->s.exited) {
+	if (tracker_proc_get(a->tr, k->pid, &p) == 0 && (p.flags & FTBPF_PROC_EXITED) &&
+	    !k->s.exited) {
 		/* exited while no agent consumed the event (restart) */
 		k->s.exited = 1;
 		k->s.exit_code = p.exit_code;
@@ -492,8 +495,8 @@ static struct json_object *kstack_json(struct agent *a, int pid, int tid)
 			sn = &a->snap[i];
 	if (sn && ksyms_get(a)) {
 		for (int i = 0; i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
-			json_object_array_add(arr, json_object_new_string(
-				ksyms_format(a->ksyms, sn->stack[i], sym, sizeof(sym))));
+			json_object_array_add(arr, json_object_new_string(ksyms_format(
+						       a->ksyms, sn->stack[i], sym, sizeof(sym))));
 		return arr;
 	}
 	if (procfs_kstack(pid, tid, buf, sizeof(buf)) == 0) {
@@ -520,7 +523,8 @@ static struct json_object *rank_json(struct agent *a, const struct rank *k, uint
 	jstr(o, "state", det_state_name(k->d.state));
 	jstr(o, "reason", k->d.reason);
 	jdbl(o, "state_for_s", secs(now > k->d.state_since_ns ? now - k->d.state_since_ns : 0));
-	jstr(o, "syscall", k->d.syscall >= 0 ? syscalls_format(k->d.syscall, nm, sizeof(nm)) : NULL);
+	jstr(o, "syscall",
+	     k->d.syscall >= 0 ? syscalls_format(k->d.syscall, nm, sizeof(nm)) : NULL);
 	jstr(o, "wchan", *k->s.wchan ? k->s.wchan : NULL);
 	jdbl(o, "no_progress_s", secs(k->d.no_progress_ns));
 	jdbl(o, "cpu", k->d.cpu_frac);
@@ -561,7 +565,11 @@ static struct json_object *job_json(const struct job *j, const struct ranks *rs)
 	jint(o, "ranks", n);
 	jint(o, "live", j->res.live);
 	jint(o, "exited", j->res.exited);
-	jstr(o, "state", j->res.hung ? "hung" : j->res.failed ? "failed" : j->res.live ? "ok" : "finished");
+	jstr(o, "state",
+	     j->res.hung     ? "hung"
+	     : j->res.failed ? "failed"
+	     : j->res.live   ? "ok"
+			     : "finished");
 	jbool(o, "hung", j->res.hung);
 	jbool(o, "failed", j->res.failed);
 	jdbl(o, "no_progress_s", secs(j->res.no_progress_ns));
@@ -732,7 +740,8 @@ static void gc(struct agent *a, uint64_t now)
 		struct rank *k = a->ranks.v[i];
 		struct job *j = ranks_job(&a->ranks, k->id.job);
 
-		if (k->s.exited && j && j->res.live == 0 && now - k->s.exit_ns > EXITED_RETENTION_NS) {
+		if (k->s.exited && j && j->res.live == 0 &&
+		    now - k->s.exit_ns > EXITED_RETENTION_NS) {
 			tracker_proc_delete(a->tr, k->pid);
 			ranks_remove(&a->ranks, k->pid);
 			continue;
@@ -936,14 +945,17 @@ static struct json_object *do_explain(struct agent *a, const struct ctl_request 
 		t = json_object_new_object();
 		jint(t, "tid", s->tid);
 		jstr(t, "comm", s->comm);
-		json_object_object_add(t, "state", json_object_new_string_len(
-			(char[]){ state_char(s->state, s->exit_state) }, 1));
+		json_object_object_add(
+		    t, "state",
+		    json_object_new_string_len((char[]){state_char(s->state, s->exit_state)}, 1));
 		jdbl(t, "cpu_s", secs(s->utime_ns + s->stime_ns));
 		if (tracker_thread_get(a->tr, s->tid, &tt) == 0) {
-			jstr(t, "syscall", tt.cur_nr >= 0 ? syscalls_format(tt.cur_nr, nm, sizeof(nm)) : NULL);
+			jstr(t, "syscall",
+			     tt.cur_nr >= 0 ? syscalls_format(tt.cur_nr, nm, sizeof(nm)) : NULL);
 			jdbl(t, "in_syscall_s", tt.cur_nr >= 0 ? secs(now - tt.enter_ns) : 0);
 			jint(t, "syscalls", (int64_t)tt.syscalls);
-			jdbl(t, "last_exit_s_ago", tt.last_exit_ns ? secs(now - tt.last_exit_ns) : -1);
+			jdbl(t, "last_exit_s_ago",
+			     tt.last_exit_ns ? secs(now - tt.last_exit_ns) : -1);
 		}
 		procfs_wchan(k->pid, (int)s->tid, w, sizeof(w));
 		jstr(t, "wchan", *w ? w : NULL);
@@ -1042,8 +1054,8 @@ static int lock_state_dir(struct agent *a, char *err, size_t errlen)
 	snprintf(p, sizeof(p), "%s/ftbpfd.lock", a->cfg.state_dir);
 	a->lockfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (a->lockfd < 0 || flock(a->lockfd, LOCK_EX | LOCK_NB) < 0) {
-		snprintf(err, errlen, "state dir %s is in use by another ftbpfd (%s)", a->cfg.state_dir,
-			 strerror(errno));
+		snprintf(err, errlen, "state dir %s is in use by another ftbpfd (%s)",
+			 a->cfg.state_dir, strerror(errno));
 		return -EBUSY;
 	}
 	if (ftruncate(a->lockfd, 0) == 0)
@@ -1055,7 +1067,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 {
 	struct agent *a = calloc(1, sizeof(*a));
 	struct tracker_opts to = {};
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	struct itimerspec its = {};
 	sigset_t mask;
 
@@ -1105,7 +1117,8 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, tracker_epoll_fd(a->tr), &ev);
 	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	its.it_interval.tv_sec = (time_t)cfg->scan_interval_s;
-	its.it_interval.tv_nsec = (long)((cfg->scan_interval_s - (time_t)cfg->scan_interval_s) * 1e9);
+	its.it_interval.tv_nsec =
+	    (long)((cfg->scan_interval_s - (time_t)cfg->scan_interval_s) * 1e9);
 	its.it_value = its.it_interval;
 	if (a->tfd < 0 || timerfd_settime(a->tfd, 0, &its, NULL) < 0) {
 		snprintf(err, errlen, "timerfd: %s", strerror(errno));

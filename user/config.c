@@ -26,43 +26,43 @@ struct key_def {
 };
 
 #define OFF(f) offsetof(struct ftbpf_config, f)
-#define SZ(f) sizeof(((struct ftbpf_config *)0)->f)
+#define SZ(f)  sizeof(((struct ftbpf_config *)0)->f)
 
 static const struct key_def keys[] = {
-	{ "socket", "socket", T_STRING, OFF(socket_path), SZ(socket_path), 0, 0,
-	  "control socket path (env FTBPF_SOCKET also sets it)" },
-	{ "state_dir", "state-dir", T_STRING, OFF(state_dir), SZ(state_dir), 0, 0,
-	  "directory for the agent's lock file and state" },
-	{ "pin_dir", "pin-dir", T_STRING, OFF(pin_dir), SZ(pin_dir), 0, 0,
-	  "bpffs directory where maps and links are pinned (survive agent restarts)" },
-	{ "log_file", "log-file", T_STRING, OFF(log_file), SZ(log_file), 0, 0,
-	  "JSON-lines event log (rotated); empty: no file" },
-	{ "log_max_bytes", "log-max-bytes", T_BYTES, OFF(log_max_bytes), 0, 4096, 1e12,
-	  "rotate the event log past this size (suffixes K, M, G)" },
-	{ "log_keep", "log-keep", T_INT, OFF(log_keep), 0, 0, 100,
-	  "rotated event logs kept (events.jsonl.1 ...)" },
-	{ "soft_timeout", "soft-timeout", T_DOUBLE, OFF(soft_timeout_s), 0, 0.5, 86400,
-	  "seconds without progress on every rank of a job before it is reported hung" },
-	{ "hard_timeout", "hard-timeout", T_DOUBLE, OFF(hard_timeout_s), 0, 0.5, 604800,
-	  "seconds without progress before the hard-timeout action" },
-	{ "action", "action", T_ACTION, OFF(action), 0, 0, 0,
-	  "hard-timeout action: report | terminate | kill | terminate-culprit" },
-	{ "grace", "grace", T_DOUBLE, OFF(grace_s), 0, 0, 3600,
-	  "seconds between SIGTERM and SIGKILL when terminating" },
-	{ "soft_signal", "soft-signal", T_SIGNAL, OFF(soft_signal), 0, 0, 0,
-	  "signal sent at the soft timeout (e.g. ABRT, USR1); none: only report" },
-	{ "soft_signal_all", "soft-signal-all", T_BOOL, OFF(soft_signal_all), 0, 0, 1,
-	  "send the soft signal to every rank of the job, not only the culprits (0/1)" },
-	{ "scan_interval", "scan-interval", T_DOUBLE, OFF(scan_interval_s), 0, 0.01, 10,
-	  "seconds between state scans of the ranks" },
-	{ "spin_threshold", "spin-threshold", T_DOUBLE, OFF(spin_threshold_s), 0, 0.1, 3600,
-	  "seconds on CPU without a syscall before a rank is called spinning" },
-	{ "only_jobs", "only-jobs", T_STRING, OFF(only_jobs), SZ(only_jobs), 0, 0,
-	  "adopt only jobs whose id matches this fnmatch pattern; empty: all" },
-	{ "events_keep", "events-keep", T_INT, OFF(events_keep), 0, 16, 1000000,
-	  "events kept in memory for `ftbpf events`" },
-	{ "verbose", "verbose", T_INT, OFF(verbose), 0, 0, 3,
-	  "stderr log level: 0 errors, 1 warnings, 2 info, 3 debug" },
+    {"socket", "socket", T_STRING, OFF(socket_path), SZ(socket_path), 0, 0,
+     "control socket path (env FTBPF_SOCKET also sets it)"},
+    {"state_dir", "state-dir", T_STRING, OFF(state_dir), SZ(state_dir), 0, 0,
+     "directory for the agent's lock file and state"},
+    {"pin_dir", "pin-dir", T_STRING, OFF(pin_dir), SZ(pin_dir), 0, 0,
+     "bpffs directory where maps and links are pinned (survive agent restarts)"},
+    {"log_file", "log-file", T_STRING, OFF(log_file), SZ(log_file), 0, 0,
+     "JSON-lines event log (rotated); empty: no file"},
+    {"log_max_bytes", "log-max-bytes", T_BYTES, OFF(log_max_bytes), 0, 4096, 1e12,
+     "rotate the event log past this size (suffixes K, M, G)"},
+    {"log_keep", "log-keep", T_INT, OFF(log_keep), 0, 0, 100,
+     "rotated event logs kept (events.jsonl.1 ...)"},
+    {"soft_timeout", "soft-timeout", T_DOUBLE, OFF(soft_timeout_s), 0, 0.5, 86400,
+     "seconds without progress on every rank of a job before it is reported hung"},
+    {"hard_timeout", "hard-timeout", T_DOUBLE, OFF(hard_timeout_s), 0, 0.5, 604800,
+     "seconds without progress before the hard-timeout action"},
+    {"action", "action", T_ACTION, OFF(action), 0, 0, 0,
+     "hard-timeout action: report | terminate | kill | terminate-culprit"},
+    {"grace", "grace", T_DOUBLE, OFF(grace_s), 0, 0, 3600,
+     "seconds between SIGTERM and SIGKILL when terminating"},
+    {"soft_signal", "soft-signal", T_SIGNAL, OFF(soft_signal), 0, 0, 0,
+     "signal sent at the soft timeout (e.g. ABRT, USR1); none: only report"},
+    {"soft_signal_all", "soft-signal-all", T_BOOL, OFF(soft_signal_all), 0, 0, 1,
+     "send the soft signal to every rank of the job, not only the culprits (0/1)"},
+    {"scan_interval", "scan-interval", T_DOUBLE, OFF(scan_interval_s), 0, 0.01, 10,
+     "seconds between state scans of the ranks"},
+    {"spin_threshold", "spin-threshold", T_DOUBLE, OFF(spin_threshold_s), 0, 0.1, 3600,
+     "seconds on CPU without a syscall before a rank is called spinning"},
+    {"only_jobs", "only-jobs", T_STRING, OFF(only_jobs), SZ(only_jobs), 0, 0,
+     "adopt only jobs whose id matches this fnmatch pattern; empty: all"},
+    {"events_keep", "events-keep", T_INT, OFF(events_keep), 0, 16, 1000000,
+     "events kept in memory for `ftbpf events`"},
+    {"verbose", "verbose", T_INT, OFF(verbose), 0, 0, 3,
+     "stderr log level: 0 errors, 1 warnings, 2 info, 3 debug"},
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -88,7 +88,7 @@ void config_defaults(struct ftbpf_config *c)
 	c->verbose = 2;
 }
 
-static const char *action_names[] = { "report", "terminate", "kill", "terminate-culprit" };
+static const char *action_names[] = {"report", "terminate", "kill", "terminate-culprit"};
 
 const char *config_action_name(int action)
 {
@@ -101,14 +101,14 @@ static const struct {
 	const char *name;
 	int sig;
 } sig_names[] = {
-	{ "HUP", SIGHUP },   { "INT", SIGINT },	  { "QUIT", SIGQUIT }, { "ILL", SIGILL },
-	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "BUS", SIGBUS },   { "FPE", SIGFPE },
-	{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 },
-	{ "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
-	{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
-	{ "TTOU", SIGTTOU }, { "URG", SIGURG },	  { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
-	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
-	{ "PWR", SIGPWR },   { "SYS", SIGSYS },
+    {"HUP", SIGHUP},	   {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+    {"TRAP", SIGTRAP},	   {"ABRT", SIGABRT}, {"BUS", SIGBUS},	   {"FPE", SIGFPE},
+    {"KILL", SIGKILL},	   {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE},	   {"ALRM", SIGALRM}, {"TERM", SIGTERM},   {"CHLD", SIGCHLD},
+    {"CONT", SIGCONT},	   {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
+    {"TTOU", SIGTTOU},	   {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
+    {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+    {"PWR", SIGPWR},	   {"SYS", SIGSYS},
 };
 
 int config_parse_signal(const char *s)
@@ -164,9 +164,21 @@ static int parse_bytes(const char *v, double *ret)
 	if (errno || end == v || !isfinite(d))
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': d *= 1024; end++; break;
-	case 'm': case 'M': d *= 1024 * 1024; end++; break;
-	case 'g': case 'G': d *= 1024.0 * 1024 * 1024; end++; break;
+	case 'k':
+	case 'K':
+		d *= 1024;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		d *= 1024 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		d *= 1024.0 * 1024 * 1024;
+		end++;
+		break;
 	}
 	if (*end)
 		return -EINVAL;
@@ -202,8 +214,10 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 				*(int *)(base + k->offset) = a;
 				return 0;
 			}
-		snprintf(err, errlen, "%s: '%.32s' is not one of report, terminate, kill, "
-			 "terminate-culprit", key, value);
+		snprintf(err, errlen,
+			 "%s: '%.32s' is not one of report, terminate, kill, "
+			 "terminate-culprit",
+			 key, value);
 		return -EINVAL;
 	case T_SIGNAL:
 		if (!strcmp(value, "none") || !strcmp(value, "0")) {
@@ -212,7 +226,8 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 		}
 		r = config_parse_signal(value);
 		if (r < 0) {
-			snprintf(err, errlen, "%s: '%.32s' is not a signal name or number", key, value);
+			snprintf(err, errlen, "%s: '%.32s' is not a signal name or number", key,
+				 value);
 			return -EINVAL;
 		}
 		*(int *)(base + k->offset) = r;
@@ -223,7 +238,8 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 		else if (!strcmp(value, "0") || !strcmp(value, "no") || !strcmp(value, "false"))
 			*(int *)(base + k->offset) = 0;
 		else {
-			snprintf(err, errlen, "%s: '%.32s' is not a boolean (0/1/yes/no)", key, value);
+			snprintf(err, errlen, "%s: '%.32s' is not a boolean (0/1/yes/no)", key,
+				 value);
 			return -EINVAL;
 		}
 		return 0;
@@ -233,11 +249,14 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 		r = k->type == T_BYTES ? parse_bytes(value, &d) : parse_double(value, &d);
 		if (r < 0 || (k->type == T_INT && d != floor(d))) {
 			snprintf(err, errlen, "%s: '%.32s' is not a %s", key, value,
-				 k->type == T_DOUBLE ? "number" : k->type == T_INT ? "whole number" : "size");
+				 k->type == T_DOUBLE ? "number"
+				 : k->type == T_INT  ? "whole number"
+						     : "size");
 			return -EINVAL;
 		}
 		if (d < k->min || d > k->max) {
-			snprintf(err, errlen, "%s: %g is out of range [%g, %g]", key, d, k->min, k->max);
+			snprintf(err, errlen, "%s: %g is out of range [%g, %g]", key, d, k->min,
+				 k->max);
 			return -EINVAL;
 		}
 		if (k->type == T_DOUBLE)
@@ -278,8 +297,8 @@ int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *bu
 		line++;
 		while (pos < len && buf[pos] != '\n') {
 			if (n >= sizeof(tmp) - 1) {
-				snprintf(err, errlen, "%s:%d: line longer than %zu bytes", name, line,
-					 sizeof(tmp) - 1);
+				snprintf(err, errlen, "%s:%d: line longer than %zu bytes", name,
+					 line, sizeof(tmp) - 1);
 				return -EINVAL;
 			}
 			if (buf[pos] == 0) {
@@ -308,8 +327,8 @@ int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *bu
 		}
 	}
 	if (c->hard_timeout_s < c->soft_timeout_s) {
-		snprintf(err, errlen, "%s: hard_timeout (%g) is shorter than soft_timeout (%g)", name,
-			 c->hard_timeout_s, c->soft_timeout_s);
+		snprintf(err, errlen, "%s: hard_timeout (%g) is shorter than soft_timeout (%g)",
+			 name, c->hard_timeout_s, c->soft_timeout_s);
 		return -EINVAL;
 	}
 	return 0;
@@ -384,14 +403,16 @@ void config_print_help(FILE *f)
 	char def[300];
 
 	config_defaults(&d);
-	fprintf(f, "Usage: ftbpfd [OPTIONS]\n\n"
-		   "The ftbpf node agent: adopts the rank processes of training jobs on this host,\n"
-		   "watches them from the kernel with eBPF, reports hung jobs with the culprit rank\n"
-		   "and acts at the hard timeout. Runs in the foreground; needs root (CAP_BPF,\n"
-		   "CAP_PERFMON, CAP_KILL).\n\n"
-		   "Options (each also a config-file key, shown in brackets; flags win over the file):\n"
-		   "  --config FILE            config file (default " FTBPF_DEFAULT_CONFIG
-		   "; a missing default file is not an error)\n");
+	fprintf(
+	    f,
+	    "Usage: ftbpfd [OPTIONS]\n\n"
+	    "The ftbpf node agent: adopts the rank processes of training jobs on this host,\n"
+	    "watches them from the kernel with eBPF, reports hung jobs with the culprit rank\n"
+	    "and acts at the hard timeout. Runs in the foreground; needs root (CAP_BPF,\n"
+	    "CAP_PERFMON, CAP_KILL).\n\n"
+	    "Options (each also a config-file key, shown in brackets; flags win over the file):\n"
+	    "  --config FILE            config file (default " FTBPF_DEFAULT_CONFIG
+	    "; a missing default file is not an error)\n");
 	for (size_t i = 0; i < NKEYS; i++) {
 		char opt[64];
 
@@ -399,8 +420,11 @@ void config_print_help(FILE *f)
 			continue;
 		format_value(&d, &keys[i], def, sizeof(def));
 		snprintf(opt, sizeof(opt), "--%s %s", keys[i].flag,
-			 keys[i].type == T_STRING ? "STR" : keys[i].type == T_SIGNAL ? "SIG"
-			 : keys[i].type == T_ACTION ? "ACT" : keys[i].type == T_BOOL ? "0|1" : "N");
+			 keys[i].type == T_STRING   ? "STR"
+			 : keys[i].type == T_SIGNAL ? "SIG"
+			 : keys[i].type == T_ACTION ? "ACT"
+			 : keys[i].type == T_BOOL   ? "0|1"
+						    : "N");
 		fprintf(f, "  %-24s %s [%s] (default: %s)\n", opt, keys[i].help, keys[i].key,
 			*def ? def : "\"\"");
 	}

@@ -9,9 +9,9 @@
 #define FTBPF_DEFAULT_SOCKET "/run/ftbpf/ftbpfd.sock"
 
 enum config_action {
-	ACTION_REPORT = 0,	 /* hard timeout: report only */
-	ACTION_TERMINATE = 1,	 /* SIGTERM every rank of the job, grace, SIGKILL */
-	ACTION_KILL = 2,	 /* SIGKILL every rank of the job */
+	ACTION_REPORT = 0,	      /* hard timeout: report only */
+	ACTION_TERMINATE = 1,	      /* SIGTERM every rank of the job, grace, SIGKILL */
+	ACTION_KILL = 2,	      /* SIGKILL every rank of the job */
 	ACTION_TERMINATE_CULPRIT = 3, /* SIGTERM, grace, SIGKILL to the culprit ranks only */
 };
 
@@ -25,19 +25,20 @@ struct ftbpf_config {
 	double grace_s;
 	double scan_interval_s;
 	double spin_threshold_s;
-	int action;		/* enum config_action */
-	int soft_signal;	/* 0 = none */
-	int soft_signal_all;	/* 1: every rank of the job, 0: culprits only */
+	int action;	     /* enum config_action */
+	int soft_signal;     /* 0 = none */
+	int soft_signal_all; /* 1: every rank of the job, 0: culprits only */
 	long log_max_bytes;
 	int log_keep;
-	char only_jobs[128];	/* fnmatch(3) pattern on job ids; empty = every job */
+	char only_jobs[128]; /* fnmatch(3) pattern on job ids; empty = every job */
 	int verbose;
-	int events_keep;	/* events held in memory for `ftbpf events` */
+	int events_keep; /* events held in memory for `ftbpf events` */
 };
 
 void config_defaults(struct ftbpf_config *c);
 /* Set one key from text; errors are written to err. Returns 0 or -EINVAL/-ENOENT. */
-int config_set(struct ftbpf_config *c, const char *key, const char *value, char *err, size_t errlen);
+int config_set(struct ftbpf_config *c, const char *key, const char *value, char *err,
+	       size_t errlen);
 /* Parse a config text; "name" is used in "name:line: message" errors. */
 int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *buf, size_t len,
 			char *err, size_t errlen);

@@ -21,7 +21,7 @@
 #include "log.h"
 
 #define MAX_CLIENTS 256
-#define MAX_WBUF (8u << 20)
+#define MAX_WBUF    (8u << 20)
 
 struct ctl_client {
 	int fd;
@@ -40,7 +40,7 @@ struct ctl_server {
 	char path[108];
 	ctl_handler_fn fn;
 	void *ctx;
-	struct eventlog *el; /* borrowed */
+	struct eventlog *el;			 /* borrowed */
 	struct ctl_client *clients[MAX_CLIENTS]; /* owned */
 	struct ctl_counters cnt;
 };
@@ -70,8 +70,8 @@ struct ctl_server *ctl_new(const char *path, int epfd, ctl_handler_fn fn, void *
 			   struct eventlog *el)
 {
 	struct ctl_server *s = calloc(1, sizeof(*s));
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct epoll_event ev = {.events = EPOLLIN};
 	int r;
 
 	if (!s)
@@ -104,8 +104,8 @@ struct ctl_server *ctl_new(const char *path, int epfd, ctl_handler_fn fn, void *
 	if (s->lfd < 0)
 		goto fail;
 	unlink(path);
-	if (bind(s->lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    chmod(path, 0666) < 0 || listen(s->lfd, 64) < 0)
+	if (bind(s->lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || chmod(path, 0666) < 0 ||
+	    listen(s->lfd, 64) < 0)
 		goto fail;
 	ev.data.u64 = tag(LISTEN_SLOT);
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, s->lfd, &ev) < 0)
@@ -160,7 +160,8 @@ void ctl_count_denied(struct ctl_server *s)
 static void update_epoll(struct ctl_server *s, int slot)
 {
 	struct ctl_client *c = s->clients[slot];
-	struct epoll_event ev = { .events = EPOLLIN | (c->wlen ? EPOLLOUT : 0), .data.u64 = tag(slot) };
+	struct epoll_event ev = {.events = EPOLLIN | (c->wlen ? EPOLLOUT : 0),
+				 .data.u64 = tag(slot)};
 
 	epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
@@ -216,8 +217,9 @@ static void queue_obj(struct ctl_server *s, int slot, struct json_object *o)
 {
 	if (!json_object_object_get_ex(o, "v", NULL))
 		json_object_object_add(o, "v", json_object_new_int(CTL_VERSION));
-	if (queue(s, slot, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-								 JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
+	if (queue(s, slot,
+		  json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							JSON_C_TO_STRING_NOSLASHESCAPE)) < 0)
 		s->clients[slot]->closing = 1;
 	json_object_put(o);
 }
@@ -268,7 +270,7 @@ static int send_event(void *ctx, const char *line, int64_t uid, uint64_t seq)
 
 static void handle_events(struct ctl_server *s, int slot, const struct ctl_request *req)
 {
-	struct each_ctx e = { s, slot, 0, req->limit };
+	struct each_ctx e = {s, slot, 0, req->limit};
 	struct json_object *o;
 	uint64_t after = req->after;
 
@@ -293,7 +295,7 @@ void ctl_broadcast(void *sp, const char *line, uint32_t uid, uint64_t seq)
 		return;
 	for (int i = 0; i < MAX_CLIENTS; i++) {
 		struct ctl_client *c = s->clients[i];
-		struct each_ctx e = { s, i, 0, 0 };
+		struct each_ctx e = {s, i, 0, 0};
 
 		if (!c || !c->follow)
 			continue;
@@ -320,8 +322,11 @@ static void handle_line(struct ctl_server *s, int slot, const char *line, size_t
 	if (r < 0) {
 		s->cnt.bad_requests++;
 		log_debug("ctl: bad request from pid %d uid %u: %s", c->peer.pid, c->peer.uid, err);
-		queue_obj(s, slot, error_obj(r == -EPROTO ? "version" : r == -EOPNOTSUPP ?
-					     "unknown_command" : "bad_request", err));
+		queue_obj(s, slot,
+			  error_obj(r == -EPROTO       ? "version"
+				    : r == -EOPNOTSUPP ? "unknown_command"
+						       : "bad_request",
+				    err));
 		return;
 	}
 	if (req.cmd == CTL_CMD_EVENTS) {
@@ -335,7 +340,7 @@ static void do_accept(struct ctl_server *s)
 {
 	for (;;) {
 		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot = -1;
-		struct epoll_event ev = { .events = EPOLLIN };
+		struct epoll_event ev = {.events = EPOLLIN};
 		struct ucred cred;
 		socklen_t cl = sizeof(cred);
 		struct ctl_client *c;
@@ -375,7 +380,8 @@ static void do_read(struct ctl_server *s, int slot)
 	struct ctl_client *c = s->clients[slot];
 
 	for (;;) {
-		ssize_t n = recv(c->fd, c->rbuf + c->rlen, CTL_MAX_LINE + 1 - c->rlen, MSG_DONTWAIT);
+		ssize_t n =
+		    recv(c->fd, c->rbuf + c->rlen, CTL_MAX_LINE + 1 - c->rlen, MSG_DONTWAIT);
 		size_t start = 0;
 
 		if (n == 0) {

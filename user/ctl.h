@@ -27,12 +27,12 @@ typedef struct json_object *(*ctl_handler_fn)(void *ctx, const struct ctl_reques
 struct ctl_counters {
 	uint64_t accepted;
 	uint64_t requests;
-	uint64_t bad_requests;	/* not JSON, wrong types, unknown command or version */
+	uint64_t bad_requests; /* not JSON, wrong types, unknown command or version */
 	uint64_t oversized;
-	uint64_t truncated;	/* connection closed in the middle of a line */
-	uint64_t denied;	/* asked about or acted on a process the peer does not own */
-	uint64_t dropped_slow;	/* follower that did not read its events */
-	uint64_t refused_full;	/* too many clients */
+	uint64_t truncated;    /* connection closed in the middle of a line */
+	uint64_t denied;       /* asked about or acted on a process the peer does not own */
+	uint64_t dropped_slow; /* follower that did not read its events */
+	uint64_t refused_full; /* too many clients */
 };
 
 #define CTL_EPOLL_TAG 0x43544c00u /* 'CTL\0': epoll data.u64 high half for our fds */

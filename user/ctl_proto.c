@@ -16,9 +16,8 @@ static const struct {
 	const char *name;
 	enum ctl_cmd cmd;
 } cmds[] = {
-	{ "status", CTL_CMD_STATUS },	{ "events", CTL_CMD_EVENTS },
-	{ "explain", CTL_CMD_EXPLAIN }, { "signal", CTL_CMD_SIGNAL },
-	{ "version", CTL_CMD_VERSION },
+    {"status", CTL_CMD_STATUS}, {"events", CTL_CMD_EVENTS},   {"explain", CTL_CMD_EXPLAIN},
+    {"signal", CTL_CMD_SIGNAL}, {"version", CTL_CMD_VERSION},
 };
 
 const char *ctl_cmd_name(enum ctl_cmd c)
@@ -52,7 +51,7 @@ static int get_int(struct json_object *o, const char *k, int64_t min, int64_t ma
 int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, char *err,
 		      size_t errlen)
 {
-	struct ctl_request r = { .pid = -1 };
+	struct ctl_request r = {.pid = -1};
 	struct json_tokener *tok;
 	struct json_object *o = NULL, *v;
 	const char *name;

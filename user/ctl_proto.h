@@ -5,15 +5,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CTL_VERSION 1
+#define CTL_VERSION  1
 #define CTL_MAX_LINE 65536
 
 enum ctl_cmd {
-	CTL_CMD_STATUS = 1,	/* {"v":1,"cmd":"status"} */
-	CTL_CMD_EVENTS,		/* {"v":1,"cmd":"events","follow":true,"after":SEQ,"limit":N} */
-	CTL_CMD_EXPLAIN,	/* {"v":1,"cmd":"explain","pid":PID} */
-	CTL_CMD_SIGNAL,		/* {"v":1,"cmd":"signal","pid":PID,"signal":"TERM"} */
-	CTL_CMD_VERSION,	/* {"v":1,"cmd":"version"} */
+	CTL_CMD_STATUS = 1, /* {"v":1,"cmd":"status"} */
+	CTL_CMD_EVENTS,	    /* {"v":1,"cmd":"events","follow":true,"after":SEQ,"limit":N} */
+	CTL_CMD_EXPLAIN,    /* {"v":1,"cmd":"explain","pid":PID} */
+	CTL_CMD_SIGNAL,	    /* {"v":1,"cmd":"signal","pid":PID,"signal":"TERM"} */
+	CTL_CMD_VERSION,    /* {"v":1,"cmd":"version"} */
 };
 
 struct ctl_request {

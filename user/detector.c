@@ -26,8 +26,8 @@ void det_params_from_seconds(struct det_params *p, double soft, double hard, dou
 
 const char *det_state_name(enum rank_state s)
 {
-	static const char *n[] = { "running", "blocked", "spinning", "stopped",
-				   "dstate", "zombie", "exited" };
+	static const char *n[] = {"running", "blocked", "spinning", "stopped",
+				  "dstate",  "zombie",	"exited"};
 
 	return (unsigned)s <= RS_EXITED ? n[s] : "unknown";
 }
@@ -40,7 +40,8 @@ const char *det_exit_text(int status, char *buf, int len)
 		const char *n = config_signal_name(sig);
 
 		if (n)
-			snprintf(buf, len, "killed by SIG%s%s", n, status & 0x80 ? " (core dumped)" : "");
+			snprintf(buf, len, "killed by SIG%s%s", n,
+				 status & 0x80 ? " (core dumped)" : "");
 		else
 			snprintf(buf, len, "killed by signal %d", sig);
 	} else {
@@ -116,7 +117,8 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 	} else if (s->task_state == 'T' || s->task_state == 't') {
 		d->state = RS_STOPPED;
 		snprintf(d->reason, sizeof(d->reason), "%s",
-			 s->task_state == 't' ? "stopped by a tracer" : "stopped (job-control signal)");
+			 s->task_state == 't' ? "stopped by a tracer"
+					      : "stopped (job-control signal)");
 	} else if (s->task_state == 'Z' || s->task_state == 'X') {
 		d->state = RS_ZOMBIE;
 		snprintf(d->reason, sizeof(d->reason), "main thread exited, process not reaped");
@@ -125,8 +127,8 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 		d->syscall = s->cur_nr;
 		if (s->cur_nr >= 0)
 			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep in %s%s%s",
-				 syscalls_format(s->cur_nr, nm, sizeof(nm)), *s->wchan ? ", wchan " : "",
-				 s->wchan);
+				 syscalls_format(s->cur_nr, nm, sizeof(nm)),
+				 *s->wchan ? ", wchan " : "", s->wchan);
 		else
 			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep%s%s",
 				 *s->wchan ? ", wchan " : "", s->wchan);
@@ -136,7 +138,8 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 		d->state_since_ns = s->enter_ns;
 		snprintf(d->reason, sizeof(d->reason), "blocked in %s for %.1fs%s%s",
 			 syscalls_format(s->cur_nr, nm, sizeof(nm)),
-			 (double)since(now, s->enter_ns) / NS, *s->wchan ? " (wchan " : "", s->wchan);
+			 (double)since(now, s->enter_ns) / NS, *s->wchan ? " (wchan " : "",
+			 s->wchan);
 		if (*s->wchan)
 			strncat(d->reason, ")", sizeof(d->reason) - strlen(d->reason) - 1);
 	} else if (s->cur_nr < 0 && d->cpu_frac >= 0.5 && since(now, quiet_since) >= p->spin_ns &&
@@ -186,7 +189,8 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 			continue;
 		}
 		out->live++;
-		uint64_t b = s[i].progress_ns > s[i].adopted_ns ? s[i].progress_ns : s[i].adopted_ns;
+		uint64_t b =
+		    s[i].progress_ns > s[i].adopted_ns ? s[i].progress_ns : s[i].adopted_ns;
 		if (b > last)
 			last = b;
 	}
@@ -225,10 +229,12 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 			int top = -1;
 
 			for (int i = 0; i < n; i++)
-				if (state_key(d[i].state, d[i].syscall) != best_key && d[i].score > top)
+				if (state_key(d[i].state, d[i].syscall) != best_key &&
+				    d[i].score > top)
 					top = d[i].score;
 			for (int i = 0; i < n; i++)
-				if (state_key(d[i].state, d[i].syscall) != best_key && d[i].score == top)
+				if (state_key(d[i].state, d[i].syscall) != best_key &&
+				    d[i].score == top)
 					add_culprit(out, i);
 			snprintf(out->why, sizeof(out->why),
 				 "%d of %d ranks are %s; rank %d is not: %s", best_cnt, n,
@@ -238,7 +244,8 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 			for (int i = 0; i < n; i++)
 				if (d[i].score == maxs)
 					add_culprit(out, i);
-			snprintf(out->why, sizeof(out->why), "rank %d is where no other rank waits: %s",
+			snprintf(out->why, sizeof(out->why),
+				 "rank %d is where no other rank waits: %s",
 				 s[out->culprits[0]].rank, d[out->culprits[0]].reason);
 		} else {
 			snprintf(out->why, sizeof(out->why),

@@ -10,11 +10,11 @@
 
 enum rank_state {
 	RS_RUNNING = 0,
-	RS_BLOCKED,	/* main thread inside a syscall */
-	RS_SPINNING,	/* on CPU, no syscall, no progress */
-	RS_STOPPED,	/* SIGSTOP / ptrace stop */
-	RS_DSTATE,	/* uninterruptible sleep */
-	RS_ZOMBIE,	/* main thread gone, others alive */
+	RS_BLOCKED,  /* main thread inside a syscall */
+	RS_SPINNING, /* on CPU, no syscall, no progress */
+	RS_STOPPED,  /* SIGSTOP / ptrace stop */
+	RS_DSTATE,   /* uninterruptible sleep */
+	RS_ZOMBIE,   /* main thread gone, others alive */
 	RS_EXITED,
 };
 
@@ -22,17 +22,17 @@ struct det_sample {
 	int pid;
 	int rank;
 	int exited;
-	int exit_code;		/* raw wait status */
+	int exit_code; /* raw wait status */
 	uint64_t exit_ns;
-	uint32_t sender_pid;	/* who sent the fatal signal, 0 unknown */
+	uint32_t sender_pid; /* who sent the fatal signal, 0 unknown */
 	char sender_comm[16];
-	char task_state;	/* main thread: R S D T t Z I, 0 when unknown */
-	int cur_nr;		/* syscall in flight on the main thread, -1 none */
+	char task_state; /* main thread: R S D T t Z I, 0 when unknown */
+	int cur_nr;	 /* syscall in flight on the main thread, -1 none */
 	uint64_t enter_ns;
 	uint64_t last_exit_ns;
-	uint64_t progress_ns;	/* last progress, 0 never */
-	uint64_t adopted_ns;	/* baseline when nothing else is known */
-	uint64_t cpu_ns;	/* main thread utime + stime */
+	uint64_t progress_ns; /* last progress, 0 never */
+	uint64_t adopted_ns;  /* baseline when nothing else is known */
+	uint64_t cpu_ns;      /* main thread utime + stime */
 	int cpu_valid;
 	char wchan[48];
 };
@@ -41,7 +41,7 @@ struct det_params {
 	uint64_t soft_ns;
 	uint64_t hard_ns;
 	uint64_t spin_ns;
-	uint64_t block_min_ns;	/* shorter syscalls are not reported as blocked */
+	uint64_t block_min_ns; /* shorter syscalls are not reported as blocked */
 };
 
 /* Per-rank memory (between scans) and output. Zero-initialise before first use. */
@@ -52,11 +52,11 @@ struct det_rank {
 	uint64_t key_since_ns;
 
 	enum rank_state state;
-	int syscall;		/* BLOCKED/DSTATE: the syscall, else -1 */
-	double cpu_frac;	/* main-thread CPU share over the last interval */
+	int syscall;	 /* BLOCKED/DSTATE: the syscall, else -1 */
+	double cpu_frac; /* main-thread CPU share over the last interval */
 	uint64_t state_since_ns;
 	uint64_t no_progress_ns;
-	int score;		/* how likely this rank is the cause of a stall */
+	int score; /* how likely this rank is the cause of a stall */
 	int hung;
 	int culprit;
 	char reason[192];

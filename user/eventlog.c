@@ -160,7 +160,8 @@ uint64_t eventlog_emit(struct eventlog *el, struct json_object *ev)
 	json_object_object_add(ev, "ts", json_object_new_string(t));
 	if (json_object_object_get_ex(ev, "uid", &u))
 		uid = json_object_get_int64(u);
-	line = json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	line = json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN |
+						      JSON_C_TO_STRING_NOSLASHESCAPE);
 	len = strlen(line);
 	buf = malloc(len + 2);
 	if (buf) {

@@ -91,8 +91,8 @@ static void set_job(struct rank_ident *r, const char *prefix, const char *a, con
 
 int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 {
-	struct env_view v = { env, len };
-	struct rank_ident r = { .rank = -1, .local_rank = -1, .world_size = -1 };
+	struct env_view v = {env, len};
+	struct rank_ident r = {.rank = -1, .local_rank = -1, .world_size = -1};
 	char a[FTBPF_JOB_LEN] = "", b[FTBPF_JOB_LEN] = "";
 	int rc, step;
 
@@ -106,7 +106,7 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 		if (!env_str(&v, "FTBPF_JOB", r.job, sizeof(r.job)))
 			snprintf(r.job, sizeof(r.job), "default");
 	} else if ((rc = env_int(&v, "RANK", 0, MAX_RANK, &r.rank)) != 0 &&
-		   env_get(&v, "WORLD_SIZE", &(size_t){ 0 })) {
+		   env_get(&v, "WORLD_SIZE", &(size_t){0})) {
 		if (rc < 0)
 			return rc;
 		r.source = IDENT_TORCH;
@@ -165,13 +165,20 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 const char *ident_source_name(enum ident_source s)
 {
 	switch (s) {
-	case IDENT_FTBPF: return "ftbpf";
-	case IDENT_TORCH: return "torchrun";
-	case IDENT_OMPI: return "openmpi";
-	case IDENT_PMI: return "pmi";
-	case IDENT_SLURM: return "slurm";
-	case IDENT_CLIENT: return "client";
-	case IDENT_NONE: break;
+	case IDENT_FTBPF:
+		return "ftbpf";
+	case IDENT_TORCH:
+		return "torchrun";
+	case IDENT_OMPI:
+		return "openmpi";
+	case IDENT_PMI:
+		return "pmi";
+	case IDENT_SLURM:
+		return "slurm";
+	case IDENT_CLIENT:
+		return "client";
+	case IDENT_NONE:
+		break;
 	}
 	return "none";
 }

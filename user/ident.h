@@ -18,8 +18,8 @@ enum ident_source {
 
 struct rank_ident {
 	int rank;
-	int local_rank;	 /* -1 when unknown */
-	int world_size;	 /* -1 when unknown */
+	int local_rank; /* -1 when unknown */
+	int world_size; /* -1 when unknown */
 	enum ident_source source;
 	char job[FTBPF_JOB_LEN];
 };

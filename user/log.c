@@ -21,8 +21,8 @@ enum log_level log_get_level(void)
 
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
-	static const char *names[] = { "error", "warn", "info", "debug" };
-	static const int prio[] = { 3, 4, 6, 7 };
+	static const char *names[] = {"error", "warn", "info", "debug"};
+	static const int prio[] = {3, 4, 6, 7};
 	char buf[1024];
 	va_list ap;
 
@@ -41,6 +41,7 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
 		strftime(t, sizeof(t), "%H:%M:%S", &tm);
-		fprintf(stderr, "%s.%03ld ftbpfd %s: %s\n", t, ts.tv_nsec / 1000000, names[lvl], buf);
+		fprintf(stderr, "%s.%03ld ftbpfd %s: %s\n", t, ts.tv_nsec / 1000000, names[lvl],
+			buf);
 	}
 }

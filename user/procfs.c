@@ -71,8 +71,10 @@ int procfs_parse_stat(const char *buf, size_t len, struct proc_stat *ret)
 		return -EINVAL;
 	/* fields after comm: state ppid pgrp session tty tpgid flags minflt cminflt majflt
 	 * cmajflt utime stime cutime cstime priority nice threads itrealvalue starttime */
-	n = sscanf(rp + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d "
-		   "%*d %llu", &state, &ppid, &ut, &st, &start);
+	n = sscanf(rp + 1,
+		   " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d "
+		   "%*d %llu",
+		   &state, &ppid, &ut, &st, &start);
 	if (n != 5)
 		return -EINVAL;
 	memset(ret, 0, sizeof(*ret));

@@ -40,7 +40,7 @@ struct rank {
 struct job {
 	char id[FTBPF_JOB_LEN];
 	struct det_job res;
-	int reported;		/* hang report emitted for the current stall */
+	int reported; /* hang report emitted for the current stall */
 	int soft_signalled;
 	int action_done;
 	int failed_reported;

@@ -26,12 +26,12 @@
 #include "tracker.skel.h"
 
 struct tracker {
-	struct tracker_bpf *skel;	/* owned */
-	struct ring_buffer *rb;		/* owned */
-	struct bpf_link *iter_link;	/* owned */
-	struct bpf_link *links[16];	/* owned; also pinned */
+	struct tracker_bpf *skel;   /* owned */
+	struct ring_buffer *rb;	    /* owned */
+	struct bpf_link *iter_link; /* owned */
+	struct bpf_link *links[16]; /* owned; also pinned */
 	int nlinks;
-	uint64_t *bits;			/* mmap of rank_bits */
+	uint64_t *bits; /* mmap of rank_bits */
 	size_t bits_len;
 	unsigned nwords;
 	struct tracker_features feat;
@@ -40,14 +40,13 @@ struct tracker {
 	char pin_dir[256];
 };
 
-static const char *pinned_maps[] = { "rank_bits", "procs", "threads", "events", "stats",
-				     "sysclass" };
+static const char *pinned_maps[] = {"rank_bits", "procs", "threads", "events", "stats", "sysclass"};
 
 int tracker_probe_tp_btf(void)
 {
 	struct bpf_insn insns[2] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+	    {.code = BPF_JMP | BPF_EXIT},
 	};
 	int id, fd, lfd;
 
@@ -240,7 +239,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	t->feat.hz = t->feat.task_iter ? kernel_hz() : 0;
 	t->skel->rodata->ns_per_jiffy = t->feat.hz ? 1000000000ull / t->feat.hz : 0;
 	bpf_map__set_max_entries(t->skel->maps.rank_bits, t->nwords);
-	bpf_object__for_each_program(prog, t->skel->obj) {
+	bpf_object__for_each_program (prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
 		int want;
 
@@ -271,10 +270,10 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	/* load */
 	r = tracker_bpf__load(t->skel);
 	if (r < 0) {
-		snprintf(err, errlen,
-			 "load BPF programs: %s%s", strerror(-r),
+		snprintf(err, errlen, "load BPF programs: %s%s", strerror(-r),
 			 n_existing ? " (maps pinned by another ftbpf version are in the pin dir: "
-				      "restart with --reset-state)" : "");
+				      "restart with --reset-state)"
+				    : "");
 		goto fail;
 	}
 	for (int nr = 0; nr < FTBPF_MAX_SYSCALLS; nr++) {
@@ -309,7 +308,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	}
 
 	/* attach */
-	bpf_object__for_each_program(prog, t->skel->obj) {
+	bpf_object__for_each_program (prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
 
 		if (!bpf_program__autoload(prog) || !strcmp(name, "dump_task"))
@@ -394,7 +393,8 @@ int tracker_proc_get(const struct tracker *t, uint32_t tgid, struct ftbpf_proc *
 
 int tracker_proc_put(struct tracker *t, uint32_t tgid, const struct ftbpf_proc *p)
 {
-	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.procs), &tgid, p, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.procs), &tgid, p, BPF_ANY) ? -errno
+											: 0;
 }
 
 int tracker_proc_delete(struct tracker *t, uint32_t tgid)

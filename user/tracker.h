@@ -26,7 +26,7 @@ typedef void (*tracker_event_fn)(void *ctx, const struct ftbpf_event *e);
 
 struct tracker_opts {
 	const char *pin_dir;
-	int reset;		/* remove earlier pins first */
+	int reset; /* remove earlier pins first */
 	uint32_t agent_tgid;
 	tracker_event_fn on_event;
 	void *ctx;

@@ -10,55 +10,55 @@
 #include <linux/types.h>
 #endif
 
-#define FTBPF_COMM_LEN 16
-#define FTBPF_JOB_LEN 64
-#define FTBPF_PATH_LEN 128
-#define FTBPF_STACK_DEPTH 24
+#define FTBPF_COMM_LEN	   16
+#define FTBPF_JOB_LEN	   64
+#define FTBPF_PATH_LEN	   128
+#define FTBPF_STACK_DEPTH  24
 #define FTBPF_MAX_SYSCALLS 512
-#define FTBPF_MAX_PROCS 16384
-#define FTBPF_MAX_THREADS 65536
+#define FTBPF_MAX_PROCS	   16384
+#define FTBPF_MAX_THREADS  65536
 
 /* procs.flags */
-#define FTBPF_PROC_RANK 0x1u	/* adopted as a rank */
-#define FTBPF_PROC_CHILD 0x2u	/* a descendant of a rank (data-loader worker, helper) */
-#define FTBPF_PROC_EXITED 0x4u	/* the whole thread group has exited */
-#define FTBPF_PROC_OOM 0x8u	/* chosen as OOM victim */
+#define FTBPF_PROC_RANK	  0x1u /* adopted as a rank */
+#define FTBPF_PROC_CHILD  0x2u /* a descendant of a rank (data-loader worker, helper) */
+#define FTBPF_PROC_EXITED 0x4u /* the whole thread group has exited */
+#define FTBPF_PROC_OOM	  0x8u /* chosen as OOM victim */
 
 /* sysclass values: how a completed syscall of a rank's main thread counts as progress */
-#define FTBPF_SC_PROGRESS 0u	/* always progress */
-#define FTBPF_SC_WAIT 1u	/* poll/select/epoll/recv...: progress only if ret > 0 */
-#define FTBPF_SC_IDLE 2u	/* sched_yield, nanosleep, pause...: never progress */
-#define FTBPF_SC_FUTEX 3u	/* progress if ret >= 0 (woken, or woke someone) */
+#define FTBPF_SC_PROGRESS 0u /* always progress */
+#define FTBPF_SC_WAIT	  1u /* poll/select/epoll/recv...: progress only if ret > 0 */
+#define FTBPF_SC_IDLE	  2u /* sched_yield, nanosleep, pause...: never progress */
+#define FTBPF_SC_FUTEX	  3u /* progress if ret >= 0 (woken, or woke someone) */
 
 /* Per-thread state of a tracked thread; key: tid. Written by BPF only. */
 struct ftbpf_thread {
 	__u32 tgid;
-	__s32 cur_nr;		/* syscall in flight, -1 when none */
-	__u64 enter_ns;		/* CLOCK_MONOTONIC entry time of cur_nr */
-	__u64 last_exit_ns;	/* last syscall exit */
+	__s32 cur_nr;	    /* syscall in flight, -1 when none */
+	__u64 enter_ns;	    /* CLOCK_MONOTONIC entry time of cur_nr */
+	__u64 last_exit_ns; /* last syscall exit */
 	__s64 last_ret;
 	__s32 last_nr;
 	__u32 pad;
-	__u64 syscalls;		/* completed syscalls */
-	__u64 progress_ns;	/* last completion that counts as progress (main thread only) */
-	__u64 progress;		/* number of such completions */
-	__u64 first_ns;		/* first syscall seen */
+	__u64 syscalls;	   /* completed syscalls */
+	__u64 progress_ns; /* last completion that counts as progress (main thread only) */
+	__u64 progress;	   /* number of such completions */
+	__u64 first_ns;	   /* first syscall seen */
 };
 
 /* Per-process record; key: tgid. Created by the agent (ranks) or by BPF (children). */
 struct ftbpf_proc {
 	__u32 tgid;
-	__u32 owner;		/* tgid of the rank this process belongs to (itself for a rank) */
+	__u32 owner; /* tgid of the rank this process belongs to (itself for a rank) */
 	__u32 ppid;
-	__u32 flags;		/* FTBPF_PROC_* */
+	__u32 flags; /* FTBPF_PROC_* */
 	__s32 rank;
 	__s32 local_rank;
 	__s32 world_size;
 	__u32 uid;
-	__u32 source;		/* adoption source, enum ranks_source in user/ranks.h */
+	__u32 source; /* adoption source, enum ranks_source in user/ranks.h */
 	__u32 pad;
-	__u64 adopted_ns;	/* CLOCK_MONOTONIC */
-	__u64 start_ns;		/* task start_boottime (ns): tells a reused pid apart */
+	__u64 adopted_ns; /* CLOCK_MONOTONIC */
+	__u64 start_ns;	  /* task start_boottime (ns): tells a reused pid apart */
 	__u64 exit_ns;
 	__s32 exit_code;	/* raw wait status: code << 8 | signal */
 	__u32 fatal_sig;	/* last fatal signal generated for the process */
@@ -76,24 +76,24 @@ enum ftbpf_event_type {
 	FTBPF_EV_EXEC = 1,
 	FTBPF_EV_FORK = 2,
 	FTBPF_EV_EXIT = 3,
-	FTBPF_EV_SIGNAL = 4,	/* generated for a tracked process */
-	FTBPF_EV_DELIVER = 5,	/* delivered to a tracked thread */
+	FTBPF_EV_SIGNAL = 4,  /* generated for a tracked process */
+	FTBPF_EV_DELIVER = 5, /* delivered to a tracked thread */
 	FTBPF_EV_OOM = 6,
 };
 
 /* Ring-buffer record. */
 struct ftbpf_event {
 	__u32 type;
-	__u32 tgid;		/* subject process */
+	__u32 tgid; /* subject process */
 	__u32 tid;
-	__u32 ppid;		/* EXEC: parent; FORK: parent tgid */
+	__u32 ppid; /* EXEC: parent; FORK: parent tgid */
 	__u64 ts_ns;
 	__s32 sig;
-	__s32 code;		/* EXIT: wait status; SIGNAL: si_code; */
-	__s32 result;		/* SIGNAL: trace result (0 = delivered) */
-	__u32 sender_pid;	/* SIGNAL: tgid of the sender */
+	__s32 code;	  /* EXIT: wait status; SIGNAL: si_code; */
+	__s32 result;	  /* SIGNAL: trace result (0 = delivered) */
+	__u32 sender_pid; /* SIGNAL: tgid of the sender */
 	__u32 sender_tid;
-	__u32 flags;		/* proc flags at the time */
+	__u32 flags; /* proc flags at the time */
 	char comm[FTBPF_COMM_LEN];
 	char sender_comm[FTBPF_COMM_LEN];
 	char filename[FTBPF_PATH_LEN];
@@ -103,14 +103,14 @@ struct ftbpf_event {
 struct ftbpf_task_snap {
 	__u32 tid;
 	__u32 tgid;
-	__u32 state;		/* task->__state */
+	__u32 state; /* task->__state */
 	__s32 exit_state;
 	__u64 utime_ns;
 	__u64 stime_ns;
 	__u64 nvcsw;
 	__u64 nivcsw;
 	__s32 on_cpu;
-	__s32 nr_stack;		/* kernel stack frames in stack[], -errno when unavailable */
+	__s32 nr_stack; /* kernel stack frames in stack[], -errno when unavailable */
 	__u64 stack[FTBPF_STACK_DEPTH];
 	char comm[FTBPF_COMM_LEN];
 };

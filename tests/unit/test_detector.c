@@ -11,9 +11,15 @@ static struct det_params P;
 
 static struct det_sample blocked_in(int pid, int rank, int nr, uint64_t since)
 {
-	struct det_sample s = { .pid = pid, .rank = rank, .task_state = 'S', .cur_nr = nr,
-				.enter_ns = since, .last_exit_ns = since, .progress_ns = since,
-				.adopted_ns = 1 * S, .cpu_valid = 1 };
+	struct det_sample s = {.pid = pid,
+			       .rank = rank,
+			       .task_state = 'S',
+			       .cur_nr = nr,
+			       .enter_ns = since,
+			       .last_exit_ns = since,
+			       .progress_ns = since,
+			       .adopted_ns = 1 * S,
+			       .cpu_valid = 1};
 	return s;
 }
 
@@ -27,7 +33,8 @@ static void run(struct det_rank *d, struct det_sample *s, int n, uint64_t now, s
 static void test_healthy_not_hung(void)
 {
 	struct det_rank d[2] = {};
-	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 99 * S), blocked_in(11, 1, SYS_read, 99 * S) };
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_read, 99 * S),
+				  blocked_in(11, 1, SYS_read, 99 * S)};
 	struct det_job j;
 
 	s[0].progress_ns = 99 * S;
@@ -40,8 +47,8 @@ static void test_healthy_not_hung(void)
 static void test_sleeping_rank_is_culprit_two_ranks(void)
 {
 	struct det_rank d[2] = {};
-	struct det_sample s[2] = { blocked_in(10, 0, SYS_futex, 10 * S),
-				   blocked_in(11, 1, SYS_clock_nanosleep, 10 * S) };
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_futex, 10 * S),
+				  blocked_in(11, 1, SYS_clock_nanosleep, 10 * S)};
 	struct det_job j;
 
 	run(d, s, 2, 80 * S, &j);
@@ -95,7 +102,8 @@ static void test_spinning(void)
 static void test_stopped_beats_blocked(void)
 {
 	struct det_rank d[2] = {};
-	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 5 * S), blocked_in(11, 1, SYS_read, 5 * S) };
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_read, 5 * S),
+				  blocked_in(11, 1, SYS_read, 5 * S)};
 	struct det_job j;
 
 	s[1].task_state = 'T';
@@ -136,7 +144,8 @@ static void test_first_dead_is_culprit(void)
 static void test_all_finished_not_hung(void)
 {
 	struct det_rank d[2] = {};
-	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 5 * S), blocked_in(11, 1, SYS_read, 5 * S) };
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_read, 5 * S),
+				  blocked_in(11, 1, SYS_read, 5 * S)};
 	struct det_job j;
 
 	s[0].exited = s[1].exited = 1;
@@ -149,7 +158,7 @@ static void test_all_finished_not_hung(void)
 static void test_hard_timeout(void)
 {
 	struct det_rank d[1] = {};
-	struct det_sample s[1] = { blocked_in(10, 0, SYS_read, 5 * S) };
+	struct det_sample s[1] = {blocked_in(10, 0, SYS_read, 5 * S)};
 	struct det_job j;
 
 	run(d, s, 1, 5 * S + P.hard_ns - 1, &j);
@@ -162,7 +171,8 @@ static void test_hard_timeout(void)
 static void test_all_comm_wait_no_local_culprit(void)
 {
 	struct det_rank d[2] = {};
-	struct det_sample s[2] = { blocked_in(10, 0, SYS_read, 5 * S), blocked_in(11, 1, SYS_read, 5 * S) };
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_read, 5 * S),
+				  blocked_in(11, 1, SYS_read, 5 * S)};
 	struct det_job j;
 
 	run(d, s, 2, 70 * S, &j);
@@ -174,7 +184,7 @@ static void test_all_comm_wait_no_local_culprit(void)
 static void test_short_syscall_is_running(void)
 {
 	struct det_rank d[1] = {};
-	struct det_sample s[1] = { blocked_in(10, 0, SYS_read, 10 * S) };
+	struct det_sample s[1] = {blocked_in(10, 0, SYS_read, 10 * S)};
 
 	det_rank_update(&d[0], &s[0], 10 * S + 100000000ull, &P);
 	CU_ASSERT_EQUAL(d[0].state, RS_RUNNING);
@@ -185,7 +195,8 @@ static void test_exit_text(void)
 	char b[64];
 
 	CU_ASSERT_STRING_EQUAL(det_exit_text(9, b, sizeof(b)), "killed by SIGKILL");
-	CU_ASSERT_STRING_EQUAL(det_exit_text(0x86, b, sizeof(b)), "killed by SIGABRT (core dumped)");
+	CU_ASSERT_STRING_EQUAL(det_exit_text(0x86, b, sizeof(b)),
+			       "killed by SIGABRT (core dumped)");
 	CU_ASSERT_STRING_EQUAL(det_exit_text(3 << 8, b, sizeof(b)), "exited with code 3");
 }
 
@@ -199,7 +210,8 @@ int main(void)
 		return 1;
 	s = CU_add_suite("detector", NULL, NULL);
 	CU_add_test(s, "healthy job is not hung", test_healthy_not_hung);
-	CU_add_test(s, "sleeping rank is culprit (2 ranks)", test_sleeping_rank_is_culprit_two_ranks);
+	CU_add_test(s, "sleeping rank is culprit (2 ranks)",
+		    test_sleeping_rank_is_culprit_two_ranks);
 	CU_add_test(s, "minority posture is culprit", test_minority_is_culprit);
 	CU_add_test(s, "spinning rank", test_spinning);
 	CU_add_test(s, "stopped beats blocked", test_stopped_beats_blocked);

@@ -43,20 +43,21 @@ static void test_config_errors(void)
 	struct {
 		const char *txt, *msg;
 	} cases[] = {
-		{ "soft_timeout = -1\n", "t.conf:1: soft_timeout: -1 is out of range" },
-		{ "\n\nsoft_timeout\n", "t.conf:3: expected 'key = value'" },
-		{ "bogus = 1\n", "t.conf:1: unknown key 'bogus'" },
-		{ "soft_timeout = 1e999\n", "t.conf:1: soft_timeout: '1e999' is not a number" },
-		{ "log_keep = 1.5\n", "t.conf:1: log_keep: '1.5' is not a whole number" },
-		{ "soft_signal = SIGFOO\n", "t.conf:1: soft_signal: 'SIGFOO' is not a signal" },
-		{ "soft_timeout = 100\nhard_timeout = 10\n", "hard_timeout (10) is shorter" },
+	    {"soft_timeout = -1\n", "t.conf:1: soft_timeout: -1 is out of range"},
+	    {"\n\nsoft_timeout\n", "t.conf:3: expected 'key = value'"},
+	    {"bogus = 1\n", "t.conf:1: unknown key 'bogus'"},
+	    {"soft_timeout = 1e999\n", "t.conf:1: soft_timeout: '1e999' is not a number"},
+	    {"log_keep = 1.5\n", "t.conf:1: log_keep: '1.5' is not a whole number"},
+	    {"soft_signal = SIGFOO\n", "t.conf:1: soft_signal: 'SIGFOO' is not a signal"},
+	    {"soft_timeout = 100\nhard_timeout = 10\n", "hard_timeout (10) is shorter"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		config_defaults(&c);
 		err[0] = 0;
-		CU_ASSERT_EQUAL(config_parse_buffer(&c, "t.conf", cases[i].txt, strlen(cases[i].txt),
-						    err, sizeof(err)), -EINVAL);
+		CU_ASSERT_EQUAL(config_parse_buffer(&c, "t.conf", cases[i].txt,
+						    strlen(cases[i].txt), err, sizeof(err)),
+				-EINVAL);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].msg));
 		if (!strstr(err, cases[i].msg))
 			printf("\n  got: %s\n", err);
@@ -92,31 +93,42 @@ static void test_ident(void)
 
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("PATH=/bin\0HOME=/root\0"), &r), -ENOENT);
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=3\0WORLD_SIZE=8\0LOCAL_RANK=1\0"
-					       "TORCHELASTIC_RUN_ID=abc\0"), &r), 0);
+					       "TORCHELASTIC_RUN_ID=abc\0"),
+					   &r),
+			0);
 	CU_ASSERT_EQUAL(r.rank, 3);
 	CU_ASSERT_EQUAL(r.world_size, 8);
 	CU_ASSERT_EQUAL(r.local_rank, 1);
 	CU_ASSERT_EQUAL(r.source, IDENT_TORCH);
 	CU_ASSERT_STRING_EQUAL(r.job, "torch:abc");
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("MASTER_PORT=29500\0RANK=0\0WORLD_SIZE=2\0"
-					       "MASTER_ADDR=10.0.0.1\0"), &r), 0);
+					       "MASTER_ADDR=10.0.0.1\0"),
+					   &r),
+			0);
 	CU_ASSERT_STRING_EQUAL(r.job, "torch:10.0.0.1:29500");
 	/* RANK alone (no WORLD_SIZE) is too common a name to mean torch */
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0"), &r), -ENOENT);
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("OMPI_COMM_WORLD_RANK=5\0OMPI_COMM_WORLD_SIZE=6\0"
-					       "PMIX_NAMESPACE=prterun-x-1@1\0"), &r), 0);
+					       "PMIX_NAMESPACE=prterun-x-1@1\0"),
+					   &r),
+			0);
 	CU_ASSERT_EQUAL(r.source, IDENT_OMPI);
 	CU_ASSERT_STRING_EQUAL(r.job, "ompi:prterun-x-1@1");
-	CU_ASSERT_EQUAL(ident_from_environ(ENV("PMI_RANK=2\0PMI_SIZE=4\0SLURM_JOB_ID=77\0"), &r), 0);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("PMI_RANK=2\0PMI_SIZE=4\0SLURM_JOB_ID=77\0"), &r),
+			0);
 	CU_ASSERT_STRING_EQUAL(r.job, "pmi:77");
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=1\0SLURM_STEP_ID=0\0SLURM_JOB_ID=9\0"
-					       "SLURM_NTASKS=2\0"), &r), 0);
+					       "SLURM_NTASKS=2\0"),
+					   &r),
+			0);
 	CU_ASSERT_STRING_EQUAL(r.job, "slurm:9:0");
 	/* batch script: SLURM_PROCID without a real step is not a rank */
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=0\0SLURM_STEP_ID=4294967294\0"), &r),
 			-ENOENT);
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=1\0FTBPF_JOB=my job\"x\0RANK=9\0"
-					       "WORLD_SIZE=10\0"), &r), 0);
+					       "WORLD_SIZE=10\0"),
+					   &r),
+			0);
 	CU_ASSERT_EQUAL(r.source, IDENT_FTBPF);
 	CU_ASSERT_STRING_EQUAL(r.job, "my_job_x");
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=abc\0"), &r), -EINVAL);
@@ -138,18 +150,31 @@ static void test_ctl_proto(void)
 	CU_ASSERT_EQUAL(r.cmd, CTL_CMD_SIGNAL);
 	CU_ASSERT_EQUAL(r.pid, 42);
 	CU_ASSERT_EQUAL(r.sig, 15);
-	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":2,\"cmd\":\"status\"}", strlen("{\"v\":2,\"cmd\":\"status\"}"), &r, err, sizeof(err)),
+	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":2,\"cmd\":\"status\"}",
+					  strlen("{\"v\":2,\"cmd\":\"status\"}"), &r, err,
+					  sizeof(err)),
 			-EPROTO);
-	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"nope\"}", strlen("{\"v\":1,\"cmd\":\"nope\"}"), &r, err, sizeof(err)),
+	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"nope\"}",
+					  strlen("{\"v\":1,\"cmd\":\"nope\"}"), &r, err,
+					  sizeof(err)),
 			-EOPNOTSUPP);
-	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1}", strlen("{\"v\":1}"), &r, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"explain\"}", strlen("{\"v\":1,\"cmd\":\"explain\"}"), &r, err, sizeof(err)),
+	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1}", strlen("{\"v\":1}"), &r, err, sizeof(err)),
 			-EINVAL);
-	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"status\"} x", strlen("{\"v\":1,\"cmd\":\"status\"} x"), &r, err, sizeof(err)),
+	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"explain\"}",
+					  strlen("{\"v\":1,\"cmd\":\"explain\"}"), &r, err,
+					  sizeof(err)),
 			-EINVAL);
-	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"events\",\"follow\":1}", strlen("{\"v\":1,\"cmd\":\"events\",\"follow\":1}"), &r, err,
-					  sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"status\"", strlen("{\"v\":1,\"cmd\":\"status\""), &r, err, sizeof(err)),
+	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"status\"} x",
+					  strlen("{\"v\":1,\"cmd\":\"status\"} x"), &r, err,
+					  sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"events\",\"follow\":1}",
+					  strlen("{\"v\":1,\"cmd\":\"events\",\"follow\":1}"), &r,
+					  err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(ctl_parse_request("{\"v\":1,\"cmd\":\"status\"",
+					  strlen("{\"v\":1,\"cmd\":\"status\""), &r, err,
+					  sizeof(err)),
 			-EINVAL);
 	CU_ASSERT_EQUAL(ctl_parse_request("x", CTL_MAX_LINE + 1, &r, err, sizeof(err)), -E2BIG);
 }
@@ -157,8 +182,9 @@ static void test_ctl_proto(void)
 static void test_proc_stat(void)
 {
 	struct proc_stat st;
-	const char *s = "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 "
-			"1 0 5000 1000 100";
+	const char *s =
+	    "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 "
+	    "1 0 5000 1000 100";
 
 	CU_ASSERT_EQUAL(procfs_parse_stat(s, strlen(s), &st), 0);
 	CU_ASSERT_EQUAL(st.state, 'S');

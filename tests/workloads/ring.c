@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	int rank = -1, world = 0, fault_rank = -1;
 	double fault_after = 0, seconds = 1e9, start;
 	const char *dir = ".", *mode = NULL;
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	int *peers = NULL, fd = -1, faulted = 0, interval_ms = 10;
 	long work = 200000;
 	char name[32];
@@ -166,7 +166,8 @@ int main(int argc, char **argv)
 		for (long k = 0; k < work; k++) /* "compute" */
 			sink += k;
 		usleep(interval_ms * 1000);
-		if (mode && rank == fault_rank && !faulted && now(CLOCK_MONOTONIC) - start >= fault_after) {
+		if (mode && rank == fault_rank && !faulted &&
+		    now(CLOCK_MONOTONIC) - start >= fault_after) {
 			faulted = 1;
 			fault(mode, dir);
 		}
