@@ -27,7 +27,7 @@ BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/ben
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev \
-               libjson-c-dev libcunit1-dev jq python3-torch procps util-linux
+               libjson-c-dev libcunit1-dev jq python3-torch openmpi-bin procps util-linux
 
 .PHONY: all deps run test unit integration fuzz bench format format-check clean install
 all: $(BINS) $(UNIT_TESTS) $(WORKLOADS)

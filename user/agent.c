@@ -1104,6 +1104,9 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	to.agent_tgid = getpid();
 	to.on_event = on_event;
 	to.ctx = a;
+	to.programs = cfg->bpf_programs;
+	to.no_task_iter = !strcmp(cfg->task_iter, "off");
+	to.ktime_clock = !strcmp(cfg->syscall_clock, "ktime");
 	a->tr = tracker_open(&to, err, errlen);
 	if (!a->tr)
 		goto fail;

@@ -61,6 +61,12 @@ static const struct key_def keys[] = {
      "adopt only jobs whose id matches this fnmatch pattern; empty: all"},
     {"events_keep", "events-keep", T_INT, OFF(events_keep), 0, 16, 1000000,
      "events kept in memory for `ftbpf events`"},
+    {"bpf_programs", "bpf-programs", T_STRING, OFF(bpf_programs), SZ(bpf_programs), 0, 0,
+     "BPF program type: auto (probe), tp_btf or raw_tp"},
+    {"task_iter", "task-iter", T_STRING, OFF(task_iter), SZ(task_iter), 0, 0,
+     "task iterator for snapshots and stacks: auto (probe) or off (/proc)"},
+    {"syscall_clock", "syscall-clock", T_STRING, OFF(syscall_clock), SZ(syscall_clock), 0, 0,
+     "syscall timestamps: auto (jiffies when HZ is known) or ktime"},
     {"verbose", "verbose", T_INT, OFF(verbose), 0, 0, 3,
      "stderr log level: 0 errors, 1 warnings, 2 info, 3 debug"},
 };
@@ -86,6 +92,9 @@ void config_defaults(struct ftbpf_config *c)
 	c->spin_threshold_s = 2;
 	c->events_keep = 4096;
 	c->verbose = 2;
+	snprintf(c->bpf_programs, sizeof(c->bpf_programs), "auto");
+	snprintf(c->task_iter, sizeof(c->task_iter), "auto");
+	snprintf(c->syscall_clock, sizeof(c->syscall_clock), "auto");
 }
 
 static const char *action_names[] = {"report", "terminate", "kill", "terminate-culprit"};
@@ -282,17 +291,46 @@ static char *trim(char *s)
 	return s;
 }
 
+static int one_of(const char *v, const char *a, const char *b, const char *c)
+{
+	return !strcmp(v, a) || !strcmp(v, b) || (c && !strcmp(v, c));
+}
+
+int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
+{
+	if (!one_of(c->bpf_programs, "auto", "tp_btf", "raw_tp")) {
+		snprintf(err, errlen, "bpf_programs: '%s' is not one of auto, tp_btf, raw_tp",
+			 c->bpf_programs);
+		return -EINVAL;
+	}
+	if (!one_of(c->task_iter, "auto", "off", NULL)) {
+		snprintf(err, errlen, "task_iter: '%s' is not one of auto, off", c->task_iter);
+		return -EINVAL;
+	}
+	if (!one_of(c->syscall_clock, "auto", "ktime", NULL)) {
+		snprintf(err, errlen, "syscall_clock: '%s' is not one of auto, ktime",
+			 c->syscall_clock);
+		return -EINVAL;
+	}
+	if (c->hard_timeout_s < c->soft_timeout_s) {
+		snprintf(err, errlen, "hard_timeout (%g) is shorter than soft_timeout (%g)",
+			 c->hard_timeout_s, c->soft_timeout_s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *buf, size_t len,
 			char *err, size_t errlen)
 {
+	char msg[256];
 	size_t pos = 0;
-	int line = 0;
+	int line = 0, r;
 
 	while (pos < len) {
-		char tmp[512], msg[256];
+		char tmp[512];
 		size_t n = 0;
 		char *l, *eq;
-		int r;
 
 		line++;
 		while (pos < len && buf[pos] != '\n') {
@@ -326,12 +364,10 @@ int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *bu
 			return r == -ENOENT ? -EINVAL : r;
 		}
 	}
-	if (c->hard_timeout_s < c->soft_timeout_s) {
-		snprintf(err, errlen, "%s: hard_timeout (%g) is shorter than soft_timeout (%g)",
-			 name, c->hard_timeout_s, c->soft_timeout_s);
-		return -EINVAL;
-	}
-	return 0;
+	r = config_check(c, msg, sizeof(msg));
+	if (r < 0)
+		snprintf(err, errlen, "%s: %s", name, msg);
+	return r;
 }
 
 int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_t errlen)

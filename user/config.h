@@ -33,6 +33,10 @@ struct ftbpf_config {
 	char only_jobs[128]; /* fnmatch(3) pattern on job ids; empty = every job */
 	int verbose;
 	int events_keep; /* events held in memory for `ftbpf events` */
+	/* Force a fallback that a production kernel may need (the tests exercise them): */
+	char bpf_programs[16];	/* auto | tp_btf | raw_tp */
+	char task_iter[16];	/* auto | off (then /proc) */
+	char syscall_clock[16]; /* auto | ktime */
 };
 
 void config_defaults(struct ftbpf_config *c);
@@ -42,6 +46,8 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 /* Parse a config text; "name" is used in "name:line: message" errors. */
 int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *buf, size_t len,
 			char *err, size_t errlen);
+/* Cross-key checks (choices, hard >= soft); after the file and again after the flags. */
+int config_check(const struct ftbpf_config *c, char *err, size_t errlen);
 int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_t errlen);
 /* Map a command-line flag ("soft-timeout") to its key; NULL if unknown. needs_arg set. */
 const char *config_flag_key(const char *flag, int *ret_needs_arg);

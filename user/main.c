@@ -95,9 +95,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (cfg.hard_timeout_s < cfg.soft_timeout_s) {
-		fprintf(stderr, "ftbpfd: hard timeout (%g s) is shorter than soft timeout (%g s)\n",
-			cfg.hard_timeout_s, cfg.soft_timeout_s);
+	if (config_check(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ftbpfd: %s\n", err);
 		return 2;
 	}
 	if (print) {

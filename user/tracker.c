@@ -221,8 +221,16 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	}
 
 	/* probe */
-	t->feat.tp_btf = tracker_probe_tp_btf();
-	t->feat.task_iter = libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) > 0;
+	if (o->programs && !strcmp(o->programs, "raw_tp"))
+		t->feat.tp_btf = 0;
+	else
+		t->feat.tp_btf = tracker_probe_tp_btf();
+	if (!t->feat.tp_btf && o->programs && !strcmp(o->programs, "tp_btf")) {
+		snprintf(err, errlen, "tp_btf programs requested but this kernel cannot load them");
+		goto fail;
+	}
+	t->feat.task_iter =
+	    !o->no_task_iter && libbpf_find_vmlinux_btf_id("task", BPF_TRACE_ITER) > 0;
 	pid_max = read_pid_max();
 	t->nwords = (pid_max + 63) / 64;
 	t->feat.pid_max = t->nwords * 64;
@@ -236,7 +244,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	}
 	t->skel->rodata->agent_tgid = o->agent_tgid;
 	/* The tick clock needs HZ and the iterator that calibrates it. */
-	t->feat.hz = t->feat.task_iter ? kernel_hz() : 0;
+	t->feat.hz = t->feat.task_iter && !o->ktime_clock ? kernel_hz() : 0;
 	t->skel->rodata->ns_per_jiffy = t->feat.hz ? 1000000000ull / t->feat.hz : 0;
 	bpf_map__set_max_entries(t->skel->maps.rank_bits, t->nwords);
 	bpf_object__for_each_program (prog, t->skel->obj) {

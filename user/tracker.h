@@ -30,6 +30,9 @@ struct tracker_opts {
 	uint32_t agent_tgid;
 	tracker_event_fn on_event;
 	void *ctx;
+	const char *programs; /* "auto", "tp_btf", "raw_tp" */
+	int no_task_iter;     /* use /proc even if the kernel has task iterators */
+	int ktime_clock;      /* precise clock on the syscall path */
 };
 
 /* NULL on failure, with a message in err saying which step failed and why. */

@@ -123,6 +123,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--hang-on-peer-loss"))
 			hang_on_peer_loss = atoi(argv[i + 1]);
 	}
+	if (rank < 0 && getenv("OMPI_COMM_WORLD_RANK")) { /* launched by mpirun */
+		rank = atoi(getenv("OMPI_COMM_WORLD_RANK"));
+		world = atoi(getenv("OMPI_COMM_WORLD_SIZE"));
+	}
 	if (rank < 0 || world < 1) {
 		fprintf(stderr, "usage: ring --rank R --world N --dir DIR [...]\n");
 		return 2;
