@@ -91,7 +91,11 @@ static void jint(struct json_object *o, const char *k, int64_t v)
 
 static void jdbl(struct json_object *o, const char *k, double v)
 {
-	json_object_object_add(o, k, json_object_new_double(((int64_t)(v * 1000)) / 1000.0));
+	char s[32];
+
+	/* millisecond precision, printed as such (not 3.1659999999999999) */
+	snprintf(s, sizeof(s), "%.3f", v);
+	json_object_object_add(o, k, json_object_new_double_s(v, s));
 }
 
 static void jbool(struct json_object *o, const char *k, int v)
@@ -232,8 +236,12 @@ static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
 	struct proc_stat st;
 	struct rank *k;
 
-	if (!(p->flags & FTBPF_PROC_RANK))
+	if (!(p->flags & FTBPF_PROC_RANK)) {
+		/* a child that ended while no agent ran: nobody needs its entry any more */
+		if (p->flags & FTBPF_PROC_EXITED)
+			tracker_proc_delete(a->tr, tgid);
 		return 0;
+	}
 	k = ranks_add(&a->ranks, (int)tgid);
 	if (!k)
 		return -ENOMEM;

@@ -15,7 +15,7 @@ EXIT=$(events_of exit | jq -c "select(.pid==$VICTIM)" | head -1)
 log "exit event: $EXIT"
 echo "$EXIT" | jq -e ".signal==9 and .exit_code==null and .sender_pid==$KILLER and .sender_comm==\"kill\"" >/dev/null &&
 	pass "exit attributed to pid $KILLER (kill)" || fail "wrong attribution"
-jq_status ".ranks[] | select(.pid==$VICTIM) | .state==\"exited\" and .signal==9 and .sender_pid==$KILLER and .sender_comm==\"kill\"" &&
+wait_until 3 jq_status ".ranks[] | select(.pid==$VICTIM) | .state==\"exited\" and .signal==9 and .sender_pid==$KILLER and .sender_comm==\"kill\"" &&
 	pass "status shows signal and sender" || fail "status exit fields wrong"
 wait_until $((SOFT + 6)) jq_status '.jobs[] | select(.job=="killjob") | .hung' && pass "job hung" || fail "job not hung"
 jq_status ".jobs[] | select(.job==\"killjob\") | .culprits == [$VICTIM]" && pass "dead rank is the culprit" || fail "culprit wrong"
