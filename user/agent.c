@@ -143,6 +143,19 @@ static struct ksyms *ksyms_get(struct agent *a)
 	return a->ksyms;
 }
 
+static void adopt_event(struct agent *a, const struct rank *k, const char *how, int exited)
+{
+	struct json_object *o = ev_new("adopt");
+
+	ev_rank_ids(o, k);
+	jint(o, "local_rank", k->id.local_rank);
+	jint(o, "world_size", k->id.world_size);
+	jstr(o, "source", ident_source_name(k->id.source));
+	jstr(o, "how", how);
+	jbool(o, "exited", exited);
+	eventlog_emit(a->el, o);
+}
+
 /* ---- adoption ---- */
 static int adopt(struct agent *a, int pid, const char *how)
 {
@@ -213,13 +226,7 @@ static int adopt(struct agent *a, int pid, const char *how)
 	}
 	ranks_job(&a->ranks, id.job);
 	a->cnt.adopted++;
-	struct json_object *o = ev_new("adopt");
-	ev_rank_ids(o, k);
-	jint(o, "local_rank", id.local_rank);
-	jint(o, "world_size", id.world_size);
-	jstr(o, "source", ident_source_name(id.source));
-	jstr(o, "how", how);
-	eventlog_emit(a->el, o);
+	adopt_event(a, k, how, 0);
 	return 0;
 }
 
@@ -263,14 +270,7 @@ static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
 		k->exit_reported = 1; /* the earlier agent (or the log replay) reported it */
 	}
 	ranks_job(&a->ranks, k->id.job);
-	struct json_object *o = ev_new("adopt");
-	ev_rank_ids(o, k);
-	jint(o, "local_rank", k->id.local_rank);
-	jint(o, "world_size", k->id.world_size);
-	jstr(o, "source", ident_source_name(k->id.source));
-	jstr(o, "how", "resume");
-	jbool(o, "exited", !!(p->flags & FTBPF_PROC_EXITED));
-	eventlog_emit(a->el, o);
+	adopt_event(a, k, "resume", !!(p->flags & FTBPF_PROC_EXITED));
 	return 0;
 }
 
@@ -314,8 +314,16 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 			memcpy(k->comm, comm, sizeof(k->comm));
 			return;
 		}
-		if (!e->flags)
+		if (!e->flags) {
 			adopt(a, (int)e->tgid, "exec");
+		} else { /* a rank's child ran a new program: keep its name current */
+			struct ftbpf_proc p;
+
+			if (tracker_proc_get(a->tr, e->tgid, &p) == 0) {
+				memcpy(p.comm, e->comm, sizeof(p.comm));
+				tracker_proc_put(a->tr, e->tgid, &p);
+			}
+		}
 		return;
 	case FTBPF_EV_FORK: {
 		struct ftbpf_proc p;
@@ -519,6 +527,78 @@ static struct json_object *kstack_json(struct agent *a, int pid, int tid)
 	return arr;
 }
 
+/* One thread of a rank: state, syscall in flight, wait channel, kernel stack. */
+static struct json_object *thread_json(struct agent *a, const struct rank *k, int tid, char state,
+				       double cpu_s, const char *comm, uint64_t now)
+{
+	struct json_object *t = json_object_new_object();
+	struct ftbpf_thread tt;
+	char w[64] = "", nm[32];
+
+	jint(t, "tid", tid);
+	jstr(t, "comm", comm);
+	json_object_object_add(t, "state", json_object_new_string_len(&state, 1));
+	jdbl(t, "cpu_s", cpu_s);
+	if (tracker_thread_get(a->tr, (uint32_t)tid, &tt) == 0) {
+		jstr(t, "syscall",
+		     tt.cur_nr >= 0 ? syscalls_format(tt.cur_nr, nm, sizeof(nm)) : NULL);
+		jdbl(t, "in_syscall_s", tt.cur_nr >= 0 ? secs(now - tt.enter_ns) : 0);
+		jint(t, "syscalls", (int64_t)tt.syscalls);
+		jdbl(t, "last_exit_s_ago", tt.last_exit_ns ? secs(now - tt.last_exit_ns) : -1);
+	}
+	procfs_wchan(k->pid, tid, w, sizeof(w));
+	jstr(t, "wchan", *w ? w : NULL);
+	json_object_object_add(t, "kernel_stack", kstack_json(a, k->pid, tid));
+	return t;
+}
+
+struct task_ctx {
+	struct agent *a;
+	const struct rank *k;
+	uint64_t now;
+	struct json_object *arr;
+};
+
+static int proc_thread_one(void *ctx, int tid)
+{
+	struct task_ctx *c = ctx;
+	struct proc_stat st;
+
+	if (procfs_stat(c->k->pid, tid, &st) == 0)
+		json_object_array_add(c->arr, thread_json(c->a, c->k, tid, st.state,
+							  secs(st.utime_ns + st.stime_ns), st.comm,
+							  c->now));
+	return 0;
+}
+
+/* Every thread of a live rank, from a fresh iterator snapshot with stacks, else from /proc. */
+static struct json_object *threads_json(struct agent *a, const struct rank *k, uint64_t now)
+{
+	struct task_ctx c = {a, k, now, json_object_new_array()};
+	struct ftbpf_task_snap *snap = NULL;
+	size_t n = 0;
+
+	if (k->s.exited)
+		return c.arr;
+	if (tracker_snapshot(a->tr, 1, &snap, &n) < 0) {
+		procfs_foreach_pid(k->pid, proc_thread_one, &c);
+		return c.arr;
+	}
+	free(a->snap);
+	a->snap = snap;
+	a->nsnap = n;
+	for (size_t i = 0; i < a->nsnap; i++) {
+		const struct ftbpf_task_snap *s = &a->snap[i];
+
+		if (s->tgid == (uint32_t)k->pid)
+			json_object_array_add(
+			    c.arr,
+			    thread_json(a, k, (int)s->tid, state_char(s->state, s->exit_state),
+					secs(s->utime_ns + s->stime_ns), s->comm, now));
+	}
+	return c.arr;
+}
+
 static struct json_object *rank_json(struct agent *a, const struct rank *k, uint64_t now)
 {
 	struct json_object *o = json_object_new_object();
@@ -613,6 +693,8 @@ static void hang_report(struct agent *a, struct job *j, uint64_t now)
 		r = rank_json(a, k, now);
 		if (!k->s.exited)
 			json_object_object_add(r, "kernel_stack", kstack_json(a, k->pid, k->pid));
+		if (k->d.culprit) /* every thread of the culprit, with its stack */
+			json_object_object_add(r, "threads", threads_json(a, k, now));
 		json_object_array_add(arr, r);
 		if (k->d.culprit) {
 			json_object_array_add(c, json_object_new_int(k->pid));
@@ -916,12 +998,9 @@ static struct json_object *do_explain(struct agent *a, const struct ctl_request 
 {
 	struct rank *k = ranks_find(&a->ranks, req->pid);
 	struct json_object *o, *th, *sigs, *job_ranks;
-	struct ftbpf_task_snap *snap = NULL;
 	struct ftbpf_proc p;
 	struct child_ctx cc;
 	uint64_t now = now_ns();
-	size_t n = 0;
-	char nm[32];
 
 	if (!k && tracker_proc_get(a->tr, req->pid, &p) == 0)
 		k = ranks_find(&a->ranks, (int)p.owner); /* a rank's child: explain its rank */
@@ -936,40 +1015,7 @@ static struct json_object *do_explain(struct agent *a, const struct ctl_request 
 	for (int j = 0; j < a->ranks.njobs; j++)
 		if (!strcmp(a->ranks.jobs[j].id, k->id.job))
 			json_object_object_add(o, "job", job_json(&a->ranks.jobs[j], &a->ranks));
-	th = json_object_new_array();
-	if (!k->s.exited && tracker_snapshot(a->tr, 1, &snap, &n) == 0) {
-		free(a->snap);
-		a->snap = snap;
-		a->nsnap = n;
-	}
-	for (size_t i = 0; i < a->nsnap && !k->s.exited; i++) {
-		const struct ftbpf_task_snap *s = &a->snap[i];
-		struct json_object *t;
-		struct ftbpf_thread tt;
-		char w[64] = "";
-
-		if (s->tgid != (uint32_t)k->pid)
-			continue;
-		t = json_object_new_object();
-		jint(t, "tid", s->tid);
-		jstr(t, "comm", s->comm);
-		json_object_object_add(
-		    t, "state",
-		    json_object_new_string_len((char[]){state_char(s->state, s->exit_state)}, 1));
-		jdbl(t, "cpu_s", secs(s->utime_ns + s->stime_ns));
-		if (tracker_thread_get(a->tr, s->tid, &tt) == 0) {
-			jstr(t, "syscall",
-			     tt.cur_nr >= 0 ? syscalls_format(tt.cur_nr, nm, sizeof(nm)) : NULL);
-			jdbl(t, "in_syscall_s", tt.cur_nr >= 0 ? secs(now - tt.enter_ns) : 0);
-			jint(t, "syscalls", (int64_t)tt.syscalls);
-			jdbl(t, "last_exit_s_ago",
-			     tt.last_exit_ns ? secs(now - tt.last_exit_ns) : -1);
-		}
-		procfs_wchan(k->pid, (int)s->tid, w, sizeof(w));
-		jstr(t, "wchan", *w ? w : NULL);
-		json_object_object_add(t, "kernel_stack", kstack_json(a, k->pid, (int)s->tid));
-		json_object_array_add(th, t);
-	}
+	th = threads_json(a, k, now);
 	json_object_object_add(o, "threads", th);
 	cc.owner = k->pid;
 	cc.arr = json_object_new_array();

@@ -103,25 +103,12 @@ unsigned int syscalls_class(int nr)
 
 int syscalls_is_sleep(int nr)
 {
-	switch (nr) {
-#ifdef SYS_nanosleep
-	case SYS_nanosleep:
+	/* the never-progress class, less sched_yield (a spin, not a sleep) */
+#ifdef SYS_sched_yield
+	if (nr == SYS_sched_yield)
+		return 0;
 #endif
-#ifdef SYS_clock_nanosleep
-	case SYS_clock_nanosleep:
-#endif
-#ifdef SYS_pause
-	case SYS_pause:
-#endif
-#ifdef SYS_rt_sigsuspend
-	case SYS_rt_sigsuspend:
-#endif
-#ifdef SYS_rt_sigtimedwait
-	case SYS_rt_sigtimedwait:
-#endif
-		return 1;
-	}
-	return 0;
+	return syscalls_class(nr) == FTBPF_SC_IDLE;
 }
 
 int syscalls_is_comm_wait(int nr)
