@@ -445,6 +445,13 @@ static const struct ftbpf_task_snap *snap_find(const struct agent *a, uint32_t t
 	return NULL;
 }
 
+static int count_one(void *ctx, int id)
+{
+	(void)id;
+	(*(int *)ctx)++;
+	return 0;
+}
+
 static void sample_rank(struct agent *a, struct rank *k)
 {
 	struct ftbpf_proc p;
@@ -496,8 +503,11 @@ static void sample_rank(struct agent *a, struct rank *k)
 	if (k->s.task_state == 'D' || (k->s.cur_nr >= 0 && k->d.state == RS_BLOCKED))
 		procfs_wchan(k->pid, k->pid, k->s.wchan, sizeof(k->s.wchan));
 	k->nthreads = 0;
-	for (size_t i = 0; i < a->nsnap; i++)
-		k->nthreads += a->snap[i].tgid == (uint32_t)k->pid;
+	if (tracker_features(a->tr)->task_iter)
+		for (size_t i = 0; i < a->nsnap; i++)
+			k->nthreads += a->snap[i].tgid == (uint32_t)k->pid;
+	else
+		procfs_foreach_pid(k->pid, count_one, &k->nthreads);
 }
 
 static struct json_object *kstack_json(struct agent *a, int pid, int tid)
@@ -748,7 +758,8 @@ static void job_actions(struct agent *a, struct job *j, uint64_t now)
 		eventlog_emit(a->el, o);
 	}
 	if (!j->res.hung) {
-		if (j->reported) {
+		/* progress resumed; a job whose ranks are all gone did not recover, it ended */
+		if (j->reported && j->res.live > 0) {
 			struct json_object *o = ev_new("recovered");
 
 			jstr(o, "job", j->id);

@@ -17,4 +17,5 @@ wait_until 5 test -n "$(events_of exit | jq -c "select(.pid==$P1)")"
 has_event exit ".pid==$P1 and .signal==9 and .sender_pid==$AGENT and .sender_comm==\"ftbpfd\"" &&
 	pass "the kill is attributed to ftbpfd" || fail "exit attribution: $(events_of exit | jq -c "select(.pid==$P1)")"
 has_event hard_timeout '.job=="hardjob" and .action=="terminate"' && pass "hard_timeout event" || fail "no hard_timeout event"
+[ -z "$(events_of recovered | jq -c 'select(.job=="hardjob")')" ] && pass "a terminated job is not reported as recovered" || fail "recovered after termination"
 finish

@@ -8,6 +8,13 @@ start_agent --soft-timeout $SOFT --hard-timeout 300 --action report \
 	--bpf-programs raw_tp --task-iter off --syscall-clock ktime || exit 1
 jq_status '.agent.features | .programs == "raw_tp" and .task_iter == false and .syscall_clock_hz == 0' &&
 	pass "fallbacks in use" || fail "features: $(status_json | jq -c .agent.features)"
+FTBPF_JOB=thr FTBPF_RANK=0 /usr/bin/python3 -c 'import threading,time
+for _ in range(3): threading.Thread(target=time.sleep, args=(20,), daemon=True).start()
+time.sleep(20)' &
+THR=$!; WORKLOAD_PIDS+=($THR)
+wait_until 5 jq_status ".ranks[] | select(.pid==$THR) | .threads == 4" && pass "thread count from /proc" || fail "threads: $(status_json | jq -c ".ranks[] | select(.pid==$THR) | .threads")"
+ftbpf explain "$THR" --json | jq -e '.threads | length == 4 and all(.kernel_stack | length > 0)' >/dev/null &&
+	pass "explain lists threads and stacks from /proc" || fail "explain threads on /proc"
 JOB=fbjob
 ring_job $JOB 3 --fault sleep --fault-rank 1 --fault-after 2
 CUL=$(rank_pid $JOB 1)
