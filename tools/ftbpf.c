@@ -35,6 +35,9 @@ static void usage(FILE *f)
 	    "                              syscalls, wchan, kernel stacks, signals, its job\n"
 	    "  signal PID SIGNAL           send SIGNAL to a rank you own, through the agent's "
 	    "pidfd\n"
+	    "  timers [--json]             active countdown timers: pid, scope, time left, "
+	    "signal,\n"
+	    "                              owner\n"
 	    "  version                     agent and protocol version\n\n"
 	    "The socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
 	    "Unprivileged users see and act on their own processes only.\n"
@@ -229,6 +232,27 @@ static void print_event(struct json_object *e)
 	printf("\n");
 }
 
+static void print_timers(struct json_object *o)
+{
+	struct json_object *arr;
+	size_t n;
+
+	if (!json_object_object_get_ex(o, "timers", &arr) || !(n = json_object_array_length(arr))) {
+		printf("no active timers\n");
+		return;
+	}
+	printf("%8s %-15s %6s %10s %-6s %-6s %s\n", "PID", "COMM", "UID", "LEFT", "SIGNAL",
+	       "SOURCE", "SCOPE");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *t = json_object_array_get_idx(arr, i);
+
+		printf("%8lld %-15.15s %6lld %9.3fs %-6s %-6s %s\n", (long long)gi(t, "pid", 0),
+		       gs(t, "comm") ? gs(t, "comm") : "?", (long long)gi(t, "uid", 0),
+		       gd(t, "time_left_s"), gs(t, "signal_name") ? gs(t, "signal_name") : "?",
+		       gs(t, "source"), gs(t, "scope"));
+	}
+}
+
 static void print_explain(struct json_object *o)
 {
 	struct json_object *r, *job, *th, *ch, *sigs, *jr;
@@ -351,7 +375,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(cmd, "status") && strcmp(cmd, "events") && strcmp(cmd, "explain") &&
-	    strcmp(cmd, "signal") && strcmp(cmd, "version")) {
+	    strcmp(cmd, "signal") && strcmp(cmd, "version") && strcmp(cmd, "timers")) {
 		fprintf(stderr, "ftbpf: unknown command '%s'\n", cmd);
 		usage(stderr);
 		return EXIT_USAGE;
@@ -421,6 +445,8 @@ int main(int argc, char **argv)
 		print_status(o);
 	else if (!strcmp(cmd, "explain"))
 		print_explain(o);
+	else if (!strcmp(cmd, "timers"))
+		print_timers(o);
 	else if (!strcmp(cmd, "signal"))
 		printf("sent\n");
 	json_object_put(o);

@@ -24,17 +24,21 @@
 
 #include "ctl.h"
 #include "eventlog.h"
+#include "fifo_proto.h"
 #include "ident.h"
 #include "ksyms.h"
 #include "log.h"
 #include "procfs.h"
 #include "ranks.h"
 #include "syscalls.h"
+#include "timers.h"
 #include "tracker.h"
 
 #define TAG_RB		    1u
 #define TAG_TIMER	    2u
 #define TAG_SIGNAL	    3u
+#define TAG_TIMERS	    4u
+#define TAG_FIFO	    5u
 #define NS		    1000000000ull
 #define EXITED_RETENTION_NS (3600 * NS) /* keep a finished job visible for an hour */
 #define ENVIRON_MAX	    (256 * 1024)
@@ -62,8 +66,21 @@ struct agent {
 	struct ftbpf_task_snap *snap; /* last snapshot, owned */
 	size_t nsnap;
 	int stop;
-	char *envbuf; /* owned scratch */
+	char *envbuf;	  /* owned scratch */
+	struct timers tm; /* owned */
+	int ttfd;	  /* timerfd armed at the earliest timer deadline */
+	int fifo_fd;	  /* torch FileTimerClient FIFO, -1 when not configured */
+	uid_t fifo_uid;	  /* its owner: requests may only target this user's processes */
+	char fifo_buf[FIFO_MAX_LINE + 1];
+	size_t fifo_len;
+	int fifo_skip; /* dropping the rest of an over-long line */
+	struct {
+		uint64_t lines, bad, denied, oversized;
+	} fifo_cnt;
 };
+
+static void timer_rearm(struct agent *a);
+static void timer_check(struct agent *a);
 
 static uint64_t now_ns(void)
 {
@@ -341,6 +358,8 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 		return;
 	}
 	case FTBPF_EV_EXIT:
+		if (timers_clear_pid(&a->tm, (int)e->tgid))
+			timer_rearm(a);
 		if (k) {
 			k->s.exited = 1;
 			k->s.exit_code = e->code;
@@ -891,7 +910,196 @@ static void scan(struct agent *a)
 		job_actions(a, j, now);
 	}
 	escalate(a, now);
+	timer_check(a);
 	gc(a, now);
+}
+
+/* ---- countdown timers ---- */
+static uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * NS + ts.tv_nsec;
+}
+
+/* Arm the timerfd at the earliest deadline: expiry is acted on when it happens, not at a scan. */
+static void timer_rearm(struct agent *a)
+{
+	uint64_t d = timers_next_deadline(&a->tm);
+	struct itimerspec its = {};
+
+	if (d) {
+		its.it_value.tv_sec = (time_t)(d / NS);
+		its.it_value.tv_nsec = (long)(d % NS);
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+	}
+	timerfd_settime(a->ttfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Log what the process was doing, then reap it with the timer's signal (torch semantics). */
+static void timer_fire(struct agent *a, int i, uint64_t now)
+{
+	struct timer *t = &a->tm.v[i];
+	struct json_object *o = ev_new("timer_expired");
+	struct ftbpf_thread th;
+	struct proc_stat st;
+	char nm[32], w[64] = "", buf[4096];
+	int pid = t->pid, r;
+
+	jint(o, "pid", pid);
+	jint(o, "uid", t->uid);
+	jstr(o, "scope", t->scope);
+	jstr(o, "source",
+	     t->source == TIMER_SRC_FIFO  ? "fifo"
+	     : t->source == TIMER_SRC_CTL ? "ctl"
+					  : "slot");
+	jint(o, "signal", t->sig);
+	jstr(o, "signal_name", config_signal_name(t->sig));
+	jdbl(o, "late_ms", (double)(now - t->deadline_ns) / 1e6);
+	if (procfs_stat(pid, pid, &st) == 0) {
+		json_object_object_add(o, "state", json_object_new_string_len(&st.state, 1));
+		jstr(o, "comm", st.comm);
+	}
+	if (tracker_thread_get(a->tr, (uint32_t)pid, &th) == 0 && th.cur_nr >= 0) {
+		jstr(o, "syscall", syscalls_format(th.cur_nr, nm, sizeof(nm)));
+		jdbl(o, "in_syscall_s", secs(now - th.enter_ns));
+	}
+	procfs_wchan(pid, pid, w, sizeof(w));
+	jstr(o, "wchan", *w ? w : NULL);
+	if (procfs_kstack(pid, pid, buf, sizeof(buf)) == 0)
+		jstr(o, "kernel_stack", buf);
+	r = syscall(SYS_pidfd_send_signal, t->pidfd, t->sig, NULL, 0) < 0 ? -errno : 0;
+	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	eventlog_emit(a->el, o);
+	a->tm.expired++;
+	timers_clear_pid(&a->tm, pid); /* a reaped worker's other timers go with it */
+}
+
+static void timer_check(struct agent *a)
+{
+	uint64_t now = now_ns();
+	int i;
+
+	while ((i = timers_first_expired(&a->tm, now)) >= 0)
+		timer_fire(a, i, now);
+	/* timers of processes that are gone (not all are tracked ranks) */
+	for (i = 0; i < a->tm.n;) {
+		if (syscall(SYS_pidfd_send_signal, a->tm.v[i].pidfd, 0, NULL, 0) < 0 &&
+		    errno == ESRCH) {
+			timers_clear_pid(&a->tm, a->tm.v[i].pid);
+			i = 0;
+			continue;
+		}
+		i++;
+	}
+	timer_rearm(a);
+}
+
+/* Arm or release for a target pid on behalf of uid; checks ownership. */
+static int timer_request(struct agent *a, int pid, uid_t requester, const char *scope, int release,
+			 uint64_t deadline, int sig, enum timer_source src)
+{
+	uid_t owner;
+	int pidfd, r;
+
+	if (procfs_uid(pid, &owner) < 0)
+		return -ESRCH;
+	if (requester != 0 && owner != requester)
+		return -EPERM;
+	if (release) {
+		timers_release(&a->tm, pid, scope); /* after expiry: a no-op, as in torch */
+		timer_rearm(a);
+		return 0;
+	}
+	pidfd = pidfd_open_(pid);
+	if (pidfd < 0)
+		return -errno;
+	r = timers_acquire(&a->tm, pid, pidfd, owner, scope, deadline, sig, src, now_ns());
+	if (r < 0)
+		close(pidfd);
+	timer_rearm(a);
+	return r;
+}
+
+static void fifo_line(struct agent *a, const char *line, size_t len)
+{
+	struct fifo_request fr;
+	char err[160];
+	uint64_t deadline = 0;
+	double left;
+	int r;
+
+	a->fifo_cnt.lines++;
+	r = fifo_parse_line(line, len, &fr, err, sizeof(err));
+	if (r < 0) {
+		a->fifo_cnt.bad++;
+		log_debug("timer fifo: rejected request: %s", err);
+		return;
+	}
+	if (!fr.release) {
+		left = fr.expiration_time - (double)now_real_ns() / 1e9;
+		deadline = now_ns() + (left > 0 ? (uint64_t)(left * 1e9) : 0);
+	}
+	/* requests may only target processes of the FIFO's owner (root's FIFO: any) */
+	r = timer_request(a, fr.pid, a->fifo_uid, fr.scope, fr.release, deadline, fr.sig,
+			  TIMER_SRC_FIFO);
+	if (r == -EPERM)
+		a->fifo_cnt.denied++;
+	if (r < 0)
+		log_debug("timer fifo: pid %d scope %s: %s", fr.pid, fr.scope, strerror(-r));
+}
+
+static void fifo_read(struct agent *a)
+{
+	for (;;) {
+		ssize_t n =
+		    read(a->fifo_fd, a->fifo_buf + a->fifo_len, sizeof(a->fifo_buf) - a->fifo_len);
+		size_t start = 0;
+
+		if (n <= 0)
+			return;
+		a->fifo_len += n;
+		for (size_t i = 0; i < a->fifo_len; i++) {
+			if (a->fifo_buf[i] != '\n')
+				continue;
+			if (!a->fifo_skip)
+				fifo_line(a, a->fifo_buf + start, i - start);
+			a->fifo_skip = 0;
+			start = i + 1;
+		}
+		memmove(a->fifo_buf, a->fifo_buf + start, a->fifo_len - start);
+		a->fifo_len -= start;
+		if (a->fifo_len == sizeof(a->fifo_buf)) { /* no newline in PIPE_BUF bytes */
+			if (!a->fifo_skip)
+				a->fifo_cnt.oversized++;
+			a->fifo_skip = 1;
+			a->fifo_len = 0;
+		}
+	}
+}
+
+static int fifo_open(struct agent *a, char *err, size_t errlen)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_FIFO};
+	struct stat st;
+
+	if (mkfifo(a->cfg.timer_fifo, 0600) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "create timer FIFO %s: %s", a->cfg.timer_fifo,
+			 strerror(errno));
+		return -errno;
+	}
+	/* O_RDWR: we are a writer too, so the FIFO never reports end-of-file between clients */
+	a->fifo_fd = open(a->cfg.timer_fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (a->fifo_fd < 0 || fstat(a->fifo_fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		snprintf(err, errlen, "open timer FIFO %s: %s", a->cfg.timer_fifo,
+			 a->fifo_fd < 0 ? strerror(errno) : "not a FIFO");
+		return -EINVAL;
+	}
+	a->fifo_uid = st.st_uid;
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->fifo_fd, &ev);
+	return 0;
 }
 
 /* ---- control requests ---- */
@@ -950,6 +1158,15 @@ static struct json_object *agent_json(struct agent *a, uint64_t now)
 	jint(c, "ctl_denied", (int64_t)cc->denied);
 	jint(c, "ctl_dropped_slow", (int64_t)cc->dropped_slow);
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
+	jint(c, "timers_active", a->tm.n);
+	jint(c, "timers_acquired", (int64_t)a->tm.acquired);
+	jint(c, "timers_released", (int64_t)a->tm.released);
+	jint(c, "timers_expired", (int64_t)a->tm.expired);
+	jint(c, "timers_rejected_full", (int64_t)a->tm.rejected_full);
+	jint(c, "fifo_requests", (int64_t)a->fifo_cnt.lines);
+	jint(c, "fifo_bad", (int64_t)a->fifo_cnt.bad);
+	jint(c, "fifo_denied", (int64_t)a->fifo_cnt.denied);
+	jint(c, "fifo_oversized", (int64_t)a->fifo_cnt.oversized);
 	json_object_object_add(o, "counters", c);
 	return o;
 }
@@ -1083,6 +1300,55 @@ static struct json_object *do_signal(struct agent *a, const struct ctl_request *
 	return resp_ok();
 }
 
+static struct json_object *do_timers(struct agent *a, const struct ctl_peer *peer)
+{
+	struct json_object *o = resp_ok(), *arr = json_object_new_array();
+	uint64_t now = now_ns();
+
+	for (int i = 0; i < a->tm.n; i++) {
+		const struct timer *t = &a->tm.v[i];
+		struct json_object *x;
+		struct proc_stat st;
+
+		if (!peer_may(peer, t->uid))
+			continue;
+		x = json_object_new_object();
+		jint(x, "pid", t->pid);
+		jint(x, "uid", t->uid);
+		if (procfs_stat(t->pid, -1, &st) == 0)
+			jstr(x, "comm", st.comm);
+		jstr(x, "scope", t->scope);
+		jdbl(x, "time_left_s", t->deadline_ns > now ? secs(t->deadline_ns - now) : 0);
+		jint(x, "signal", t->sig);
+		jstr(x, "signal_name", config_signal_name(t->sig));
+		jstr(x, "source",
+		     t->source == TIMER_SRC_FIFO  ? "fifo"
+		     : t->source == TIMER_SRC_CTL ? "ctl"
+						  : "slot");
+		json_object_array_add(arr, x);
+	}
+	json_object_object_add(o, "timers", arr);
+	return o;
+}
+
+static struct json_object *do_timer_req(struct agent *a, const struct ctl_request *req,
+					const struct ctl_peer *peer)
+{
+	int pid = req->pid > 0 ? req->pid : peer->pid;
+	int release = req->cmd == CTL_CMD_TIMER_RELEASE;
+	uint64_t deadline = release ? 0 : now_ns() + (uint64_t)(req->expires_in * 1e9);
+	int r = timer_request(a, pid, peer->uid, req->scope, release, deadline, req->sig,
+			      TIMER_SRC_CTL);
+
+	if (r == -EPERM) {
+		ctl_count_denied(a->ctl);
+		return resp_err("permission_denied", "that process belongs to another user");
+	}
+	if (r < 0)
+		return resp_err(r == -ESRCH ? "not_found" : "failed", strerror(-r));
+	return resp_ok();
+}
+
 static struct json_object *handle(void *ctx, const struct ctl_request *req,
 				  const struct ctl_peer *peer)
 {
@@ -1101,6 +1367,11 @@ static struct json_object *handle(void *ctx, const struct ctl_request *req,
 		jstr(o, "version", FTBPF_VERSION);
 		jint(o, "protocol", CTL_VERSION);
 		return o;
+	case CTL_CMD_TIMERS:
+		return do_timers(a, peer);
+	case CTL_CMD_TIMER_ACQUIRE:
+	case CTL_CMD_TIMER_RELEASE:
+		return do_timer_req(a, req, peer);
 	case CTL_CMD_EVENTS:
 		break;
 	}
@@ -1141,7 +1412,8 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 		return NULL;
 	}
 	a->cfg = *cfg;
-	a->epfd = a->tfd = a->sfd = a->lockfd = -1;
+	a->epfd = a->tfd = a->sfd = a->lockfd = a->ttfd = a->fifo_fd = -1;
+	timers_init(&a->tm);
 	a->start_ns = now_ns();
 	ranks_init(&a->ranks);
 	det_params_from_seconds(&a->dp, cfg->soft_timeout_s, cfg->hard_timeout_s,
@@ -1203,6 +1475,15 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	a->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	ev.data.u64 = TAG_SIGNAL;
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->sfd, &ev);
+	a->ttfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (a->ttfd < 0) {
+		snprintf(err, errlen, "timerfd: %s", strerror(errno));
+		goto fail;
+	}
+	ev.data.u64 = TAG_TIMERS;
+	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->ttfd, &ev);
+	if (*cfg->timer_fifo && fifo_open(a, err, errlen) < 0)
+		goto fail;
 	return a;
 fail:
 	agent_free(a);
@@ -1254,6 +1535,13 @@ int agent_run(struct agent *a)
 					tracker_consume(a->tr);
 					scan(a);
 				}
+			} else if (d == TAG_TIMERS) {
+				uint64_t exp;
+
+				if (read(a->ttfd, &exp, sizeof(exp)) > 0)
+					timer_check(a);
+			} else if (d == TAG_FIFO) {
+				fifo_read(a);
 			} else if (d == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 
@@ -1282,6 +1570,11 @@ void agent_free(struct agent *a)
 	eventlog_free(a->el);
 	ksyms_free(a->ksyms);
 	ranks_fini(&a->ranks);
+	timers_fini(&a->tm);
+	if (a->ttfd >= 0)
+		close(a->ttfd);
+	if (a->fifo_fd >= 0)
+		close(a->fifo_fd);
 	free(a->snap);
 	free(a->envbuf);
 	if (a->epfd >= 0)

@@ -30,7 +30,8 @@ struct ftbpf_config {
 	int soft_signal_all; /* 1: every rank of the job, 0: culprits only */
 	long log_max_bytes;
 	int log_keep;
-	char only_jobs[128]; /* fnmatch(3) pattern on job ids; empty = every job */
+	char only_jobs[128];  /* fnmatch(3) pattern on job ids; empty = every job */
+	char timer_fifo[256]; /* torch FileTimerServer-compatible FIFO; empty = none */
 	int verbose;
 	int events_keep; /* events held in memory for `ftbpf events` */
 	/* Force a fallback that a production kernel may need (the tests exercise them): */

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,8 +17,14 @@ static const struct {
 	const char *name;
 	enum ctl_cmd cmd;
 } cmds[] = {
-    {"status", CTL_CMD_STATUS}, {"events", CTL_CMD_EVENTS},   {"explain", CTL_CMD_EXPLAIN},
-    {"signal", CTL_CMD_SIGNAL}, {"version", CTL_CMD_VERSION},
+    {"status", CTL_CMD_STATUS},
+    {"events", CTL_CMD_EVENTS},
+    {"explain", CTL_CMD_EXPLAIN},
+    {"signal", CTL_CMD_SIGNAL},
+    {"version", CTL_CMD_VERSION},
+    {"timers", CTL_CMD_TIMERS},
+    {"timer_acquire", CTL_CMD_TIMER_ACQUIRE},
+    {"timer_release", CTL_CMD_TIMER_RELEASE},
 };
 
 const char *ctl_cmd_name(enum ctl_cmd c)
@@ -133,7 +140,30 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, cha
 		snprintf(err, errlen, "'%s' needs 'pid'", name);
 		goto out;
 	}
-	if (r.cmd == CTL_CMD_SIGNAL) {
+	if (r.cmd == CTL_CMD_TIMER_ACQUIRE || r.cmd == CTL_CMD_TIMER_RELEASE) {
+		if (!json_object_object_get_ex(o, "scope", &v) ||
+		    !json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) == 0 ||
+		    json_object_get_string_len(v) >= (int)sizeof(r.scope)) {
+			snprintf(err, errlen, "'scope' must be a string of 1 to %zu bytes",
+				 sizeof(r.scope) - 1);
+			goto out;
+		}
+		memcpy(r.scope, json_object_get_string(v), json_object_get_string_len(v) + 1);
+	}
+	if (r.cmd == CTL_CMD_TIMER_ACQUIRE) {
+		if (!json_object_object_get_ex(o, "expires_in", &v) ||
+		    !(json_object_is_type(v, json_type_double) ||
+		      json_object_is_type(v, json_type_int)) ||
+		    !(json_object_get_double(v) >= 0 && json_object_get_double(v) <= 31536000)) {
+			snprintf(err, errlen, "'expires_in' must be seconds in [0, 31536000]");
+			goto out;
+		}
+		r.expires_in = json_object_get_double(v);
+		r.sig = SIGKILL; /* torch's default */
+	}
+	if (r.cmd == CTL_CMD_SIGNAL ||
+	    (r.cmd == CTL_CMD_TIMER_ACQUIRE && json_object_object_get_ex(o, "signal", NULL))) {
 		if (!json_object_object_get_ex(o, "signal", &v)) {
 			snprintf(err, errlen, "'signal' needs 'signal'");
 			goto out;

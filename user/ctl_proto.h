@@ -14,6 +14,10 @@ enum ctl_cmd {
 	CTL_CMD_EXPLAIN,    /* {"v":1,"cmd":"explain","pid":PID} */
 	CTL_CMD_SIGNAL,	    /* {"v":1,"cmd":"signal","pid":PID,"signal":"TERM"} */
 	CTL_CMD_VERSION,    /* {"v":1,"cmd":"version"} */
+	CTL_CMD_TIMERS,	    /* {"v":1,"cmd":"timers"} */
+	/* {"v":1,"cmd":"timer_acquire","scope":S,"expires_in":SEC[,"signal":SIG][,"pid":P]} */
+	CTL_CMD_TIMER_ACQUIRE,
+	CTL_CMD_TIMER_RELEASE, /* {"v":1,"cmd":"timer_release","scope":S[,"pid":P]} */
 };
 
 struct ctl_request {
@@ -24,6 +28,8 @@ struct ctl_request {
 	int follow;
 	uint64_t after;
 	int limit;
+	char scope[128];
+	double expires_in;
 };
 
 /*

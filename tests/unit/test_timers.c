@@ -1,0 +1,114 @@
+/* Timer table semantics (torch elastic): acquire, re-acquire, release, expiry order, limits;
+ * and the FileTimerClient line parser. */
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "fifo_proto.h"
+#include "timers.h"
+
+static void test_table(void)
+{
+	struct timers t;
+
+	timers_init(&t);
+	CU_ASSERT_EQUAL(timers_next_deadline(&t), 0u);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, -1, 0, "a", 500, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, -1, 0, "b", 300, 15, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 11, -1, 0, "a", 400, 9, TIMER_SRC_FIFO, 0), 0);
+	CU_ASSERT_EQUAL(t.n, 3);
+	CU_ASSERT_EQUAL(timers_next_deadline(&t), 300u);
+	/* re-acquiring the same scope re-arms it */
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, -1, 0, "b", 700, 15, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(t.n, 3);
+	CU_ASSERT_EQUAL(timers_next_deadline(&t), 400u);
+	CU_ASSERT_EQUAL(timers_first_expired(&t, 399), -1);
+	CU_ASSERT_EQUAL(t.v[timers_first_expired(&t, 600)].pid, 11);
+	CU_ASSERT_EQUAL(timers_release(&t, 11, "a"), 0);
+	CU_ASSERT_EQUAL(timers_release(&t, 11, "a"), -ENOENT); /* twice: no-op */
+	CU_ASSERT_EQUAL(timers_clear_pid(&t, 10), 2);
+	CU_ASSERT_EQUAL(t.n, 0);
+	timers_fini(&t);
+}
+
+static void test_limits(void)
+{
+	struct timers t;
+	char s[16];
+
+	timers_init(&t);
+	for (int i = 0; i < TIMERS_PER_PID_MAX; i++) {
+		snprintf(s, sizeof(s), "s%d", i);
+		CU_ASSERT_EQUAL(timers_acquire(&t, 1, -1, 0, s, 100, 9, TIMER_SRC_CTL, 0), 0);
+	}
+	CU_ASSERT_EQUAL(timers_acquire(&t, 1, -1, 0, "one-more", 100, 9, TIMER_SRC_CTL, 0),
+			-ENOSPC);
+	CU_ASSERT_EQUAL(t.rejected_full, 1u);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 2, -1, 0, "other-pid", 100, 9, TIMER_SRC_CTL, 0), 0);
+	timers_fini(&t);
+}
+
+#define L(s) s, strlen(s)
+
+static void test_fifo_parser(void)
+{
+	struct fifo_request r;
+	char err[200];
+
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 42, \"scope_id\": \"t.py#3\", "
+					  "\"expiration_time\": 1700000000.5, \"signal\": 15}"),
+					&r, err, sizeof(err)),
+			0);
+	CU_ASSERT_EQUAL(r.pid, 42);
+	CU_ASSERT_STRING_EQUAL(r.scope, "t.py#3");
+	CU_ASSERT_DOUBLE_EQUAL(r.expiration_time, 1700000000.5, 1e-3);
+	CU_ASSERT_EQUAL(r.sig, 15);
+	CU_ASSERT_FALSE(r.release);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 42, \"scope_id\": \"x\", "
+					  "\"expiration_time\": -1, \"signal\": 0}"),
+					&r, err, sizeof(err)),
+			0);
+	CU_ASSERT_TRUE(r.release);
+	CU_ASSERT_EQUAL(r.sig, SIGKILL);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 2, \"pid\": 1, \"scope_id\": \"x\", "
+					  "\"expiration_time\": 1}"),
+					&r, err, sizeof(err)),
+			-EPROTO);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": -5, \"scope_id\": \"x\", "
+					  "\"expiration_time\": 1}"),
+					&r, err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 5, \"scope_id\": \"\", "
+					  "\"expiration_time\": 1}"),
+					&r, err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 5, \"scope_id\": \"x\", "
+					  "\"expiration_time\": \"soon\"}"),
+					&r, err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 5, \"scope_id\": \"x\", "
+					  "\"expiration_time\": 1, \"signal\": 99}"),
+					&r, err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("not json"), &r, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(fifo_parse_line("x", FIFO_MAX_LINE + 1, &r, err, sizeof(err)), -E2BIG);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("timers", NULL, NULL);
+	CU_add_test(s, "table semantics", test_table);
+	CU_add_test(s, "limits", test_limits);
+	CU_add_test(s, "FileTimerClient line parser", test_fifo_parser);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return (int)fails;
+}
