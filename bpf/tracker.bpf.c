@@ -67,6 +67,13 @@ struct {
 } stats SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct ftbpf_timer_key);
+	__type(value, struct ftbpf_timer_val);
+	__uint(max_entries, 4096);
+} timer_table SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
 	__type(value, struct ftbpf_task_snap);

@@ -81,6 +81,7 @@ struct agent {
 
 static void timer_rearm(struct agent *a);
 static void timer_check(struct agent *a);
+static int timer_forget_pid(struct agent *a, int pid);
 
 static uint64_t now_ns(void)
 {
@@ -358,7 +359,7 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 		return;
 	}
 	case FTBPF_EV_EXIT:
-		if (timers_clear_pid(&a->tm, (int)e->tgid))
+		if (timer_forget_pid(a, (int)e->tgid))
 			timer_rearm(a);
 		if (k) {
 			k->s.exited = 1;
@@ -923,6 +924,69 @@ static uint64_t now_real_ns(void)
 	return (uint64_t)ts.tv_sec * NS + ts.tv_nsec;
 }
 
+/* The pinned copy of the table, so that timers outlive an agent restart. */
+static void timer_key(struct ftbpf_timer_key *k, int pid, const char *scope)
+{
+	memset(k, 0, sizeof(*k));
+	k->pid = (uint32_t)pid;
+	snprintf(k->scope, sizeof(k->scope), "%s", scope);
+}
+
+static void timer_persist(struct agent *a, int pid, const char *scope, uint64_t deadline, int sig,
+			  uid_t uid, enum timer_source src)
+{
+	struct ftbpf_timer_key k;
+	struct ftbpf_timer_val v = {
+	    .deadline_ns = deadline, .sig = (uint32_t)sig, .uid = uid, .source = src};
+	struct proc_stat st;
+
+	if (procfs_stat(pid, -1, &st) == 0)
+		v.start_ns = st.start_ns;
+	timer_key(&k, pid, scope);
+	tracker_timer_put(a->tr, &k, &v);
+}
+
+static void timer_unpersist(struct agent *a, int pid, const char *scope)
+{
+	struct ftbpf_timer_key k;
+
+	timer_key(&k, pid, scope);
+	tracker_timer_delete(a->tr, &k);
+}
+
+/* Drop every timer of pid, in memory and pinned. Returns how many. */
+static int timer_forget_pid(struct agent *a, int pid)
+{
+	for (int i = 0; i < a->tm.n; i++)
+		if (a->tm.v[i].pid == pid)
+			timer_unpersist(a, pid, a->tm.v[i].scope);
+	return timers_clear_pid(&a->tm, pid);
+}
+
+/* After a restart: re-arm the pinned timers whose process is still the same one. */
+static int timer_restore_one(void *ctx, const struct ftbpf_timer_key *k,
+			     const struct ftbpf_timer_val *v)
+{
+	struct agent *a = ctx;
+	struct proc_stat st;
+	char scope[TIMER_SCOPE_LEN];
+	int pid = (int)k->pid, pidfd;
+
+	memcpy(scope, k->scope, sizeof(scope));
+	scope[sizeof(scope) - 1] = 0;
+	if (procfs_stat(pid, -1, &st) < 0 ||
+	    (st.start_ns > v->start_ns ? st.start_ns - v->start_ns : v->start_ns - st.start_ns) >
+		20000000ull ||
+	    (pidfd = pidfd_open_(pid)) < 0) {
+		tracker_timer_delete(a->tr, k);
+		return 0;
+	}
+	if (timers_acquire(&a->tm, pid, pidfd, v->uid, scope, v->deadline_ns, (int)v->sig,
+			   (enum timer_source)v->source, now_ns()) < 0)
+		close(pidfd);
+	return 0;
+}
+
 /* Arm the timerfd at the earliest deadline: expiry is acted on when it happens, not at a scan. */
 static void timer_rearm(struct agent *a)
 {
@@ -974,7 +1038,7 @@ static void timer_fire(struct agent *a, int i, uint64_t now)
 	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
 	eventlog_emit(a->el, o);
 	a->tm.expired++;
-	timers_clear_pid(&a->tm, pid); /* a reaped worker's other timers go with it */
+	timer_forget_pid(a, pid); /* a reaped worker's other timers go with it */
 }
 
 static void timer_check(struct agent *a)
@@ -988,7 +1052,7 @@ static void timer_check(struct agent *a)
 	for (i = 0; i < a->tm.n;) {
 		if (syscall(SYS_pidfd_send_signal, a->tm.v[i].pidfd, 0, NULL, 0) < 0 &&
 		    errno == ESRCH) {
-			timers_clear_pid(&a->tm, a->tm.v[i].pid);
+			timer_forget_pid(a, a->tm.v[i].pid);
 			i = 0;
 			continue;
 		}
@@ -1009,7 +1073,9 @@ static int timer_request(struct agent *a, int pid, uid_t requester, const char *
 	if (requester != 0 && owner != requester)
 		return -EPERM;
 	if (release) {
-		timers_release(&a->tm, pid, scope); /* after expiry: a no-op, as in torch */
+		/* after expiry: a no-op, as in torch */
+		if (timers_release(&a->tm, pid, scope) == 0)
+			timer_unpersist(a, pid, scope);
 		timer_rearm(a);
 		return 0;
 	}
@@ -1019,6 +1085,8 @@ static int timer_request(struct agent *a, int pid, uid_t requester, const char *
 	r = timers_acquire(&a->tm, pid, pidfd, owner, scope, deadline, sig, src, now_ns());
 	if (r < 0)
 		close(pidfd);
+	else
+		timer_persist(a, pid, scope, deadline, sig, owner, src);
 	timer_rearm(a);
 	return r;
 }
@@ -1508,6 +1576,8 @@ int agent_run(struct agent *a)
 	eventlog_emit(a->el, o);
 	if (f->resumed)
 		tracker_foreach_proc(a->tr, resume_one, a);
+	tracker_foreach_timer(a->tr, timer_restore_one, a);
+	timer_rearm(a);
 	tracker_consume(a->tr); /* events queued while no agent ran */
 	procfs_foreach_pid(0, scan_one, a);
 	scan(a);

@@ -40,7 +40,8 @@ struct tracker {
 	char pin_dir[256];
 };
 
-static const char *pinned_maps[] = {"rank_bits", "procs", "threads", "events", "stats", "sysclass"};
+static const char *pinned_maps[] = {"rank_bits", "procs",    "threads",	   "events",
+				    "stats",	 "sysclass", "timer_table"};
 
 int tracker_probe_tp_btf(void)
 {
@@ -413,6 +414,37 @@ int tracker_proc_delete(struct tracker *t, uint32_t tgid)
 int tracker_thread_get(const struct tracker *t, uint32_t tid, struct ftbpf_thread *ret)
 {
 	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.threads), &tid, ret) ? -errno : 0;
+}
+
+int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,
+		      const struct ftbpf_timer_val *v)
+{
+	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.timer_table), k, v, BPF_ANY) ? -errno
+											  : 0;
+}
+
+int tracker_timer_delete(struct tracker *t, const struct ftbpf_timer_key *k)
+{
+	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.timer_table), k) ? -errno : 0;
+}
+
+int tracker_foreach_timer(const struct tracker *t, tracker_timer_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(t->skel->maps.timer_table);
+	struct ftbpf_timer_key key, next, *prev = NULL;
+	struct ftbpf_timer_val v;
+	int r;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		r = fn(ctx, &key, &v);
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 int tracker_thread_delete(struct tracker *t, uint32_t tid)

@@ -57,6 +57,14 @@ typedef int (*tracker_proc_fn)(void *ctx, uint32_t tgid, const struct ftbpf_proc
 int tracker_foreach_proc(const struct tracker *t, tracker_proc_fn fn, void *ctx);
 uint64_t tracker_stat(const struct tracker *t, enum ftbpf_stat idx);
 
+/* The pinned copy of the timer table. */
+int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,
+		      const struct ftbpf_timer_val *v);
+int tracker_timer_delete(struct tracker *t, const struct ftbpf_timer_key *k);
+typedef int (*tracker_timer_fn)(void *ctx, const struct ftbpf_timer_key *k,
+				const struct ftbpf_timer_val *v);
+int tracker_foreach_timer(const struct tracker *t, tracker_timer_fn fn, void *ctx);
+
 /*
  * Snapshot every thread of every tracked process through the task iterator; with stacks,
  * kernel stacks too. *ret is malloc'ed (caller frees). -EOPNOTSUPP without task iterators.

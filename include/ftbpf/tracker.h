@@ -124,4 +124,21 @@ enum ftbpf_stat {
 	FTBPF_STAT__MAX = 8,
 };
 
+/* Persistent copy of the agent's countdown-timer table (pinned; survives agent restarts).
+ * Written and read by the agent only. */
+#define FTBPF_TIMER_SCOPE_LEN 128
+struct ftbpf_timer_key {
+	__u32 pid;
+	char scope[FTBPF_TIMER_SCOPE_LEN];
+};
+
+struct ftbpf_timer_val {
+	__u64 deadline_ns; /* CLOCK_MONOTONIC */
+	__u64 start_ns;	   /* the process's start time: a reused pid does not inherit it */
+	__u32 sig;
+	__u32 uid;
+	__u32 source;
+	__u32 pad;
+};
+
 #endif

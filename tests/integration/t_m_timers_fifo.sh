@@ -40,6 +40,21 @@ wait $HOLD
 wait_until 3 bash -c "'$B/ftbpf' --socket '$SOCK' timers --json | jq -e '.timers | length == 0' >/dev/null" &&
 	pass "exit cleared the timer" || fail "timer left after exit"
 
+# the agent is kill -9'ed and restarted: the armed timer survives and fires on time
+$PY "$W" "$FIFO" 15 blocked 4 >"$T/restart.out" 2>&1 &
+RW=$!
+wait_until 5 grep -q started "$T/restart.out"
+ARMED=$(date +%s%N)
+kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null; AGENT_PID=
+sleep 1
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --timer-fifo "$FIFO" || exit 1
+ftbpf timers --json | jq -e ".timers[] | select(.pid==$RW and .scope==\"blocked\" and .time_left_s > 1)" >/dev/null &&
+	pass "timer known to the restarted agent" || fail "timer lost in restart: $(ftbpf timers --json)"
+wait $RW; rc=$?
+el=$(( ($(date +%s%N) - ARMED) / 1000000 ))
+[ $rc -eq 143 ] && [ $el -ge 3500 ] && [ $el -lt 6000 ] && pass "it fired after the restart, on time (${el} ms after arming, expiry 4 s)" ||
+	fail "after restart: rc=$rc el=${el}ms"
+
 # malformed lines
 printf 'garbage\n{"version": 2, "pid": 1, "scope_id": "x", "expiration_time": 1, "signal": 9}\n{"version":1,"pid":"1","scope_id":"x","expiration_time":1}\n[1]\n' >"$FIFO"
 head -c 5000 /dev/zero | tr '\0' 'x' >"$FIFO"; printf '\n' >"$FIFO"
