@@ -23,7 +23,8 @@ AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor
+BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
+              $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev \
@@ -65,6 +66,22 @@ $(BUILD)/ftbpfd: user/main.c $(AGENT_OBJS) $(BUILD)/libftbpfcore.a
 
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
+
+# libftbpf: the client library (no dependency beyond libc and pthreads)
+$(BUILD)/obj/libftbpf.o: user/client/libftbpf.c include/ftbpf/ftbpf.h include/ftbpf/slot.h | $(BUILD)/obj
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/libftbpf.so: $(BUILD)/obj/libftbpf.o
+	$(CC) -shared -Wl,-soname,libftbpf.so.0 $< -o $@ -lpthread
+
+$(BUILD)/libftbpf.a: $(BUILD)/obj/libftbpf.o
+	ar rcs $@ $<
+
+$(BUILD)/workloads/timer_client: tests/workloads/timer_client.c $(BUILD)/libftbpf.a | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+$(BUILD)/bench_timers: tools/bench_timers.c $(BUILD)/libftbpf.a
+	$(CC) $(CFLAGS) $^ -o $@ -lpthread
 
 $(BUILD)/bench_syscall: tools/bench_syscall.c
 	$(CC) $(CFLAGS) $< -o $@
@@ -114,6 +131,11 @@ format-check:
 install: all
 	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)/usr/local/sbin/ftbpfd
 	install -D -m 0755 $(BUILD)/ftbpf $(DESTDIR)/usr/local/bin/ftbpf
+	install -D -m 0644 $(BUILD)/libftbpf.so $(DESTDIR)/usr/local/lib/libftbpf.so.0
+	ln -sf libftbpf.so.0 $(DESTDIR)/usr/local/lib/libftbpf.so
+	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)/usr/local/lib/libftbpf.a
+	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)/usr/local/include/ftbpf/ftbpf.h
+	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)/usr/local/include/ftbpf/slot.h
 	install -D -m 0644 contrib/ftbpfd.service $(DESTDIR)/etc/systemd/system/ftbpfd.service
 	test -e $(DESTDIR)/etc/ftbpf/ftbpfd.conf || install -D -m 0644 contrib/ftbpfd.conf $(DESTDIR)/etc/ftbpf/ftbpfd.conf
 

@@ -9,6 +9,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "ftbpf/tracker.h"
+#include "ftbpf/slot.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -65,6 +66,31 @@ struct {
 	__type(value, __u64);
 	__uint(max_entries, FTBPF_STAT__MAX);
 } stats SEC(".maps");
+
+/* Slots of registered processes: tgid -> that process's own one-entry mmapable array. */
+struct slot_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__uint(value_size,
+	       sizeof(struct ftbpf_slot)); /* libbpf 1.1 cannot size a typed inner value */
+	__uint(max_entries, 1);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, FTBPF_MAX_PROCS);
+	__type(key, __u32);
+	__array(values, struct slot_map);
+} slots SEC(".maps");
+
+/* One bit per tgid: has a slot (gates the slots lookup on the syscall path). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 512); /* resized with rank_bits */
+} slot_bits SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -124,6 +150,68 @@ static __always_inline __u64 hot_now(void)
 	return bpf_ktime_get_ns();
 }
 
+static __always_inline int has_slot(__u32 tgid)
+{
+	__u32 idx = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&slot_bits, &idx);
+
+	return w && (*w & (1ULL << (tgid & 63)));
+}
+
+/*
+ * Kernel-side timer enforcement: a process entering a syscall after one of its deadlines is
+ * signalled at once. The diagnosis record goes to the ring buffer before the signal.
+ */
+static __always_inline void check_slot(__u32 tgid, __u32 tid, long nr)
+{
+	struct ftbpf_slot *s;
+	struct ftbpf_event *e;
+	__u32 zero = 0;
+	__u64 now;
+	void *inner;
+
+	inner = bpf_map_lookup_elem(&slots, &tgid);
+	if (!inner)
+		return;
+	s = bpf_map_lookup_elem(inner, &zero);
+	if (!s || !s->earliest_ns)
+		return;
+	now = bpf_ktime_get_ns();
+	if (now < s->earliest_ns)
+		return;
+	for (int i = 0; i < FTBPF_SLOT_TIMERS; i++) {
+		struct ftbpf_slot_timer *t = &s->timers[i];
+		__u32 sig;
+
+		if (t->state != (__u64)FTBPF_TS_ARMED || !t->deadline_ns || t->deadline_ns > now)
+			continue;
+		if (__sync_val_compare_and_swap(&t->state, (__u64)FTBPF_TS_ARMED,
+						(__u64)FTBPF_TS_FIRED) != (__u64)FTBPF_TS_ARMED)
+			continue;
+		sig = t->sig;
+		__sync_fetch_and_add(&s->fired, 1);
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (e) {
+			__builtin_memset(e, 0, sizeof(*e));
+			e->type = FTBPF_EV_TIMER;
+			e->ts_ns = now;
+			e->tgid = tgid;
+			e->tid = tid;
+			e->sig = sig;
+			e->code = (__s32)nr;
+			e->result = (__s32)((now - t->deadline_ns) / 1000); /* late, in us */
+			bpf_get_current_comm(e->comm, sizeof(e->comm));
+			bpf_probe_read_kernel_str(e->filename, FTBPF_SLOT_SCOPE_LEN, t->scope);
+			bpf_ringbuf_submit(e, 0);
+		} else {
+			stat_inc(FTBPF_STAT_RB_DROPS);
+		}
+		bpf_send_signal(sig);
+		stat_inc(FTBPF_STAT_SIGNALS_SENT);
+		return;
+	}
+}
+
 static __always_inline void on_sys_enter(long id)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -148,6 +236,8 @@ static __always_inline void on_sys_enter(long id)
 	}
 	t->cur_nr = (__s32)id;
 	t->enter_ns = now;
+	if (has_slot(tgid))
+		check_slot(tgid, tid, id);
 }
 
 static __always_inline void on_sys_exit(long ret)

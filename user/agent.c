@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ftbpf/slot.h"
 #include "eventlog.h"
 #include "fifo_proto.h"
 #include "ident.h"
@@ -82,6 +83,7 @@ struct agent {
 static void timer_rearm(struct agent *a);
 static void timer_check(struct agent *a);
 static int timer_forget_pid(struct agent *a, int pid);
+static void rank_drop_slot(struct agent *a, struct rank *k);
 
 static uint64_t now_ns(void)
 {
@@ -175,14 +177,13 @@ static void adopt_event(struct agent *a, const struct rank *k, const char *how, 
 }
 
 /* ---- adoption ---- */
+static int adopt_as(struct agent *a, int pid, const struct rank_ident *idp, const char *how,
+		    int registered);
+
 static int adopt(struct agent *a, int pid, const char *how)
 {
 	struct rank_ident id;
-	struct proc_stat st, pst;
-	struct ftbpf_proc p = {};
-	struct rank *k;
 	ssize_t n;
-	uid_t uid;
 	int r;
 
 	if (pid == getpid() || ranks_find(&a->ranks, pid))
@@ -201,17 +202,32 @@ static int adopt(struct agent *a, int pid, const char *how)
 		return r;
 	if (*a->cfg.only_jobs && fnmatch(a->cfg.only_jobs, id.job, 0))
 		return -ENOENT;
+	return adopt_as(a, pid, &id, how, 0);
+}
+
+/* Make pid a rank with identity id. registered: it asked (control socket), skip the checks
+ * that keep a rank's children from becoming ranks of their own. */
+static int adopt_as(struct agent *a, int pid, const struct rank_ident *idp, const char *how,
+		    int registered)
+{
+	struct rank_ident id = *idp;
+	struct proc_stat st, pst;
+	struct ftbpf_proc p = {};
+	struct rank *k;
+	uid_t uid;
+	int r;
+
 	if (procfs_stat(pid, -1, &st) < 0 || procfs_uid(pid, &uid) < 0)
 		return -ESRCH;
 	/* A process whose parent is already tracked is that rank's child, not a new rank. */
-	if (tracker_is_tracked(a->tr, st.ppid)) {
+	if (!registered && tracker_is_tracked(a->tr, st.ppid)) {
 		struct ftbpf_proc pp;
 
 		if (tracker_proc_get(a->tr, st.ppid, &pp) == 0 && !(pp.flags & FTBPF_PROC_EXITED))
 			return 0;
 	}
 	/* Launchers that exec the training script through a shell keep the parent's env. */
-	if (procfs_stat(st.ppid, -1, &pst) == 0 && ranks_find(&a->ranks, st.ppid))
+	if (!registered && procfs_stat(st.ppid, -1, &pst) == 0 && ranks_find(&a->ranks, st.ppid))
 		return 0;
 	k = ranks_add(&a->ranks, pid);
 	if (!k)
@@ -284,6 +300,8 @@ static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
 		    (st.start_ns > p->start_ns ? st.start_ns - p->start_ns
 					       : p->start_ns - st.start_ns) < 20000000ull)
 			k->pidfd = pidfd_open_((int)tgid);
+		if (k->pidfd >= 0)
+			tracker_slot_open(a->tr, tgid, &k->slot_fd, &k->slot);
 	} else {
 		k->exit_reported = 1; /* the earlier agent (or the log replay) reported it */
 	}
@@ -362,6 +380,7 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 		if (timer_forget_pid(a, (int)e->tgid))
 			timer_rearm(a);
 		if (k) {
+			rank_drop_slot(a, k);
 			k->s.exited = 1;
 			k->s.exit_code = e->code;
 			k->s.exit_ns = e->ts_ns;
@@ -422,6 +441,32 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 			jint(o, "result", e->result);
 		}
 		eventlog_emit(a->el, o);
+		return;
+	}
+	case FTBPF_EV_TIMER: {
+		char nm[32], scope[FTBPF_SLOT_SCOPE_LEN + 1];
+
+		memcpy(scope, e->filename, FTBPF_SLOT_SCOPE_LEN);
+		scope[FTBPF_SLOT_SCOPE_LEN] = 0;
+		o = ev_new("timer_expired");
+		jint(o, "pid", e->tgid);
+		jint(o, "tid", e->tid);
+		if (k) {
+			jint(o, "rank", k->id.rank);
+			jstr(o, "job", k->id.job);
+			jint(o, "uid", k->uid);
+		}
+		jstr(o, "comm", comm);
+		jstr(o, "scope", scope);
+		jstr(o, "source", "slot");
+		jstr(o, "enforced_by", "kernel");
+		jint(o, "signal", e->sig);
+		jstr(o, "signal_name", config_signal_name(e->sig));
+		jdbl(o, "late_ms", e->result / 1000.0);
+		jstr(o, "syscall", syscalls_format(e->code, nm, sizeof(nm)));
+		jstr(o, "result", "sent");
+		eventlog_emit(a->el, o);
+		a->tm.expired++;
 		return;
 	}
 	case FTBPF_EV_OOM:
@@ -502,6 +547,12 @@ static void sample_rank(struct agent *a, struct rank *k)
 		k->s.progress_ns = t.progress_ns;
 		k->syscalls = t.syscalls;
 		k->progress = t.progress;
+	}
+	if (k->slot) { /* ftbpf_ping() from the client library is progress too */
+		uint64_t ping = __atomic_load_n(&k->slot->ping_ns, __ATOMIC_RELAXED);
+
+		if (ping > k->s.progress_ns && ping <= now_ns())
+			k->s.progress_ns = ping;
 	}
 	k->s.cpu_valid = 0;
 	k->s.wchan[0] = 0;
@@ -863,6 +914,7 @@ static void gc(struct agent *a, uint64_t now)
 
 		if (k->s.exited && j && j->res.live == 0 &&
 		    now - k->s.exit_ns > EXITED_RETENTION_NS) {
+			rank_drop_slot(a, k);
 			tracker_proc_delete(a->tr, k->pid);
 			ranks_remove(&a->ranks, k->pid);
 			continue;
@@ -988,11 +1040,16 @@ static int timer_restore_one(void *ctx, const struct ftbpf_timer_key *k,
 }
 
 /* Arm the timerfd at the earliest deadline: expiry is acted on when it happens, not at a scan. */
+static uint64_t slots_next_deadline(const struct agent *a);
+
 static void timer_rearm(struct agent *a)
 {
-	uint64_t d = timers_next_deadline(&a->tm);
+	uint64_t d = timers_next_deadline(&a->tm), sd = slots_next_deadline(a);
 	struct itimerspec its = {};
 
+	/* slot deadlines are seen at the next scan, then acted on exactly as well */
+	if (sd && (!d || sd < d))
+		d = sd;
 	if (d) {
 		its.it_value.tv_sec = (time_t)(d / NS);
 		its.it_value.tv_nsec = (long)(d % NS);
@@ -1002,26 +1059,13 @@ static void timer_rearm(struct agent *a)
 	timerfd_settime(a->ttfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
-/* Log what the process was doing, then reap it with the timer's signal (torch semantics). */
-static void timer_fire(struct agent *a, int i, uint64_t now)
+/* What the process is doing at its expiry: state, syscall in flight, wait channel, stack. */
+static void timer_diagnosis(struct agent *a, struct json_object *o, int pid, uint64_t now)
 {
-	struct timer *t = &a->tm.v[i];
-	struct json_object *o = ev_new("timer_expired");
 	struct ftbpf_thread th;
 	struct proc_stat st;
 	char nm[32], w[64] = "", buf[4096];
-	int pid = t->pid, r;
 
-	jint(o, "pid", pid);
-	jint(o, "uid", t->uid);
-	jstr(o, "scope", t->scope);
-	jstr(o, "source",
-	     t->source == TIMER_SRC_FIFO  ? "fifo"
-	     : t->source == TIMER_SRC_CTL ? "ctl"
-					  : "slot");
-	jint(o, "signal", t->sig);
-	jstr(o, "signal_name", config_signal_name(t->sig));
-	jdbl(o, "late_ms", (double)(now - t->deadline_ns) / 1e6);
 	if (procfs_stat(pid, pid, &st) == 0) {
 		json_object_object_add(o, "state", json_object_new_string_len(&st.state, 1));
 		jstr(o, "comm", st.comm);
@@ -1034,11 +1078,113 @@ static void timer_fire(struct agent *a, int i, uint64_t now)
 	jstr(o, "wchan", *w ? w : NULL);
 	if (procfs_kstack(pid, pid, buf, sizeof(buf)) == 0)
 		jstr(o, "kernel_stack", buf);
+}
+
+/* Log what the process was doing, then reap it with the timer's signal (torch semantics). */
+static void timer_fire(struct agent *a, int i, uint64_t now)
+{
+	struct timer *t = &a->tm.v[i];
+	struct json_object *o = ev_new("timer_expired");
+	int pid = t->pid, r;
+
+	jint(o, "pid", pid);
+	jint(o, "uid", t->uid);
+	jstr(o, "scope", t->scope);
+	jstr(o, "source",
+	     t->source == TIMER_SRC_FIFO  ? "fifo"
+	     : t->source == TIMER_SRC_CTL ? "ctl"
+					  : "slot");
+	jint(o, "signal", t->sig);
+	jstr(o, "signal_name", config_signal_name(t->sig));
+	jdbl(o, "late_ms", (double)(now - t->deadline_ns) / 1e6);
+	jstr(o, "enforced_by", "agent");
+	timer_diagnosis(a, o, pid, now);
 	r = syscall(SYS_pidfd_send_signal, t->pidfd, t->sig, NULL, 0) < 0 ? -errno : 0;
 	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
 	eventlog_emit(a->el, o);
 	a->tm.expired++;
 	timer_forget_pid(a, pid); /* a reaped worker's other timers go with it */
+}
+
+/* A slot timer that expired while its process made no syscall: the agent acts. */
+static void slot_fire(struct agent *a, struct rank *k, struct ftbpf_slot_timer *t, uint64_t now)
+{
+	struct json_object *o = ev_new("timer_expired");
+	char scope[FTBPF_SLOT_SCOPE_LEN + 1];
+	int r;
+
+	memcpy(scope, t->scope, FTBPF_SLOT_SCOPE_LEN);
+	scope[FTBPF_SLOT_SCOPE_LEN] = 0;
+	jint(o, "pid", k->pid);
+	jint(o, "rank", k->id.rank);
+	jstr(o, "job", k->id.job);
+	jint(o, "uid", k->uid);
+	jstr(o, "scope", scope);
+	jstr(o, "source", "slot");
+	jstr(o, "enforced_by", "agent");
+	jint(o, "signal", (int)t->sig);
+	jstr(o, "signal_name", config_signal_name((int)t->sig));
+	jdbl(o, "late_ms", (double)(now - t->deadline_ns) / 1e6);
+	timer_diagnosis(a, o, k->pid, now);
+	r = send_signal(k, (int)t->sig);
+	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	eventlog_emit(a->el, o);
+	a->tm.expired++;
+}
+
+/* Expired armed timers in the slots (one reap per process per check). */
+static void slot_check(struct agent *a, uint64_t now)
+{
+	for (int i = 0; i < a->ranks.n; i++) {
+		struct rank *k = a->ranks.v[i];
+		struct ftbpf_slot *s = k->slot;
+		uint64_t e;
+
+		if (!s || k->s.exited)
+			continue;
+		e = __atomic_load_n(&s->earliest_ns, __ATOMIC_ACQUIRE);
+		if (!e || e > now)
+			continue;
+		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
+			struct ftbpf_slot_timer *t = &s->timers[j];
+			uint64_t armed = FTBPF_TS_ARMED;
+			uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_ACQUIRE);
+
+			if (!d || d > now ||
+			    !__atomic_compare_exchange_n(&t->state, &armed, FTBPF_TS_FIRED, 0,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				continue;
+			slot_fire(a, k, t, now);
+			break;
+		}
+	}
+}
+
+/* Earliest armed deadline over every slot (0 none). */
+static uint64_t slots_next_deadline(const struct agent *a)
+{
+	uint64_t d = 0;
+
+	for (int i = 0; i < a->ranks.n; i++) {
+		const struct rank *k = a->ranks.v[i];
+		uint64_t e;
+
+		if (!k->slot || k->s.exited)
+			continue;
+		e = __atomic_load_n(&k->slot->earliest_ns, __ATOMIC_ACQUIRE);
+		if (e && (!d || e < d))
+			d = e;
+	}
+	return d;
+}
+
+static void rank_drop_slot(struct agent *a, struct rank *k)
+{
+	if (!k->slot)
+		return;
+	tracker_slot_remove(a->tr, (uint32_t)k->pid, k->slot_fd, k->slot);
+	k->slot = NULL;
+	k->slot_fd = -1;
 }
 
 static void timer_check(struct agent *a)
@@ -1048,6 +1194,7 @@ static void timer_check(struct agent *a)
 
 	while ((i = timers_first_expired(&a->tm, now)) >= 0)
 		timer_fire(a, i, now);
+	slot_check(a, now);
 	/* timers of processes that are gone (not all are tracked ranks) */
 	for (i = 0; i < a->tm.n;) {
 		if (syscall(SYS_pidfd_send_signal, a->tm.v[i].pidfd, 0, NULL, 0) < 0 &&
@@ -1395,7 +1542,76 @@ static struct json_object *do_timers(struct agent *a, const struct ctl_peer *pee
 						  : "slot");
 		json_object_array_add(arr, x);
 	}
+	for (int i = 0; i < a->ranks.n; i++) {
+		const struct rank *k = a->ranks.v[i];
+
+		if (!k->slot || k->s.exited || !peer_may(peer, k->uid))
+			continue;
+		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
+			const struct ftbpf_slot_timer *t = &k->slot->timers[j];
+			char scope[FTBPF_SLOT_SCOPE_LEN + 1];
+			struct json_object *x;
+			uint64_t d = t->deadline_ns;
+
+			if (t->state != FTBPF_TS_ARMED || !d)
+				continue;
+			memcpy(scope, t->scope, FTBPF_SLOT_SCOPE_LEN);
+			scope[FTBPF_SLOT_SCOPE_LEN] = 0;
+			x = json_object_new_object();
+			jint(x, "pid", k->pid);
+			jint(x, "uid", k->uid);
+			jstr(x, "comm", k->comm);
+			jstr(x, "scope", scope);
+			jdbl(x, "time_left_s", d > now ? secs(d - now) : 0);
+			jint(x, "signal", (int)t->sig);
+			jstr(x, "signal_name", config_signal_name((int)t->sig));
+			jstr(x, "source", "slot");
+			json_object_array_add(arr, x);
+		}
+	}
 	json_object_object_add(o, "timers", arr);
+	return o;
+}
+
+/* A process asks for its slot: adopt it (from its environment, else as the client says) and
+ * pass it the slot's map fd. Only the caller itself can be registered (SO_PEERCRED). */
+static struct json_object *do_register(struct agent *a, const struct ctl_request *req,
+				       const struct ctl_peer *peer)
+{
+	struct rank *k = ranks_find(&a->ranks, peer->pid);
+	struct json_object *o;
+	int r;
+
+	if (!k || k->s.exited) {
+		adopt(a, peer->pid, "register");
+		k = ranks_find(&a->ranks, peer->pid);
+	}
+	if (!k || k->s.exited) {
+		struct rank_ident id = {.rank = req->rank >= 0 ? req->rank : 0,
+					.local_rank = -1,
+					.world_size = -1,
+					.source = IDENT_CLIENT};
+
+		if (*req->job)
+			snprintf(id.job, sizeof(id.job), "%s", req->job);
+		else
+			snprintf(id.job, sizeof(id.job), "client:%d", peer->pid);
+		r = adopt_as(a, peer->pid, &id, "register", 1);
+		k = ranks_find(&a->ranks, peer->pid);
+		if (r < 0 || !k)
+			return resp_err("failed", r < 0 ? strerror(-r) : "not adopted");
+	}
+	if (!k->slot) {
+		r = tracker_slot_create(a->tr, (uint32_t)k->pid, &k->slot_fd, &k->slot);
+		if (r < 0)
+			return resp_err("failed", strerror(-r));
+	}
+	o = resp_ok();
+	jint(o, "pid", k->pid);
+	jint(o, "rank", k->id.rank);
+	jstr(o, "job", k->id.job);
+	jint(o, "slot_timers", FTBPF_SLOT_TIMERS);
+	ctl_reply_fd(a->ctl, k->slot_fd);
 	return o;
 }
 
@@ -1440,6 +1656,8 @@ static struct json_object *handle(void *ctx, const struct ctl_request *req,
 	case CTL_CMD_TIMER_ACQUIRE:
 	case CTL_CMD_TIMER_RELEASE:
 		return do_timer_req(a, req, peer);
+	case CTL_CMD_REGISTER:
+		return do_register(a, req, peer);
 	case CTL_CMD_EVENTS:
 		break;
 	}
@@ -1512,6 +1730,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	to.programs = cfg->bpf_programs;
 	to.no_task_iter = !strcmp(cfg->task_iter, "off");
 	to.ktime_clock = !strcmp(cfg->syscall_clock, "ktime");
+	to.verbose = cfg->verbose >= 3;
 	a->tr = tracker_open(&to, err, errlen);
 	if (!a->tr)
 		goto fail;

@@ -43,6 +43,7 @@ struct ctl_server {
 	struct eventlog *el;			 /* borrowed */
 	struct ctl_client *clients[MAX_CLIENTS]; /* owned */
 	struct ctl_counters cnt;
+	int reply_fd; /* borrowed: passed with the current reply, -1 none */
 };
 
 static uint64_t tag(int slot)
@@ -77,6 +78,7 @@ struct ctl_server *ctl_new(const char *path, int epfd, ctl_handler_fn fn, void *
 	if (!s)
 		return NULL;
 	s->lfd = -1;
+	s->reply_fd = -1;
 	s->epfd = epfd;
 	s->fn = fn;
 	s->ctx = ctx;
@@ -155,6 +157,44 @@ const struct ctl_counters *ctl_counters(const struct ctl_server *s)
 void ctl_count_denied(struct ctl_server *s)
 {
 	s->cnt.denied++;
+}
+
+void ctl_reply_fd(struct ctl_server *s, int fd)
+{
+	s->reply_fd = fd;
+}
+
+static int flush(struct ctl_server *s, int slot);
+
+/* Send one reply line carrying fd (SCM_RIGHTS) after whatever is queued before it. */
+static int send_with_fd(struct ctl_server *s, int slot, struct json_object *o, int fd)
+{
+	struct ctl_client *c = s->clients[slot];
+	char cbuf[CMSG_SPACE(sizeof(int))] = {};
+	const char *line;
+	struct iovec iov[2];
+	struct msghdr mh = {
+	    .msg_iov = iov, .msg_iovlen = 2, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	ssize_t n;
+
+	if (flush(s, slot) < 0 || c->wlen) {
+		json_object_put(o);
+		return -EAGAIN;
+	}
+	json_object_object_add(o, "v", json_object_new_int(CTL_VERSION));
+	line = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	iov[0].iov_base = (void *)line;
+	iov[0].iov_len = strlen(line);
+	iov[1].iov_base = "\n";
+	iov[1].iov_len = 1;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	json_object_put(o);
+	return n == (ssize_t)(iov[0].iov_len + 1) ? 0 : -EIO;
 }
 
 static void update_epoll(struct ctl_server *s, int slot)
@@ -313,6 +353,7 @@ void ctl_broadcast(void *sp, const char *line, uint32_t uid, uint64_t seq)
 static void handle_line(struct ctl_server *s, int slot, const char *line, size_t len)
 {
 	struct ctl_client *c = s->clients[slot];
+	struct json_object *resp;
 	struct ctl_request req;
 	char err[256];
 	int r;
@@ -333,7 +374,15 @@ static void handle_line(struct ctl_server *s, int slot, const char *line, size_t
 		handle_events(s, slot, &req);
 		return;
 	}
-	queue_obj(s, slot, s->fn(s->ctx, &req, &c->peer));
+	s->reply_fd = -1;
+	resp = s->fn(s->ctx, &req, &c->peer);
+	if (s->reply_fd >= 0) {
+		if (send_with_fd(s, slot, resp, s->reply_fd) < 0)
+			c->closing = 1;
+		s->reply_fd = -1;
+		return;
+	}
+	queue_obj(s, slot, resp);
 }
 
 static void do_accept(struct ctl_server *s)

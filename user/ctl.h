@@ -46,5 +46,7 @@ void ctl_handle(struct ctl_server *s, uint64_t data, uint32_t events);
 void ctl_broadcast(void *s, const char *line, uint32_t uid, uint64_t seq);
 const struct ctl_counters *ctl_counters(const struct ctl_server *s);
 void ctl_count_denied(struct ctl_server *s);
+/* From a handler: pass fd (borrowed, not closed) with the reply being built, by SCM_RIGHTS. */
+void ctl_reply_fd(struct ctl_server *s, int fd);
 
 #endif

@@ -25,6 +25,7 @@ static const struct {
     {"timers", CTL_CMD_TIMERS},
     {"timer_acquire", CTL_CMD_TIMER_ACQUIRE},
     {"timer_release", CTL_CMD_TIMER_RELEASE},
+    {"register", CTL_CMD_REGISTER},
 };
 
 const char *ctl_cmd_name(enum ctl_cmd c)
@@ -58,7 +59,7 @@ static int get_int(struct json_object *o, const char *k, int64_t min, int64_t ma
 int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, char *err,
 		      size_t errlen)
 {
-	struct ctl_request r = {.pid = -1};
+	struct ctl_request r = {.pid = -1, .rank = -1};
 	struct json_tokener *tok;
 	struct json_object *o = NULL, *v;
 	const char *name;
@@ -150,6 +151,22 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, cha
 			goto out;
 		}
 		memcpy(r.scope, json_object_get_string(v), json_object_get_string_len(v) + 1);
+	}
+	if (r.cmd == CTL_CMD_REGISTER) {
+		if (json_object_object_get_ex(o, "job", &v)) {
+			if (!json_object_is_type(v, json_type_string) ||
+			    json_object_get_string_len(v) == 0 ||
+			    json_object_get_string_len(v) >= (int)sizeof(r.job)) {
+				snprintf(err, errlen, "'job' must be a string of 1 to %zu bytes",
+					 sizeof(r.job) - 1);
+				goto out;
+			}
+			memcpy(r.job, json_object_get_string(v), json_object_get_string_len(v) + 1);
+		}
+		if (get_int(o, "rank", 0, 16777216, &x, err, errlen) < 0)
+			goto out;
+		else if (json_object_object_get_ex(o, "rank", &v))
+			r.rank = (int)x;
 	}
 	if (r.cmd == CTL_CMD_TIMER_ACQUIRE) {
 		if (!json_object_object_get_ex(o, "expires_in", &v) ||

@@ -18,6 +18,8 @@ enum ctl_cmd {
 	/* {"v":1,"cmd":"timer_acquire","scope":S,"expires_in":SEC[,"signal":SIG][,"pid":P]} */
 	CTL_CMD_TIMER_ACQUIRE,
 	CTL_CMD_TIMER_RELEASE, /* {"v":1,"cmd":"timer_release","scope":S[,"pid":P]} */
+	/* {"v":1,"cmd":"register"[,"job":J][,"rank":R]}: the caller's slot fd comes with the reply */
+	CTL_CMD_REGISTER,
 };
 
 struct ctl_request {
@@ -30,6 +32,8 @@ struct ctl_request {
 	int limit;
 	char scope[128];
 	double expires_in;
+	char job[64];
+	int rank;
 };
 
 /*

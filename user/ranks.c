@@ -1,7 +1,10 @@
 /* Rank table: an array of owned pointers (stable addresses), jobs by id. */
 #include "ranks.h"
 
+#include "ftbpf/slot.h"
+
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,6 +19,11 @@ static void rank_free(struct rank *k)
 		return;
 	if (k->pidfd >= 0)
 		close(k->pidfd);
+	/* the agent unpins a slot when its process ends; here only our mapping goes */
+	if (k->slot)
+		munmap(k->slot, sizeof(struct ftbpf_slot));
+	if (k->slot_fd >= 0)
+		close(k->slot_fd);
 	free(k);
 }
 
@@ -55,6 +63,7 @@ struct rank *ranks_add(struct ranks *r, int pid)
 		return NULL;
 	k->pid = pid;
 	k->pidfd = -1;
+	k->slot_fd = -1;
 	k->s.cur_nr = -1;
 	k->d.prev_key = -1;
 	r->v[r->n++] = k;

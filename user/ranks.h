@@ -8,6 +8,8 @@
 #include "detector.h"
 #include "ident.h"
 
+struct ftbpf_slot;
+
 #define RANK_SIG_HISTORY 8
 
 struct rank_sig {
@@ -33,7 +35,9 @@ struct rank {
 	uint64_t progress;
 	int nthreads;
 	int exit_reported;
-	uint64_t term_sent_ns; /* SIGTERM sent by an action, 0 none */
+	uint64_t term_sent_ns;	 /* SIGTERM sent by an action, 0 none */
+	int slot_fd;		 /* registered process's slot map (owned), -1 none */
+	struct ftbpf_slot *slot; /* the agent's mapping of it (owned) */
 	int kill_sent;
 };
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "ftbpf/slot.h"
 #include "syscalls.h"
 #include "tracker.skel.h"
 
@@ -40,8 +41,10 @@ struct tracker {
 	char pin_dir[256];
 };
 
-static const char *pinned_maps[] = {"rank_bits", "procs",    "threads",	   "events",
-				    "stats",	 "sysclass", "timer_table"};
+static const char *pinned_maps[] = {
+    "rank_bits", "procs",	"threads", "events",	"stats",
+    "sysclass",	 "timer_table", "slots",   "slot_bits",
+};
 
 int tracker_probe_tp_btf(void)
 {
@@ -130,6 +133,11 @@ static unsigned read_pid_max(void)
 	return v;
 }
 
+static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN && strstr(fmt, "failed") ? vfprintf(stderr, fmt, ap) : 0;
+}
+
 /* CONFIG_HZ from the kernel's config (/proc/config.gz or /boot/config-RELEASE); 0 unknown. */
 static unsigned kernel_hz(void)
 {
@@ -208,6 +216,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	t->on_event = o->on_event;
 	t->ctx = o->ctx;
 
+	libbpf_set_print(o->verbose ? NULL : quiet_print); /* libbpf retries are not our errors */
 	r = tracker_ensure_bpffs(o->pin_dir);
 	if (r < 0) {
 		snprintf(err, errlen, "mount bpffs on /sys/fs/bpf: %s", strerror(-r));
@@ -248,6 +257,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	t->feat.hz = t->feat.task_iter && !o->ktime_clock ? kernel_hz() : 0;
 	t->skel->rodata->ns_per_jiffy = t->feat.hz ? 1000000000ull / t->feat.hz : 0;
 	bpf_map__set_max_entries(t->skel->maps.rank_bits, t->nwords);
+	bpf_map__set_max_entries(t->skel->maps.slot_bits, t->nwords);
 	bpf_object__for_each_program (prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
 		int want;
@@ -445,6 +455,102 @@ int tracker_foreach_timer(const struct tracker *t, tracker_timer_fn fn, void *ct
 			return r;
 	}
 	return 0;
+}
+
+/* ---- slots ---- */
+static int slot_bit(struct tracker *t, uint32_t tgid, int on)
+{
+	int fd = bpf_map__fd(t->skel->maps.slot_bits);
+	uint32_t idx = tgid / 64;
+	uint64_t w = 0;
+
+	if (idx >= t->nwords)
+		return -ERANGE;
+	bpf_map_lookup_elem(fd, &idx, &w);
+	w = on ? w | (1ull << (tgid & 63)) : w & ~(1ull << (tgid & 63));
+	return bpf_map_update_elem(fd, &idx, &w, BPF_ANY) ? -errno : 0;
+}
+
+static void slot_pin_path(const struct tracker *t, uint32_t tgid, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/slot_%u", t->pin_dir, tgid);
+}
+
+static int slot_map(int fd, struct ftbpf_slot **ret)
+{
+	void *p = mmap(NULL, sizeof(struct ftbpf_slot), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	*ret = p;
+	return 0;
+}
+
+int tracker_slot_create(struct tracker *t, uint32_t tgid, int *ret_fd, struct ftbpf_slot **ret_slot)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	struct ftbpf_slot *s = NULL;
+	char path[512];
+	int fd, r;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "ftbpf_slot", sizeof(uint32_t),
+			    sizeof(struct ftbpf_slot), 1, &opts);
+	if (fd < 0)
+		return -errno;
+	r = slot_map(fd, &s);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	memset(s, 0, sizeof(*s));
+	s->magic = FTBPF_SLOT_MAGIC;
+	s->version = FTBPF_SLOT_VERSION;
+	slot_pin_path(t, tgid, path, sizeof(path));
+	unlink(path);
+	if (bpf_obj_pin(fd, path) ||
+	    bpf_map_update_elem(bpf_map__fd(t->skel->maps.slots), &tgid, &fd, BPF_ANY) ||
+	    slot_bit(t, tgid, 1)) {
+		r = errno ? -errno : -EIO;
+		tracker_slot_remove(t, tgid, fd, s);
+		return r;
+	}
+	*ret_fd = fd;
+	*ret_slot = s;
+	return 0;
+}
+
+int tracker_slot_open(struct tracker *t, uint32_t tgid, int *ret_fd, struct ftbpf_slot **ret_slot)
+{
+	char path[512];
+	int fd, r;
+
+	slot_pin_path(t, tgid, path, sizeof(path));
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	r = slot_map(fd, ret_slot);
+	if (r < 0 || (*ret_slot)->magic != FTBPF_SLOT_MAGIC) {
+		if (r == 0)
+			munmap(*ret_slot, sizeof(struct ftbpf_slot));
+		close(fd);
+		return r < 0 ? r : -EINVAL;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+void tracker_slot_remove(struct tracker *t, uint32_t tgid, int fd, struct ftbpf_slot *s)
+{
+	char path[512];
+
+	slot_bit(t, tgid, 0);
+	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.slots), &tgid);
+	slot_pin_path(t, tgid, path, sizeof(path));
+	unlink(path);
+	if (s)
+		munmap(s, sizeof(*s));
+	if (fd >= 0)
+		close(fd);
 }
 
 int tracker_thread_delete(struct tracker *t, uint32_t tid)

@@ -33,6 +33,7 @@ struct tracker_opts {
 	const char *programs; /* "auto", "tp_btf", "raw_tp" */
 	int no_task_iter;     /* use /proc even if the kernel has task iterators */
 	int ktime_clock;      /* precise clock on the syscall path */
+	int verbose;	      /* libbpf's own messages */
 };
 
 /* NULL on failure, with a message in err saying which step failed and why. */
@@ -56,6 +57,18 @@ int tracker_thread_delete(struct tracker *t, uint32_t tid);
 typedef int (*tracker_proc_fn)(void *ctx, uint32_t tgid, const struct ftbpf_proc *p);
 int tracker_foreach_proc(const struct tracker *t, tracker_proc_fn fn, void *ctx);
 uint64_t tracker_stat(const struct tracker *t, enum ftbpf_stat idx);
+
+/*
+ * Slots: a registered process's own one-entry mmapable map, pinned as PIN_DIR/slot_TGID and
+ * entered in the slots map for the BPF program. Create returns the fd (to pass to the process)
+ * and the agent's mapping; both are the caller's until tracker_slot_remove.
+ */
+struct ftbpf_slot;
+int tracker_slot_create(struct tracker *t, uint32_t tgid, int *ret_fd,
+			struct ftbpf_slot **ret_slot);
+/* Re-open a pinned slot after an agent restart. -ENOENT when there is none. */
+int tracker_slot_open(struct tracker *t, uint32_t tgid, int *ret_fd, struct ftbpf_slot **ret_slot);
+void tracker_slot_remove(struct tracker *t, uint32_t tgid, int fd, struct ftbpf_slot *s);
 
 /* The pinned copy of the timer table. */
 int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,

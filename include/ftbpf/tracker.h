@@ -79,6 +79,8 @@ enum ftbpf_event_type {
 	FTBPF_EV_SIGNAL = 4,  /* generated for a tracked process */
 	FTBPF_EV_DELIVER = 5, /* delivered to a tracked thread */
 	FTBPF_EV_OOM = 6,
+	FTBPF_EV_TIMER = 7, /* a slot timer fired at syscall entry: sig, code = syscall nr,
+			       result = lateness in us, filename = scope */
 };
 
 /* Ring-buffer record. */

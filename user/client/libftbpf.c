@@ -1,0 +1,332 @@
+/*
+ * libftbpf: slot fast path (compare-and-swap on the process's own shared page) and the
+ * control-socket fallback. See include/ftbpf/ftbpf.h for the contract.
+ */
+#include "ftbpf/ftbpf.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftbpf/slot.h"
+
+#define REMOTE_BASE 1000
+#define REMOTE_MAX 256
+#define SCOPE_MAX 128
+
+struct ftbpf {
+	int sock;
+	struct ftbpf_slot *slot; /* owned mapping */
+	pthread_mutex_t lock;	 /* the socket and the remote table */
+	char *remote[REMOTE_MAX]; /* owned scope names of socket-held timers */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Send one request line; read one reply line into buf. Caller holds the lock. */
+static int roundtrip(struct ftbpf *h, const char *req, char *buf, size_t len, int *ret_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	size_t got = 0, n = strlen(req);
+
+	if (send(h->sock, req, n, MSG_NOSIGNAL) != (ssize_t)n)
+		return -errno;
+	while (got < len - 1) {
+		struct iovec iov = {buf + got, len - 1 - got};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+		ssize_t r;
+
+		if (ret_fd) {
+			mh.msg_control = cbuf;
+			mh.msg_controllen = sizeof(cbuf);
+		}
+		r = recvmsg(h->sock, &mh, MSG_CMSG_CLOEXEC);
+		if (r <= 0)
+			return r == 0 ? -ECONNRESET : -errno;
+		if (ret_fd) {
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+			if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+				memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
+		}
+		got += (size_t)r;
+		if (memchr(buf, '\n', got))
+			break;
+	}
+	buf[got] = 0;
+	return strstr(buf, "\"ok\":true") ? 0 : -EPROTO;
+}
+
+/* JSON string body: quotes, backslashes and control characters escaped. */
+static void escape(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *in && o + 7 < len; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c < 0x20) {
+			o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = 0;
+}
+
+int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf **ret)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	char req[256], buf[1024], ej[140] = "";
+	struct ftbpf *h;
+	int fd = -1, r;
+	void *p;
+
+	if (!socket_path || !*socket_path)
+		socket_path = getenv("FTBPF_SOCKET");
+	if (!socket_path || !*socket_path)
+		socket_path = "/run/ftbpf/ftbpfd.sock";
+	if (strlen(socket_path) >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	strcpy(addr.sun_path, socket_path);
+	h->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (h->sock < 0 || connect(h->sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (job)
+		escape(job, ej, sizeof(ej));
+	snprintf(req, sizeof(req), "{\"v\":1,\"cmd\":\"register\"%s%s%s%s}\n", job ? ",\"job\":\"" : "",
+		 ej, job ? "\"" : "", "");
+	if (rank >= 0) {
+		size_t l = strlen(req);
+
+		snprintf(req + l - 2, sizeof(req) - l + 2, ",\"rank\":%d}\n", rank);
+	}
+	r = roundtrip(h, req, buf, sizeof(buf), &fd);
+	if (r < 0)
+		goto fail;
+	if (fd < 0) {
+		r = -EPROTO;
+		goto fail;
+	}
+	p = mmap(NULL, sizeof(struct ftbpf_slot), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	h->slot = p;
+	if (h->slot->magic != FTBPF_SLOT_MAGIC || h->slot->version != FTBPF_SLOT_VERSION) {
+		r = -EPROTO;
+		goto fail;
+	}
+	*ret = h;
+	return 0;
+fail:
+	ftbpf_close(h);
+	return r;
+}
+
+static void lower_earliest(struct ftbpf_slot *s, uint64_t d)
+{
+	uint64_t e = __atomic_load_n(&s->earliest_ns, __ATOMIC_ACQUIRE);
+
+	while ((e == 0 || d < e) &&
+	       !__atomic_compare_exchange_n(&s->earliest_ns, &e, d, 0, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE))
+		;
+}
+
+/* Recompute the earliest armed deadline; retried if an acquire raced us. */
+static void recompute_earliest(struct ftbpf_slot *s)
+{
+	uint64_t e = __atomic_load_n(&s->earliest_ns, __ATOMIC_ACQUIRE), m;
+
+	do {
+		m = 0;
+		for (int i = 0; i < FTBPF_SLOT_TIMERS; i++) {
+			uint64_t d = __atomic_load_n(&s->timers[i].deadline_ns, __ATOMIC_ACQUIRE);
+
+			if (__atomic_load_n(&s->timers[i].state, __ATOMIC_ACQUIRE) == FTBPF_TS_ARMED &&
+			    d && (!m || d < m))
+				m = d;
+		}
+	} while (!__atomic_compare_exchange_n(&s->earliest_ns, &e, m, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+}
+
+static int remote_acquire(struct ftbpf *h, const char *scope, double expires_in, int sig)
+{
+	char req[512], buf[1024], es[SCOPE_MAX * 6 + 1];
+	int id = -1, r;
+
+	escape(scope, es, sizeof(es));
+	pthread_mutex_lock(&h->lock);
+	for (int i = 0; i < REMOTE_MAX && id < 0; i++)
+		if (!h->remote[i])
+			id = i;
+	if (id < 0) {
+		pthread_mutex_unlock(&h->lock);
+		return -ENOSPC;
+	}
+	/* the agent keys socket timers by scope: make it unique per acquisition */
+	h->remote[id] = malloc(SCOPE_MAX + 16);
+	if (!h->remote[id]) {
+		pthread_mutex_unlock(&h->lock);
+		return -ENOMEM;
+	}
+	snprintf(h->remote[id], SCOPE_MAX + 16, "%.100s#r%d", es, id);
+	snprintf(req, sizeof(req),
+		 "{\"v\":1,\"cmd\":\"timer_acquire\",\"scope\":\"%s\",\"expires_in\":%.9f,"
+		 "\"signal\":%d}\n",
+		 h->remote[id], expires_in, sig);
+	r = roundtrip(h, req, buf, sizeof(buf), NULL);
+	if (r < 0) {
+		free(h->remote[id]);
+		h->remote[id] = NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return r < 0 ? r : REMOTE_BASE + id;
+}
+
+int ftbpf_timer_acquire(struct ftbpf *h, const char *scope, double expires_in, int sig)
+{
+	struct ftbpf_slot *s;
+	uint64_t d;
+
+	if (!h || !scope || !(expires_in >= 0) || sig < 0 || sig > 64)
+		return -EINVAL;
+	if (!sig)
+		sig = SIGKILL;
+	s = h->slot;
+	d = mono_ns() + (uint64_t)(expires_in * 1e9);
+	for (int i = 0; i < FTBPF_SLOT_TIMERS; i++) {
+		struct ftbpf_slot_timer *t = &s->timers[i];
+		uint64_t free_ = FTBPF_TS_FREE;
+
+		if (__atomic_load_n(&t->state, __ATOMIC_RELAXED) != FTBPF_TS_FREE ||
+		    !__atomic_compare_exchange_n(&t->state, &free_, FTBPF_TS_BUSY, 0,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		strncpy(t->scope, scope, FTBPF_SLOT_SCOPE_LEN - 1);
+		t->scope[FTBPF_SLOT_SCOPE_LEN - 1] = 0;
+		t->sig = (uint32_t)sig;
+		__atomic_store_n(&t->deadline_ns, d ? d : 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->state, FTBPF_TS_ARMED, __ATOMIC_RELEASE);
+		lower_earliest(s, d ? d : 1);
+		return i;
+	}
+	return remote_acquire(h, scope, expires_in, sig);
+}
+
+int ftbpf_timer_release(struct ftbpf *h, int id)
+{
+	if (!h)
+		return -EINVAL;
+	if (id >= 0 && id < FTBPF_SLOT_TIMERS) {
+		struct ftbpf_slot_timer *t = &h->slot->timers[id];
+		uint64_t st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+
+		if (st != FTBPF_TS_ARMED && st != FTBPF_TS_FIRED)
+			return -EINVAL;
+		/* armed -> busy so that neither the kernel nor the agent fires it meanwhile */
+		if (st == FTBPF_TS_ARMED &&
+		    !__atomic_compare_exchange_n(&t->state, &st, FTBPF_TS_BUSY, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE) &&
+		    st != FTBPF_TS_FIRED)
+			return -EINVAL;
+		__atomic_store_n(&t->deadline_ns, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->state, FTBPF_TS_FREE, __ATOMIC_RELEASE);
+		recompute_earliest(h->slot);
+		return 0; /* released, or expired already: a no-op, as in torch */
+	}
+	if (id >= REMOTE_BASE && id < REMOTE_BASE + REMOTE_MAX) {
+		char req[256], buf[1024];
+		int r;
+
+		pthread_mutex_lock(&h->lock);
+		if (!h->remote[id - REMOTE_BASE]) {
+			pthread_mutex_unlock(&h->lock);
+			return -EINVAL;
+		}
+		snprintf(req, sizeof(req), "{\"v\":1,\"cmd\":\"timer_release\",\"scope\":\"%s\"}\n",
+			 h->remote[id - REMOTE_BASE]);
+		r = roundtrip(h, req, buf, sizeof(buf), NULL);
+		free(h->remote[id - REMOTE_BASE]);
+		h->remote[id - REMOTE_BASE] = NULL;
+		pthread_mutex_unlock(&h->lock);
+		return r;
+	}
+	return -EINVAL;
+}
+
+void ftbpf_ping(struct ftbpf *h)
+{
+	if (!h)
+		return;
+	__atomic_fetch_add(&h->slot->progress, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->slot->ping_ns, mono_ns(), __ATOMIC_RELEASE);
+}
+
+void ftbpf_step(struct ftbpf *h, uint64_t step)
+{
+	uint64_t now;
+
+	if (!h)
+		return;
+	now = mono_ns();
+	__atomic_store_n(&h->slot->step, step, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->slot->step_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->slot->ping_ns, now, __ATOMIC_RELEASE);
+}
+
+int ftbpf_slot_timers_in_use(const struct ftbpf *h)
+{
+	int n = 0;
+
+	for (int i = 0; h && i < FTBPF_SLOT_TIMERS; i++)
+		n += __atomic_load_n(&h->slot->timers[i].state, __ATOMIC_RELAXED) != FTBPF_TS_FREE;
+	return n;
+}
+
+void ftbpf_close(struct ftbpf *h)
+{
+	if (!h)
+		return;
+	if (h->slot) {
+		for (int i = 0; i < FTBPF_SLOT_TIMERS; i++)
+			if (__atomic_load_n(&h->slot->timers[i].state, __ATOMIC_RELAXED) ==
+			    FTBPF_TS_ARMED)
+				ftbpf_timer_release(h, i);
+		munmap(h->slot, sizeof(*h->slot));
+	}
+	for (int i = 0; i < REMOTE_MAX; i++)
+		if (h->remote[i] && h->sock >= 0)
+			ftbpf_timer_release(h, REMOTE_BASE + i);
+	if (h->sock >= 0)
+		close(h->sock);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
