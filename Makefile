@@ -24,7 +24,8 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
-              $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers
+              $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
+              $(BUILD)/python/ftbpf/__init__.py
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev \
@@ -79,6 +80,12 @@ $(BUILD)/libftbpf.a: $(BUILD)/obj/libftbpf.o
 
 $(BUILD)/workloads/timer_client: tests/workloads/timer_client.c $(BUILD)/libftbpf.a | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+# the Python binding, importable with PYTHONPATH=$(BUILD)/python (the library next to it)
+$(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py $(BUILD)/libftbpf.so
+	mkdir -p $(dir $@)
+	cp $(BUILD)/libftbpf.so $(dir $@)libftbpf.so
+	cp $< $@
 
 $(BUILD)/bench_timers: tools/bench_timers.c $(BUILD)/libftbpf.a
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread
@@ -136,6 +143,7 @@ install: all
 	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)/usr/local/lib/libftbpf.a
 	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)/usr/local/include/ftbpf/ftbpf.h
 	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)/usr/local/include/ftbpf/slot.h
+	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)/usr/local/lib/python3/dist-packages/ftbpf/__init__.py
 	install -D -m 0644 contrib/ftbpfd.service $(DESTDIR)/etc/systemd/system/ftbpfd.service
 	test -e $(DESTDIR)/etc/ftbpf/ftbpfd.conf || install -D -m 0644 contrib/ftbpfd.conf $(DESTDIR)/etc/ftbpf/ftbpfd.conf
 

@@ -43,7 +43,8 @@ void ftbpf_close(struct ftbpf *h);
  * Returns a timer id (>= 0) for ftbpf_timer_release(), or a negative errno. Up to 16 timers
  * live in the slot (a few ns each); beyond that they are kept by the agent through the control
  * socket (a round trip each), never dropped. Scopes may nest and threads may acquire
- * concurrently. @scope is truncated to 39 bytes in the slot (full length via the socket).
+ * concurrently. A @scope longer than 39 bytes is kept in the slot as "~" and its last 38
+ * bytes ("~ng/path/train.py#123"); through the socket, up to 100 bytes.
  */
 int ftbpf_timer_acquire(struct ftbpf *h, const char *scope, double expires_in, int sig);
 

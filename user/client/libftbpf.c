@@ -149,6 +149,20 @@ fail:
 	return r;
 }
 
+/* Long scopes ("/long/path/train.py#123") keep their informative end: "~" + the last bytes. */
+static void set_scope(char *dst, const char *scope)
+{
+	size_t n = strlen(scope);
+
+	if (n < FTBPF_SLOT_SCOPE_LEN) {
+		memcpy(dst, scope, n + 1);
+		return;
+	}
+	dst[0] = '~';
+	memcpy(dst + 1, scope + n - (FTBPF_SLOT_SCOPE_LEN - 2), FTBPF_SLOT_SCOPE_LEN - 2);
+	dst[FTBPF_SLOT_SCOPE_LEN - 1] = 0;
+}
+
 static void lower_earliest(struct ftbpf_slot *s, uint64_t d)
 {
 	uint64_t e = __atomic_load_n(&s->earliest_ns, __ATOMIC_ACQUIRE);
@@ -230,8 +244,7 @@ int ftbpf_timer_acquire(struct ftbpf *h, const char *scope, double expires_in, i
 		    !__atomic_compare_exchange_n(&t->state, &free_, FTBPF_TS_BUSY, 0,
 						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
-		strncpy(t->scope, scope, FTBPF_SLOT_SCOPE_LEN - 1);
-		t->scope[FTBPF_SLOT_SCOPE_LEN - 1] = 0;
+		set_scope(t->scope, scope);
 		t->sig = (uint32_t)sig;
 		__atomic_store_n(&t->deadline_ns, d ? d : 1, __ATOMIC_RELEASE);
 		__atomic_store_n(&t->state, FTBPF_TS_ARMED, __ATOMIC_RELEASE);
