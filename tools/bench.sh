@@ -62,7 +62,7 @@ awk -v n="$N" -v f="$F" -v nr="$NR" -v rk="$RK" -v prog="$PROG" -v adopted="$ADO
 echo "== countdown timers: client cost and reap latency, ours vs torch.distributed.elastic"
 start_agent --soft-timeout 600 --hard-timeout 1200 --action report --timer-fifo "$T/timer.fifo"
 C_NS=$(FTBPF_SOCKET="$T/s.sock" "$B/bench_timers" 1000000)
-FTBPF_SOCKET="$T/s.sock" FTBPF_FIFO="$T/timer.fifo" PYTHONPATH="$B/python" /usr/bin/python3 tools/bench_timers.py "$C_NS" 2>&1 | sed 's/^/   /'
+FTBPF_SOCKET="$T/s.sock" FTBPF_FIFO="$T/timer.fifo" PYTHONPATH="$B/python" timeout 600 /usr/bin/python3 -u tools/bench_timers.py "$C_NS" 2>&1 | sed -u "s/^/   /"
 stop_agent
 
 echo "== ftbpfd with 64 ranks"
