@@ -24,6 +24,8 @@ const volatile __u32 agent_tgid = 0;
  */
 const volatile __u64 ns_per_jiffy = 0;
 volatile __u64 jiffies_offset_ns = 0;
+/* Set by the agent: timers expire with SIGTERM; the agent sends SIGKILL after its grace. */
+const volatile __u32 timer_term_first = 0;
 
 /* One bit per tgid: is this process tracked (rank or rank child)? Mapped by the agent. */
 struct {
@@ -188,7 +190,7 @@ static __always_inline void check_slot(__u32 tgid, __u32 tid, long nr)
 		if (__sync_val_compare_and_swap(&t->state, (__u64)FTBPF_TS_ARMED,
 						(__u64)FTBPF_TS_FIRED) != (__u64)FTBPF_TS_ARMED)
 			continue;
-		sig = t->sig;
+		sig = timer_term_first ? 15 /* SIGTERM */ : t->sig;
 		__sync_fetch_and_add(&s->fired, 1);
 		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (e) {

@@ -78,12 +78,20 @@ struct agent {
 	struct {
 		uint64_t lines, bad, denied, oversized;
 	} fifo_cnt;
+	/* timer escalation: SIGKILL due after the grace (timer_escalate) */
+	struct pending_kill {
+		int pid;
+		int pidfd; /* owned */
+		uint64_t at_ns;
+	} pk[64];
+	int npk;
 };
 
 static void timer_rearm(struct agent *a);
 static void timer_check(struct agent *a);
 static int timer_forget_pid(struct agent *a, int pid);
 static void rank_drop_slot(struct agent *a, struct rank *k);
+static void escalate_later(struct agent *a, int pid);
 
 static uint64_t now_ns(void)
 {
@@ -465,8 +473,11 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 		jdbl(o, "late_ms", e->result / 1000.0);
 		jstr(o, "syscall", syscalls_format(e->code, nm, sizeof(nm)));
 		jstr(o, "result", "sent");
+		if (a->cfg.timer_escalate) /* the kernel sent SIGTERM; SIGKILL follows the grace */
+			escalate_later(a, (int)e->tgid);
 		eventlog_emit(a->el, o);
 		a->tm.expired++;
+		timer_rearm(a);
 		return;
 	}
 	case FTBPF_EV_OOM:
@@ -1050,6 +1061,9 @@ static void timer_rearm(struct agent *a)
 	/* slot deadlines are seen at the next scan, then acted on exactly as well */
 	if (sd && (!d || sd < d))
 		d = sd;
+	for (int i = 0; i < a->npk; i++)
+		if (!d || a->pk[i].at_ns < d)
+			d = a->pk[i].at_ns;
 	if (d) {
 		its.it_value.tv_sec = (time_t)(d / NS);
 		its.it_value.tv_nsec = (long)(d % NS);
@@ -1057,6 +1071,55 @@ static void timer_rearm(struct agent *a)
 			its.it_value.tv_nsec = 1;
 	}
 	timerfd_settime(a->ttfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Escalation: SIGKILL pid (through a pidfd of its own) after the grace unless it is gone. */
+static void escalate_later(struct agent *a, int pid)
+{
+	int fd;
+
+	if (a->npk == (int)(sizeof(a->pk) / sizeof(a->pk[0])))
+		return; /* full: the SIGTERM stands alone */
+	fd = pidfd_open_(pid);
+	if (fd < 0)
+		return;
+	a->pk[a->npk].pid = pid;
+	a->pk[a->npk].pidfd = fd;
+	a->pk[a->npk].at_ns = now_ns() + (uint64_t)(a->cfg.grace_s * 1e9);
+	a->npk++;
+}
+
+static void escalate_due(struct agent *a, uint64_t now)
+{
+	for (int i = 0; i < a->npk;) {
+		struct pending_kill *p = &a->pk[i];
+
+		if (p->at_ns > now) {
+			i++;
+			continue;
+		}
+		if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) == 0) {
+			struct json_object *o = ev_new("action");
+
+			jint(o, "pid", p->pid);
+			jstr(o, "action", "timer_grace_expired");
+			jint(o, "signal", SIGKILL);
+			jstr(o, "signal_name", "KILL");
+			jstr(o, "result", "sent");
+			eventlog_emit(a->el, o);
+		}
+		close(p->pidfd);
+		*p = a->pk[--a->npk];
+	}
+}
+
+/* The signal an expiry sends: the timer's own, or SIGTERM first when escalating. */
+static int expiry_signal(struct agent *a, int pid, int sig)
+{
+	if (!a->cfg.timer_escalate)
+		return sig;
+	escalate_later(a, pid);
+	return SIGTERM;
 }
 
 /* What the process is doing at its expiry: state, syscall in flight, wait channel, stack. */
@@ -1099,7 +1162,9 @@ static void timer_fire(struct agent *a, int i, uint64_t now)
 	jdbl(o, "late_ms", (double)(now - t->deadline_ns) / 1e6);
 	jstr(o, "enforced_by", "agent");
 	timer_diagnosis(a, o, pid, now);
-	r = syscall(SYS_pidfd_send_signal, t->pidfd, t->sig, NULL, 0) < 0 ? -errno : 0;
+	r = syscall(SYS_pidfd_send_signal, t->pidfd, expiry_signal(a, pid, t->sig), NULL, 0) < 0
+		? -errno
+		: 0;
 	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
 	eventlog_emit(a->el, o);
 	a->tm.expired++;
@@ -1126,7 +1191,7 @@ static void slot_fire(struct agent *a, struct rank *k, struct ftbpf_slot_timer *
 	jstr(o, "signal_name", config_signal_name((int)t->sig));
 	jdbl(o, "late_ms", (double)(now - t->deadline_ns) / 1e6);
 	timer_diagnosis(a, o, k->pid, now);
-	r = send_signal(k, (int)t->sig);
+	r = send_signal(k, expiry_signal(a, k->pid, (int)t->sig));
 	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
 	eventlog_emit(a->el, o);
 	a->tm.expired++;
@@ -1195,6 +1260,7 @@ static void timer_check(struct agent *a)
 	while ((i = timers_first_expired(&a->tm, now)) >= 0)
 		timer_fire(a, i, now);
 	slot_check(a, now);
+	escalate_due(a, now);
 	/* timers of processes that are gone (not all are tracked ranks) */
 	for (i = 0; i < a->tm.n;) {
 		if (syscall(SYS_pidfd_send_signal, a->tm.v[i].pidfd, 0, NULL, 0) < 0 &&
@@ -1731,6 +1797,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	to.no_task_iter = !strcmp(cfg->task_iter, "off");
 	to.ktime_clock = !strcmp(cfg->syscall_clock, "ktime");
 	to.verbose = cfg->verbose >= 3;
+	to.timer_term_first = cfg->timer_escalate;
 	a->tr = tracker_open(&to, err, errlen);
 	if (!a->tr)
 		goto fail;
@@ -1860,6 +1927,8 @@ void agent_free(struct agent *a)
 	ksyms_free(a->ksyms);
 	ranks_fini(&a->ranks);
 	timers_fini(&a->tm);
+	for (int i = 0; i < a->npk; i++)
+		close(a->pk[i].pidfd);
 	if (a->ttfd >= 0)
 		close(a->ttfd);
 	if (a->fifo_fd >= 0)

@@ -57,6 +57,8 @@ static const struct key_def keys[] = {
      "seconds between state scans of the ranks"},
     {"spin_threshold", "spin-threshold", T_DOUBLE, OFF(spin_threshold_s), 0, 0.1, 3600,
      "seconds on CPU without a syscall before a rank is called spinning"},
+    {"timer_escalate", "timer-escalate", T_BOOL, OFF(timer_escalate), 0, 0, 1,
+     "timer expiry: 1 = SIGTERM, grace, SIGKILL; 0 = the timer's own signal (torch)"},
     {"timer_fifo", "timer-fifo", T_STRING, OFF(timer_fifo), SZ(timer_fifo), 0, 0,
      "serve torch FileTimerClient requests on this FIFO (created if missing); empty: none"},
     {"only_jobs", "only-jobs", T_STRING, OFF(only_jobs), SZ(only_jobs), 0, 0,

@@ -32,6 +32,7 @@ struct ftbpf_config {
 	int log_keep;
 	char only_jobs[128];  /* fnmatch(3) pattern on job ids; empty = every job */
 	char timer_fifo[256]; /* torch FileTimerServer-compatible FIFO; empty = none */
+	int timer_escalate;   /* expiry: SIGTERM, grace, SIGKILL instead of the timer's signal */
 	int verbose;
 	int events_keep; /* events held in memory for `ftbpf events` */
 	/* Force a fallback that a production kernel may need (the tests exercise them): */

@@ -253,6 +253,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 		goto fail;
 	}
 	t->skel->rodata->agent_tgid = o->agent_tgid;
+	t->skel->rodata->timer_term_first = !!o->timer_term_first;
 	/* The tick clock needs HZ and the iterator that calibrates it. */
 	t->feat.hz = t->feat.task_iter && !o->ktime_clock ? kernel_hz() : 0;
 	t->skel->rodata->ns_per_jiffy = t->feat.hz ? 1000000000ull / t->feat.hz : 0;

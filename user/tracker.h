@@ -34,6 +34,7 @@ struct tracker_opts {
 	int no_task_iter;     /* use /proc even if the kernel has task iterators */
 	int ktime_clock;      /* precise clock on the syscall path */
 	int verbose;	      /* libbpf's own messages */
+	int timer_term_first; /* kernel-enforced timers send SIGTERM (escalation) */
 };
 
 /* NULL on failure, with a message in err saying which step failed and why. */

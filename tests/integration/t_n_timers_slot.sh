@@ -53,4 +53,15 @@ ftbpf timers --json | jq -e ".timers[] | select(.pid==$RB and .source==\"slot\" 
 wait $RB; rc=$?
 [ $rc -eq 137 ] && pass "blocked process reaped after the agent restart" || fail "after restart rc=$rc"
 has_event timer_expired ".pid==$RB and .enforced_by==\"agent\"" && pass "by the restarted agent" || fail "no event for $RB"
+
+# escalation (timer_escalate): SIGTERM at expiry, SIGKILL after the grace if still alive
+stop_agent
+start_agent --soft-timeout 3 --hard-timeout 300 --action report --timer-escalate 1 --grace 1 || exit 1
+run syscalls; [ $RC -eq 143 ] && pass "escalation: SIGTERM from the kernel ends a normal process" || fail "esc syscalls rc=$RC"
+for m in syscalls blocked; do
+	run ignterm-$m
+	[ $RC -eq 137 ] && [ $MS -ge 1200 ] && [ $MS -lt 3000 ] &&
+		pass "escalation: a $m process deaf to SIGTERM got SIGKILL after the grace (${MS} ms)" || fail "esc $m rc=$RC ${MS}ms"
+done
+has_event action '.action=="timer_grace_expired" and .signal==9' && pass "grace expiry logged" || fail "no grace action"
 finish

@@ -11,6 +11,7 @@
  *           timer of 0.3 s expires while sleeping
  * exitearly arm 0.5 s and exit 0 at once
  * pinger    main thread sleeps 8 s in one syscall but pings from a thread every 0.2 s
+ * ignterm-MODE   MODE with SIGTERM ignored (escalation tests)
  * Prints "armed" when the interesting timer is set.
  */
 #include <errno.h>
@@ -76,6 +77,10 @@ int main(int argc, char **argv)
 	if (r < 0)
 		die("open", r);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strncmp(mode, "ignterm-", 8)) { /* the same, deaf to SIGTERM: escalation tests */
+		signal(SIGTERM, SIG_IGN);
+		mode += 8;
+	}
 	if (!strcmp(mode, "syscalls")) {
 		acq("syscalls", exp, SIGKILL);
 		printf("armed\n");
