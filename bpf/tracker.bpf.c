@@ -500,121 +500,37 @@ static __always_inline void on_mark_victim(struct task_struct *p)
 	bpf_ringbuf_submit(e, 0);
 }
 
-/* ---- tp_btf flavour ---- */
-SEC("tp_btf/sys_enter")
-int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
-{
-	on_sys_enter(id);
-	return 0;
-}
+/*
+ * Every handler is attached as tp_btf where the kernel can, raw_tp otherwise: one body, two
+ * program types (btf_NAME, raw_NAME); the agent autoloads one set after probing. In raw_tp
+ * programs pointer arguments are untrusted, which is why the handlers read through CO-RE.
+ */
+#define FTBPF_TP(tp, name, call, ...)                                                              \
+	SEC("tp_btf/" #tp)                                                                         \
+	int BPF_PROG(btf_##name, __VA_ARGS__)                                                      \
+	{                                                                                          \
+		call;                                                                              \
+		return 0;                                                                          \
+	}                                                                                          \
+	SEC("raw_tp/" #tp)                                                                         \
+	int BPF_PROG(raw_##name, __VA_ARGS__)                                                      \
+	{                                                                                          \
+		call;                                                                              \
+		return 0;                                                                          \
+	}
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(btf_sys_exit, struct pt_regs *regs, long ret)
-{
-	on_sys_exit(ret);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(btf_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
-{
-	on_exec(p, bprm);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
-{
-	on_fork(parent, child);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(btf_exit, struct task_struct *p)
-{
-	on_exit(p);
-	return 0;
-}
-
-SEC("tp_btf/signal_generate")
-int BPF_PROG(btf_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
-	     int group, int result)
-{
-	on_signal_generate(sig, info, task, result);
-	return 0;
-}
-
-SEC("tp_btf/signal_deliver")
-int BPF_PROG(btf_signal_deliver, int sig, struct kernel_siginfo *info)
-{
-	on_signal_deliver(sig, info);
-	return 0;
-}
-
-SEC("tp_btf/mark_victim")
-int BPF_PROG(btf_mark_victim, struct task_struct *p)
-{
-	on_mark_victim(p);
-	return 0;
-}
-
-/* ---- raw_tp flavour: same handlers, untrusted pointers read through CO-RE ---- */
-SEC("raw_tp/sys_enter")
-int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
-{
-	on_sys_enter(id);
-	return 0;
-}
-
-SEC("raw_tp/sys_exit")
-int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
-{
-	on_sys_exit(ret);
-	return 0;
-}
-
-SEC("raw_tp/sched_process_exec")
-int BPF_PROG(raw_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
-{
-	on_exec(p, bprm);
-	return 0;
-}
-
-SEC("raw_tp/sched_process_fork")
-int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
-{
-	on_fork(parent, child);
-	return 0;
-}
-
-SEC("raw_tp/sched_process_exit")
-int BPF_PROG(raw_exit, struct task_struct *p)
-{
-	on_exit(p);
-	return 0;
-}
-
-SEC("raw_tp/signal_generate")
-int BPF_PROG(raw_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
-	     int group, int result)
-{
-	on_signal_generate(sig, info, task, result);
-	return 0;
-}
-
-SEC("raw_tp/signal_deliver")
-int BPF_PROG(raw_signal_deliver, int sig, struct kernel_siginfo *info)
-{
-	on_signal_deliver(sig, info);
-	return 0;
-}
-
-SEC("raw_tp/mark_victim")
-int BPF_PROG(raw_mark_victim, struct task_struct *p)
-{
-	on_mark_victim(p);
-	return 0;
-}
+FTBPF_TP(sys_enter, sys_enter, on_sys_enter(id), struct pt_regs *regs, long id)
+FTBPF_TP(sys_exit, sys_exit, on_sys_exit(ret), struct pt_regs *regs, long ret)
+FTBPF_TP(sched_process_exec, exec, on_exec(p, bprm), struct task_struct *p, pid_t old_pid,
+	 struct linux_binprm *bprm)
+FTBPF_TP(sched_process_fork, fork, on_fork(parent, child), struct task_struct *parent,
+	 struct task_struct *child)
+FTBPF_TP(sched_process_exit, exit, on_exit(p), struct task_struct *p)
+FTBPF_TP(signal_generate, signal_generate, on_signal_generate(sig, info, task, result), int sig,
+	 struct kernel_siginfo *info, struct task_struct *task, int group, int result)
+FTBPF_TP(signal_deliver, signal_deliver, on_signal_deliver(sig, info), int sig,
+	 struct kernel_siginfo *info)
+FTBPF_TP(mark_victim, mark_victim, on_mark_victim(p), struct task_struct *p)
 
 /* ---- task iterator: one record per thread of a tracked process ---- */
 struct task_struct___old {

@@ -1153,10 +1153,7 @@ static void timer_fire(struct agent *a, int i, uint64_t now)
 	jint(o, "pid", pid);
 	jint(o, "uid", t->uid);
 	jstr(o, "scope", t->scope);
-	jstr(o, "source",
-	     t->source == TIMER_SRC_FIFO  ? "fifo"
-	     : t->source == TIMER_SRC_CTL ? "ctl"
-					  : "slot");
+	jstr(o, "source", timers_source_name(t->source));
 	jint(o, "signal", t->sig);
 	jstr(o, "signal_name", config_signal_name(t->sig));
 	jdbl(o, "late_ms", (double)(now - t->deadline_ns) / 1e6);
@@ -1581,6 +1578,23 @@ static struct json_object *do_signal(struct agent *a, const struct ctl_request *
 	return resp_ok();
 }
 
+/* One line of `ftbpf timers`. */
+static struct json_object *timer_json(int pid, uid_t uid, const char *comm, const char *scope,
+				      uint64_t deadline, uint64_t now, int sig, const char *source)
+{
+	struct json_object *x = json_object_new_object();
+
+	jint(x, "pid", pid);
+	jint(x, "uid", uid);
+	jstr(x, "comm", comm);
+	jstr(x, "scope", scope);
+	jdbl(x, "time_left_s", deadline > now ? secs(deadline - now) : 0);
+	jint(x, "signal", sig);
+	jstr(x, "signal_name", config_signal_name(sig));
+	jstr(x, "source", source);
+	return x;
+}
+
 static struct json_object *do_timers(struct agent *a, const struct ctl_peer *peer)
 {
 	struct json_object *o = resp_ok(), *arr = json_object_new_array();
@@ -1588,25 +1602,14 @@ static struct json_object *do_timers(struct agent *a, const struct ctl_peer *pee
 
 	for (int i = 0; i < a->tm.n; i++) {
 		const struct timer *t = &a->tm.v[i];
-		struct json_object *x;
 		struct proc_stat st;
 
 		if (!peer_may(peer, t->uid))
 			continue;
-		x = json_object_new_object();
-		jint(x, "pid", t->pid);
-		jint(x, "uid", t->uid);
-		if (procfs_stat(t->pid, -1, &st) == 0)
-			jstr(x, "comm", st.comm);
-		jstr(x, "scope", t->scope);
-		jdbl(x, "time_left_s", t->deadline_ns > now ? secs(t->deadline_ns - now) : 0);
-		jint(x, "signal", t->sig);
-		jstr(x, "signal_name", config_signal_name(t->sig));
-		jstr(x, "source",
-		     t->source == TIMER_SRC_FIFO  ? "fifo"
-		     : t->source == TIMER_SRC_CTL ? "ctl"
-						  : "slot");
-		json_object_array_add(arr, x);
+		json_object_array_add(
+		    arr, timer_json(t->pid, t->uid,
+				    procfs_stat(t->pid, -1, &st) == 0 ? st.comm : NULL, t->scope,
+				    t->deadline_ns, now, t->sig, timers_source_name(t->source)));
 	}
 	for (int i = 0; i < a->ranks.n; i++) {
 		const struct rank *k = a->ranks.v[i];
@@ -1616,23 +1619,14 @@ static struct json_object *do_timers(struct agent *a, const struct ctl_peer *pee
 		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
 			const struct ftbpf_slot_timer *t = &k->slot->timers[j];
 			char scope[FTBPF_SLOT_SCOPE_LEN + 1];
-			struct json_object *x;
-			uint64_t d = t->deadline_ns;
 
-			if (t->state != FTBPF_TS_ARMED || !d)
+			if (t->state != FTBPF_TS_ARMED || !t->deadline_ns)
 				continue;
 			memcpy(scope, t->scope, FTBPF_SLOT_SCOPE_LEN);
 			scope[FTBPF_SLOT_SCOPE_LEN] = 0;
-			x = json_object_new_object();
-			jint(x, "pid", k->pid);
-			jint(x, "uid", k->uid);
-			jstr(x, "comm", k->comm);
-			jstr(x, "scope", scope);
-			jdbl(x, "time_left_s", d > now ? secs(d - now) : 0);
-			jint(x, "signal", (int)t->sig);
-			jstr(x, "signal_name", config_signal_name((int)t->sig));
-			jstr(x, "source", "slot");
-			json_object_array_add(arr, x);
+			json_object_array_add(arr, timer_json(k->pid, k->uid, k->comm, scope,
+							      t->deadline_ns, now, (int)t->sig,
+							      timers_source_name(TIMER_SRC_SLOT)));
 		}
 	}
 	json_object_object_add(o, "timers", arr);

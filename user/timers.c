@@ -129,3 +129,16 @@ int timers_first_expired(const struct timers *t, uint64_t now)
 			best = i;
 	return best;
 }
+
+const char *timers_source_name(enum timer_source s)
+{
+	switch (s) {
+	case TIMER_SRC_FIFO:
+		return "fifo";
+	case TIMER_SRC_CTL:
+		return "ctl";
+	case TIMER_SRC_SLOT:
+		return "slot";
+	}
+	return "?";
+}

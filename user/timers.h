@@ -50,5 +50,7 @@ uint64_t timers_next_deadline(const struct timers *t);
 /* Index of an expired timer (deadline <= now), -1 when none. */
 int timers_first_expired(const struct timers *t, uint64_t now);
 int timers_count_pid(const struct timers *t, int pid);
+/* "fifo", "ctl" or "slot" */
+const char *timers_source_name(enum timer_source s);
 
 #endif
