@@ -122,7 +122,7 @@ enum ftbpf_stat {
 	FTBPF_STAT_RB_DROPS = 0,
 	FTBPF_STAT_THREAD_FULL = 1,
 	FTBPF_STAT_PROC_FULL = 2,
-	FTBPF_STAT_SIGNALS_SENT = 3, /* reserved for kernel-side enforcement */
+	FTBPF_STAT_SIGNALS_SENT = 3, /* timer signals sent by the BPF program */
 	FTBPF_STAT__MAX = 8,
 };
 
