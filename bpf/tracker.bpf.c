@@ -26,6 +26,16 @@ const volatile __u64 ns_per_jiffy = 0;
 volatile __u64 jiffies_offset_ns = 0;
 /* Set by the agent: timers expire with SIGTERM; the agent sends SIGKILL after its grace. */
 const volatile __u32 timer_term_first = 0;
+/* ioctl's syscall number on this architecture (set by the agent) */
+const volatile __s32 ioctl_nr = -1;
+
+/* Character-device majors of GPU drivers (nvidia*, DRM, kfd, configured ones): major -> 1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 64);
+} gpu_majors SEC(".maps");
 
 /* One bit per tgid: is this process tracked (rank or rank child)? Mapped by the agent. */
 struct {
@@ -214,7 +224,29 @@ static __always_inline void check_slot(__u32 tgid, __u32 tid, long nr)
 	}
 }
 
-static __always_inline void on_sys_enter(long id)
+/* An ioctl of a tracked thread: is its fd a GPU device file? (fd -> file -> inode -> rdev) */
+static __always_inline void gpu_ioctl_enter(struct ftbpf_thread *t, struct pt_regs *regs, __u64 now)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	unsigned int fd = (unsigned int)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *file = NULL;
+	__u32 major;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return;
+	major = BPF_CORE_READ(file, f_inode, i_rdev) >> 20; /* MINORBITS */
+	if (!major || !bpf_map_lookup_elem(&gpu_majors, &major))
+		return;
+	t->gpu_ioctls++;
+	t->gpu_since_ns = now;
+	t->gpu_req = (__u32)PT_REGS_PARM2_CORE_SYSCALL(regs);
+}
+
+static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
@@ -238,6 +270,8 @@ static __always_inline void on_sys_enter(long id)
 	}
 	t->cur_nr = (__s32)id;
 	t->enter_ns = now;
+	if (id == ioctl_nr)
+		gpu_ioctl_enter(t, regs, now);
 	if (has_slot(tgid))
 		check_slot(tgid, tid, id);
 }
@@ -262,6 +296,10 @@ static __always_inline void on_sys_exit(long ret)
 	t->cur_nr = -1;
 	t->last_exit_ns = now;
 	t->syscalls++;
+	if (t->gpu_since_ns) {
+		t->gpu_last_ns = now;
+		t->gpu_since_ns = 0;
+	}
 	if (tid == tgid) {
 		__u32 k = (__u32)nr;
 		__u8 *cls = bpf_map_lookup_elem(&sysclass, &k);
@@ -519,7 +557,7 @@ static __always_inline void on_mark_victim(struct task_struct *p)
 		return 0;                                                                          \
 	}
 
-FTBPF_TP(sys_enter, sys_enter, on_sys_enter(id), struct pt_regs *regs, long id)
+FTBPF_TP(sys_enter, sys_enter, on_sys_enter(regs, id), struct pt_regs *regs, long id)
 FTBPF_TP(sys_exit, sys_exit, on_sys_exit(ret), struct pt_regs *regs, long ret)
 FTBPF_TP(sched_process_exec, exec, on_exec(p, bprm), struct task_struct *p, pid_t old_pid,
 	 struct linux_binprm *bprm)

@@ -67,7 +67,9 @@ struct agent {
 	struct ftbpf_task_snap *snap; /* last snapshot, owned */
 	size_t nsnap;
 	int stop;
-	char *envbuf;	  /* owned scratch */
+	char *envbuf;		 /* owned scratch */
+	unsigned gpu_majors[64]; /* character-device majors treated as GPUs */
+	int ngpu;
 	struct timers tm; /* owned */
 	int ttfd;	  /* timerfd armed at the earliest timer deadline */
 	int fifo_fd;	  /* torch FileTimerClient FIFO, -1 when not configured */
@@ -92,6 +94,7 @@ static void timer_check(struct agent *a);
 static int timer_forget_pid(struct agent *a, int pid);
 static void rank_drop_slot(struct agent *a, struct rank *k);
 static void escalate_later(struct agent *a, int pid);
+static void rank_gpu(struct agent *a, const struct rank *k, uint64_t *ret_n, uint64_t *ret_last);
 
 static uint64_t now_ns(void)
 {
@@ -556,6 +559,8 @@ static void sample_rank(struct agent *a, struct rank *k)
 		k->s.enter_ns = t.enter_ns;
 		k->s.last_exit_ns = t.last_exit_ns;
 		k->s.progress_ns = t.progress_ns;
+		k->s.gpu_since_ns = t.gpu_since_ns;
+		k->s.gpu_req = t.gpu_req;
 		k->syscalls = t.syscalls;
 		k->progress = t.progress;
 	}
@@ -714,6 +719,13 @@ static struct json_object *rank_json(struct agent *a, const struct rank *k, uint
 	jint(o, "progress", (int64_t)k->progress);
 	jint(o, "threads", k->nthreads);
 	jdbl(o, "adopted_s_ago", secs(now - k->adopted_ns));
+	{
+		uint64_t gn, glast;
+
+		rank_gpu(a, k, &gn, &glast);
+		jint(o, "gpu_ioctls", (int64_t)gn);
+		jdbl(o, "gpu_last_s_ago", glast && now > glast ? secs(now - glast) : -1);
+	}
 	jbool(o, "exited", k->s.exited);
 	if (k->s.exited) {
 		exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);
@@ -1417,6 +1429,13 @@ static struct json_object *agent_json(struct agent *a, uint64_t now)
 	jbool(ft, "oom", f->oom);
 	jbool(ft, "resumed", f->resumed);
 	jint(ft, "syscall_clock_hz", f->hz);
+	{
+		struct json_object *g = json_object_new_array();
+
+		for (int i = 0; i < a->ngpu; i++)
+			json_object_array_add(g, json_object_new_int((int)a->gpu_majors[i]));
+		json_object_object_add(ft, "gpu_majors", g);
+	}
 	jint(ft, "pid_max", f->pid_max);
 	json_object_object_add(o, "features", ft);
 	jint(c, "events", (int64_t)a->cnt.events);
@@ -1724,6 +1743,63 @@ static struct json_object *handle(void *ctx, const struct ctl_request *req,
 	return resp_err("unknown_command", "unknown command");
 }
 
+/* ---- GPU device majors ---- */
+static void gpu_major_add(struct agent *a, unsigned major)
+{
+	for (int i = 0; i < a->ngpu; i++)
+		if (a->gpu_majors[i] == major)
+			return;
+	if (a->ngpu < (int)(sizeof(a->gpu_majors) / sizeof(a->gpu_majors[0])) &&
+	    tracker_gpu_major_add(a->tr, major) == 0)
+		a->gpu_majors[a->ngpu++] = major;
+}
+
+/* The majors /proc/devices gives GPU drivers (nvidia, nvidia-uvm, nvidia-caps,
+ * nvidia-nvlink, DRM, AMD kfd), plus the configured ones. */
+static void gpu_majors_setup(struct agent *a)
+{
+	unsigned extra[32];
+	char line[128], name[64];
+	int chars = 0, n;
+	unsigned major;
+	FILE *f = fopen("/proc/devices", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Character devices:", 18))
+			chars = 1;
+		else if (!strncmp(line, "Block devices:", 14))
+			chars = 0;
+		else if (chars && sscanf(line, "%u %63s", &major, name) == 2 &&
+			 (!strncmp(name, "nvidia", 6) || !strcmp(name, "drm") ||
+			  !strcmp(name, "kfd")))
+			gpu_major_add(a, major);
+	}
+	if (f)
+		fclose(f);
+	n = config_parse_majors(a->cfg.gpu_majors, extra, 32);
+	for (int i = 0; i < n; i++)
+		gpu_major_add(a, extra[i]);
+}
+
+/* GPU ioctls of every thread of a rank (on demand: one map lookup per thread). */
+static void rank_gpu(struct agent *a, const struct rank *k, uint64_t *ret_n, uint64_t *ret_last)
+{
+	struct ftbpf_thread t;
+
+	*ret_n = *ret_last = 0;
+	for (size_t i = 0; i < a->nsnap; i++)
+		if (a->snap[i].tgid == (uint32_t)k->pid &&
+		    tracker_thread_get(a->tr, a->snap[i].tid, &t) == 0) {
+			*ret_n += t.gpu_ioctls;
+			if (t.gpu_last_ns > *ret_last)
+				*ret_last = t.gpu_last_ns;
+		}
+	if (!a->nsnap && tracker_thread_get(a->tr, (uint32_t)k->pid, &t) == 0) {
+		*ret_n = t.gpu_ioctls;
+		*ret_last = t.gpu_last_ns;
+	}
+}
+
 /* ---- lifecycle ---- */
 static int lock_state_dir(struct agent *a, char *err, size_t errlen)
 {
@@ -1795,6 +1871,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	a->tr = tracker_open(&to, err, errlen);
 	if (!a->tr)
 		goto fail;
+	gpu_majors_setup(a);
 	a->ctl = ctl_new(cfg->socket_path, a->epfd, handle, a, a->el);
 	if (!a->ctl) {
 		snprintf(err, errlen, "control socket %s: %s", cfg->socket_path, strerror(errno));

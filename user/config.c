@@ -57,6 +57,8 @@ static const struct key_def keys[] = {
      "seconds between state scans of the ranks"},
     {"spin_threshold", "spin-threshold", T_DOUBLE, OFF(spin_threshold_s), 0, 0.1, 3600,
      "seconds on CPU without a syscall before a rank is called spinning"},
+    {"gpu_majors", "gpu-majors", T_STRING, OFF(gpu_majors), SZ(gpu_majors), 0, 0,
+     "GPU character-device majors besides those /proc/devices names (nvidia*, drm, kfd): 195,226"},
     {"timer_escalate", "timer-escalate", T_BOOL, OFF(timer_escalate), 0, 0, 1,
      "timer expiry: 1 = SIGTERM, grace, SIGKILL; 0 = the timer's own signal (torch)"},
     {"timer_fifo", "timer-fifo", T_STRING, OFF(timer_fifo), SZ(timer_fifo), 0, 0,
@@ -300,8 +302,38 @@ static int one_of(const char *v, const char *a, const char *b, const char *c)
 	return !strcmp(v, a) || !strcmp(v, b) || (c && !strcmp(v, c));
 }
 
+int config_parse_majors(const char *s, unsigned *ret, int max)
+{
+	int n = 0;
+
+	while (*s) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || end == s || v < 1 || v > 4095 || n == max)
+			return -EINVAL;
+		ret[n++] = (unsigned)v;
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s)
+			return -EINVAL;
+	}
+	return n;
+}
+
 int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 {
+	unsigned majors[32];
+
+	if (config_parse_majors(c->gpu_majors, majors, 32) < 0) {
+		snprintf(err, errlen,
+			 "gpu_majors: '%s' is not a list of majors 1..4095 like 195,226",
+			 c->gpu_majors);
+		return -EINVAL;
+	}
 	if (!one_of(c->bpf_programs, "auto", "tp_btf", "raw_tp")) {
 		snprintf(err, errlen, "bpf_programs: '%s' is not one of auto, tp_btf, raw_tp",
 			 c->bpf_programs);

@@ -33,6 +33,7 @@ struct ftbpf_config {
 	char only_jobs[128];  /* fnmatch(3) pattern on job ids; empty = every job */
 	char timer_fifo[256]; /* torch FileTimerServer-compatible FIFO; empty = none */
 	int timer_escalate;   /* expiry: SIGTERM, grace, SIGKILL instead of the timer's signal */
+	char gpu_majors[128]; /* extra GPU character-device majors, "195,226" */
 	int verbose;
 	int events_keep; /* events held in memory for `ftbpf events` */
 	/* Force a fallback that a production kernel may need (the tests exercise them): */
@@ -50,6 +51,8 @@ int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *bu
 			char *err, size_t errlen);
 /* Cross-key checks (choices, hard >= soft); after the file and again after the flags. */
 int config_check(const struct ftbpf_config *c, char *err, size_t errlen);
+/* Parse a "195,226" list into ret (at most max); returns the count or -EINVAL. */
+int config_parse_majors(const char *s, unsigned *ret, int max);
 int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_t errlen);
 /* Map a command-line flag ("soft-timeout") to its key; NULL if unknown. needs_arg set. */
 const char *config_flag_key(const char *flag, int *ret_needs_arg);

@@ -27,9 +27,9 @@ void det_params_from_seconds(struct det_params *p, double soft, double hard, dou
 const char *det_state_name(enum rank_state s)
 {
 	static const char *n[] = {"running", "blocked", "spinning", "stopped",
-				  "dstate",  "zombie",	"exited"};
+				  "dstate",  "zombie",	"exited",   "gpu_driver"};
 
-	return (unsigned)s <= RS_EXITED ? n[s] : "unknown";
+	return (unsigned)s <= RS_GPU ? n[s] : "unknown";
 }
 
 const char *det_exit_text(int status, char *buf, int len)
@@ -71,6 +71,8 @@ static int score_of(const struct det_rank *d, const struct det_sample *s)
 		return 92;
 	case RS_SPINNING:
 		return 80;
+	case RS_GPU:
+		return 75;
 	case RS_DSTATE:
 		return 70;
 	case RS_BLOCKED:
@@ -132,6 +134,15 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 		else
 			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep%s%s",
 				 *s->wchan ? ", wchan " : "", s->wchan);
+	} else if (s->gpu_since_ns && s->cur_nr >= 0 &&
+		   since(now, s->gpu_since_ns) >= p->block_min_ns) {
+		d->state = RS_GPU;
+		d->syscall = s->cur_nr;
+		d->state_since_ns = s->gpu_since_ns;
+		snprintf(d->reason, sizeof(d->reason),
+			 "inside the GPU driver (ioctl 0x%x) for %.1fs%s%s%s", s->gpu_req,
+			 (double)since(now, s->gpu_since_ns) / NS, *s->wchan ? " (wchan " : "",
+			 s->wchan, *s->wchan ? ")" : "");
 	} else if (s->cur_nr >= 0 && since(now, s->enter_ns) >= p->block_min_ns) {
 		d->state = RS_BLOCKED;
 		d->syscall = s->cur_nr;
@@ -160,7 +171,8 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 		d->prev_key = key;
 		d->key_since_ns = now;
 	}
-	if (d->state != RS_BLOCKED && d->state != RS_SPINNING && d->state != RS_EXITED)
+	if (d->state != RS_BLOCKED && d->state != RS_SPINNING && d->state != RS_EXITED &&
+	    d->state != RS_GPU)
 		d->state_since_ns = d->key_since_ns;
 	d->score = score_of(d, s);
 	d->hung = 0;

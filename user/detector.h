@@ -16,6 +16,7 @@ enum rank_state {
 	RS_DSTATE,   /* uninterruptible sleep */
 	RS_ZOMBIE,   /* main thread gone, others alive */
 	RS_EXITED,
+	RS_GPU, /* main thread inside an ioctl on a GPU device file */
 };
 
 struct det_sample {
@@ -35,6 +36,8 @@ struct det_sample {
 	uint64_t cpu_ns;      /* main thread utime + stime */
 	int cpu_valid;
 	char wchan[48];
+	uint64_t gpu_since_ns; /* main thread inside a GPU ioctl since, 0 when not */
+	uint32_t gpu_req;      /* its request code */
 };
 
 struct det_params {

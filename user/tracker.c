@@ -18,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -254,6 +255,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	}
 	t->skel->rodata->agent_tgid = o->agent_tgid;
 	t->skel->rodata->timer_term_first = !!o->timer_term_first;
+	t->skel->rodata->ioctl_nr = SYS_ioctl;
 	/* The tick clock needs HZ and the iterator that calibrates it. */
 	t->feat.hz = t->feat.task_iter && !o->ktime_clock ? kernel_hz() : 0;
 	t->skel->rodata->ns_per_jiffy = t->feat.hz ? 1000000000ull / t->feat.hz : 0;
@@ -552,6 +554,15 @@ void tracker_slot_remove(struct tracker *t, uint32_t tgid, int fd, struct ftbpf_
 		munmap(s, sizeof(*s));
 	if (fd >= 0)
 		close(fd);
+}
+
+int tracker_gpu_major_add(struct tracker *t, unsigned major)
+{
+	uint32_t k = major;
+	uint8_t v = 1;
+
+	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.gpu_majors), &k, &v, BPF_ANY) ? -errno
+											   : 0;
 }
 
 int tracker_thread_delete(struct tracker *t, uint32_t tid)

@@ -71,6 +71,9 @@ int tracker_slot_create(struct tracker *t, uint32_t tgid, int *ret_fd,
 int tracker_slot_open(struct tracker *t, uint32_t tgid, int *ret_fd, struct ftbpf_slot **ret_slot);
 void tracker_slot_remove(struct tracker *t, uint32_t tgid, int fd, struct ftbpf_slot *s);
 
+/* Treat character devices of this major as GPU devices (ioctl tracking). */
+int tracker_gpu_major_add(struct tracker *t, unsigned major);
+
 /* The pinned copy of the timer table. */
 int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,
 		      const struct ftbpf_timer_val *v);

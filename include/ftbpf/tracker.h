@@ -39,10 +39,15 @@ struct ftbpf_thread {
 	__s64 last_ret;
 	__s32 last_nr;
 	__u32 pad;
-	__u64 syscalls;	   /* completed syscalls */
-	__u64 progress_ns; /* last completion that counts as progress (main thread only) */
-	__u64 progress;	   /* number of such completions */
-	__u64 first_ns;	   /* first syscall seen */
+	__u64 syscalls;	    /* completed syscalls */
+	__u64 progress_ns;  /* last completion that counts as progress (main thread only) */
+	__u64 progress;	    /* number of such completions */
+	__u64 first_ns;	    /* first syscall seen */
+	__u64 gpu_ioctls;   /* ioctls on GPU device files (by device major) */
+	__u64 gpu_since_ns; /* inside a GPU ioctl since, 0 when not */
+	__u64 gpu_last_ns;  /* last GPU ioctl completed */
+	__u32 gpu_req;	    /* request code of the GPU ioctl in flight or last */
+	__u32 pad2;
 };
 
 /* Per-process record; key: tgid. Created by the agent (ranks) or by BPF (children). */

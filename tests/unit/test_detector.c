@@ -190,6 +190,29 @@ static void test_short_syscall_is_running(void)
 	CU_ASSERT_EQUAL(d[0].state, RS_RUNNING);
 }
 
+static void test_gpu_driver_state(void)
+{
+	struct det_rank d[3] = {};
+	struct det_sample s[3];
+	struct det_job j;
+
+	for (int i = 0; i < 3; i++)
+		s[i] = blocked_in(10 + i, i, SYS_futex, 5 * S);
+	s[2] = blocked_in(12, 2, SYS_ioctl, 5 * S);
+	s[2].gpu_since_ns = 5 * S;
+	s[2].gpu_req = 0xc020462a;
+	run(d, s, 3, 70 * S, &j);
+	CU_ASSERT_EQUAL(d[2].state, RS_GPU);
+	CU_ASSERT_STRING_EQUAL(det_state_name(RS_GPU), "gpu_driver");
+	CU_ASSERT_PTR_NOT_NULL(strstr(d[2].reason, "inside the GPU driver (ioctl 0xc020462a)"));
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_TRUE(d[2].culprit);
+	/* an ioctl on another device is just a blocked syscall */
+	s[2].gpu_since_ns = 0;
+	run(d, s, 3, 70 * S, &j);
+	CU_ASSERT_EQUAL(d[2].state, RS_BLOCKED);
+}
+
 static void test_exit_text(void)
 {
 	char b[64];
@@ -220,6 +243,7 @@ int main(void)
 	CU_add_test(s, "hard timeout", test_hard_timeout);
 	CU_add_test(s, "all in comm wait: no local culprit", test_all_comm_wait_no_local_culprit);
 	CU_add_test(s, "short syscall is running", test_short_syscall_is_running);
+	CU_add_test(s, "inside the GPU driver", test_gpu_driver_state);
 	CU_add_test(s, "exit text", test_exit_text);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
