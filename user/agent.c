@@ -80,12 +80,13 @@ struct agent {
 	struct {
 		uint64_t lines, bad, denied, oversized;
 	} fifo_cnt;
-	/* timer escalation: SIGKILL due after the grace (timer_escalate) */
+	/* SIGKILL due after the grace: hard-timeout terminations and escalated timer expiries */
 	struct pending_kill {
 		int pid;
 		int pidfd; /* owned */
+		int rank;  /* 1: a rank terminated by a job action, 0: a timer's process */
 		uint64_t at_ns;
-	} pk[64];
+	} pk[1024];
 	int npk;
 };
 
@@ -93,7 +94,7 @@ static void timer_rearm(struct agent *a);
 static void timer_check(struct agent *a);
 static int timer_forget_pid(struct agent *a, int pid);
 static void rank_drop_slot(struct agent *a, struct rank *k);
-static void escalate_later(struct agent *a, int pid);
+static void escalate_later(struct agent *a, int pid, int rank);
 static void rank_gpu(struct agent *a, const struct rank *k, uint64_t *ret_n, uint64_t *ret_last);
 
 static uint64_t now_ns(void)
@@ -222,7 +223,7 @@ static int adopt_as(struct agent *a, int pid, const struct rank_ident *idp, cons
 		    int registered)
 {
 	struct rank_ident id = *idp;
-	struct proc_stat st, pst;
+	struct proc_stat st;
 	struct ftbpf_proc p = {};
 	struct rank *k;
 	uid_t uid;
@@ -238,7 +239,7 @@ static int adopt_as(struct agent *a, int pid, const struct rank_ident *idp, cons
 			return 0;
 	}
 	/* Launchers that exec the training script through a shell keep the parent's env. */
-	if (!registered && procfs_stat(st.ppid, -1, &pst) == 0 && ranks_find(&a->ranks, st.ppid))
+	if (!registered && ranks_find(&a->ranks, st.ppid))
 		return 0;
 	k = ranks_add(&a->ranks, pid);
 	if (!k)
@@ -477,7 +478,7 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 		jstr(o, "syscall", syscalls_format(e->code, nm, sizeof(nm)));
 		jstr(o, "result", "sent");
 		if (a->cfg.timer_escalate) /* the kernel sent SIGTERM; SIGKILL follows the grace */
-			escalate_later(a, (int)e->tgid);
+			escalate_later(a, (int)e->tgid, 0);
 		eventlog_emit(a->el, o);
 		a->tm.expired++;
 		timer_rearm(a);
@@ -668,22 +669,31 @@ static int proc_thread_one(void *ctx, int tid)
 	return 0;
 }
 
-/* Every thread of a live rank, from a fresh iterator snapshot with stacks, else from /proc. */
-static struct json_object *threads_json(struct agent *a, const struct rank *k, uint64_t now)
+/* Replace the task snapshot (with kernel stacks when asked); kept as is without iterators. */
+static void refresh_snapshot(struct agent *a, int stacks)
 {
-	struct task_ctx c = {a, k, now, json_object_new_array()};
 	struct ftbpf_task_snap *snap = NULL;
 	size_t n = 0;
 
-	if (k->s.exited)
-		return c.arr;
-	if (tracker_snapshot(a->tr, 1, &snap, &n) < 0) {
-		procfs_foreach_pid(k->pid, proc_thread_one, &c);
-		return c.arr;
-	}
+	if (tracker_snapshot(a->tr, stacks, &snap, &n) < 0)
+		return;
 	free(a->snap);
 	a->snap = snap;
 	a->nsnap = n;
+}
+
+/* Every thread of a live rank, from the current snapshot (refreshed with stacks by the
+ * caller), or from /proc without task iterators. */
+static struct json_object *threads_json(struct agent *a, const struct rank *k, uint64_t now)
+{
+	struct task_ctx c = {a, k, now, json_object_new_array()};
+
+	if (k->s.exited)
+		return c.arr;
+	if (!tracker_features(a->tr)->task_iter) {
+		procfs_foreach_pid(k->pid, proc_thread_one, &c);
+		return c.arr;
+	}
 	for (size_t i = 0; i < a->nsnap; i++) {
 		const struct ftbpf_task_snap *s = &a->snap[i];
 
@@ -774,15 +784,8 @@ static struct json_object *job_json(const struct job *j, const struct ranks *rs)
 static void hang_report(struct agent *a, struct job *j, uint64_t now)
 {
 	struct json_object *o = ev_new("hang"), *arr = json_object_new_array();
-	struct ftbpf_task_snap *snap = NULL;
-	size_t n = 0;
 
-	/* Re-snapshot with kernel stacks for the report. */
-	if (tracker_snapshot(a->tr, 1, &snap, &n) == 0) {
-		free(a->snap);
-		a->snap = snap;
-		a->nsnap = n;
-	}
+	refresh_snapshot(a, 1); /* with kernel stacks, for the report */
 	jstr(o, "job", j->id);
 	jdbl(o, "no_progress_s", secs(j->res.no_progress_ns));
 	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
@@ -904,28 +907,13 @@ static void job_actions(struct agent *a, struct job *j, uint64_t now)
 			continue;
 		if (a->cfg.action == ACTION_KILL) {
 			act_signal(a, j, k, SIGKILL, "hard_timeout");
-			k->kill_sent = 1;
 		} else {
 			/* A stopped rank cannot act on SIGTERM: continue it first (as NVRx does). */
 			if (k->d.state == RS_STOPPED)
 				send_signal(k, SIGCONT);
 			act_signal(a, j, k, SIGTERM, "hard_timeout");
-			k->term_sent_ns = now;
+			escalate_later(a, k->pid, 1);
 		}
-	}
-}
-
-static void escalate(struct agent *a, uint64_t now)
-{
-	for (int i = 0; i < a->ranks.n; i++) {
-		struct rank *k = a->ranks.v[i];
-
-		if (!k->term_sent_ns || k->kill_sent || k->s.exited)
-			continue;
-		if (now - k->term_sent_ns < (uint64_t)(a->cfg.grace_s * 1e9))
-			continue;
-		k->kill_sent = 1;
-		act_signal(a, NULL, k, SIGKILL, "grace_expired");
 	}
 }
 
@@ -950,15 +938,9 @@ static void gc(struct agent *a, uint64_t now)
 static void scan(struct agent *a)
 {
 	uint64_t now;
-	struct ftbpf_task_snap *snap = NULL;
-	size_t n = 0;
 
 	a->cnt.scans++;
-	if (tracker_snapshot(a->tr, 0, &snap, &n) == 0) {
-		free(a->snap);
-		a->snap = snap;
-		a->nsnap = n;
-	}
+	refresh_snapshot(a, 0);
 	now = now_ns();
 	for (int i = 0; i < a->ranks.n; i++) {
 		sample_rank(a, a->ranks.v[i]);
@@ -985,7 +967,6 @@ static void scan(struct agent *a)
 		}
 		job_actions(a, j, now);
 	}
-	escalate(a, now);
 	timer_check(a);
 	gc(a, now);
 }
@@ -1086,17 +1067,20 @@ static void timer_rearm(struct agent *a)
 }
 
 /* Escalation: SIGKILL pid (through a pidfd of its own) after the grace unless it is gone. */
-static void escalate_later(struct agent *a, int pid)
+static void escalate_later(struct agent *a, int pid, int rank)
 {
 	int fd;
 
-	if (a->npk == (int)(sizeof(a->pk) / sizeof(a->pk[0])))
-		return; /* full: the SIGTERM stands alone */
+	if (a->npk == (int)(sizeof(a->pk) / sizeof(a->pk[0]))) {
+		log_warn("pid %d: too many pending SIGKILLs; its SIGTERM stands alone", pid);
+		return;
+	}
 	fd = pidfd_open_(pid);
 	if (fd < 0)
 		return;
 	a->pk[a->npk].pid = pid;
 	a->pk[a->npk].pidfd = fd;
+	a->pk[a->npk].rank = rank;
 	a->pk[a->npk].at_ns = now_ns() + (uint64_t)(a->cfg.grace_s * 1e9);
 	a->npk++;
 }
@@ -1110,7 +1094,12 @@ static void escalate_due(struct agent *a, uint64_t now)
 			i++;
 			continue;
 		}
-		if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) == 0) {
+		if (p->rank) {
+			struct rank *k = ranks_find(&a->ranks, p->pid);
+
+			if (k && !k->s.exited)
+				act_signal(a, NULL, k, SIGKILL, "grace_expired");
+		} else if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) == 0) {
 			struct json_object *o = ev_new("action");
 
 			jint(o, "pid", p->pid);
@@ -1130,7 +1119,7 @@ static int expiry_signal(struct agent *a, int pid, int sig)
 {
 	if (!a->cfg.timer_escalate)
 		return sig;
-	escalate_later(a, pid);
+	escalate_later(a, pid, 0);
 	return SIGTERM;
 }
 
@@ -1540,6 +1529,7 @@ static struct json_object *do_explain(struct agent *a, const struct ctl_request 
 	for (int j = 0; j < a->ranks.njobs; j++)
 		if (!strcmp(a->ranks.jobs[j].id, k->id.job))
 			json_object_object_add(o, "job", job_json(&a->ranks.jobs[j], &a->ranks));
+	refresh_snapshot(a, 1);
 	th = threads_json(a, k, now);
 	json_object_object_add(o, "threads", th);
 	cc.owner = k->pid;

@@ -35,10 +35,8 @@ struct rank {
 	uint64_t progress;
 	int nthreads;
 	int exit_reported;
-	uint64_t term_sent_ns;	 /* SIGTERM sent by an action, 0 none */
 	int slot_fd;		 /* registered process's slot map (owned), -1 none */
 	struct ftbpf_slot *slot; /* the agent's mapping of it (owned) */
-	int kill_sent;
 };
 
 struct job {
