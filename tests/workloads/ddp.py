@@ -31,7 +31,13 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     start = time.monotonic()
     step = 0
-    while time.monotonic() - start < a.seconds:
+    while True:
+        # the ranks agree on when to stop: leaving the loop on each rank's own clock lets one
+        # rank enter one more all-reduce while the other is in barrier(), a real deadlock
+        done = torch.tensor([1.0 if time.monotonic() - start >= a.seconds else 0.0])
+        dist.all_reduce(done, op=dist.ReduceOp.MAX)
+        if done.item() > 0:
+            break
         if a.fault and rank == a.fault_rank and time.monotonic() - start >= a.fault_after:
             with open(os.path.join(a.dir, "fault.ts"), "w") as f:
                 f.write("%.3f\n" % time.time())
