@@ -15,8 +15,9 @@ LDLIBS_JSON:= -ljson-c
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -Wall -Werror
 
 CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detector.c user/timers.c \
-              user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c
-AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c
+              user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c \
+              user/gpuapi.c
+AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
 

@@ -26,8 +26,9 @@ const volatile __u64 ns_per_jiffy = 0;
 volatile __u64 jiffies_offset_ns = 0;
 /* Set by the agent: timers expire with SIGTERM; the agent sends SIGKILL after its grace. */
 const volatile __u32 timer_term_first = 0;
-/* ioctl's syscall number on this architecture (set by the agent) */
+/* ioctl's and mmap's syscall numbers on this architecture (set by the agent) */
 const volatile __s32 ioctl_nr = -1;
+const volatile __s32 mmap_nr = -1;
 
 /* Character-device majors of GPU drivers (nvidia*, DRM, kfd, configured ones): major -> 1. */
 struct {
@@ -78,6 +79,38 @@ struct {
 	__type(value, __u64);
 	__uint(max_entries, FTBPF_STAT__MAX);
 } stats SEC(".maps");
+
+/* One bit per tgid: mapped a file executable since the agent last looked (libraries to probe). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 512); /* resized with rank_bits */
+} maps_dirty SEC(".maps");
+
+/* NCCL communicators of tracked processes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct ftbpf_comm_key);
+	__type(value, struct ftbpf_comm);
+	__uint(max_entries, 4096);
+} comms SEC(".maps");
+
+/* Arguments of a communicator creation in flight, from entry to return; key: tid. */
+struct comm_stash {
+	__u64 out; /* ncclComm_t *: where the new communicator is stored */
+	__u64 id;
+	__s32 rank;
+	__s32 nranks;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct comm_stash);
+	__uint(max_entries, 1024);
+} comm_init SEC(".maps");
 
 /* Slots of registered processes: tgid -> that process's own one-entry mmapable array. */
 struct slot_map {
@@ -246,6 +279,31 @@ static __always_inline void gpu_ioctl_enter(struct ftbpf_thread *t, struct pt_re
 	t->gpu_req = (__u32)PT_REGS_PARM2_CORE_SYSCALL(regs);
 }
 
+static __always_inline struct ftbpf_thread *thread_get(__u32 tgid, __u32 tid, __u64 now)
+{
+	struct ftbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!t) {
+		struct ftbpf_thread init = {
+		    .tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now};
+
+		bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&threads, &tid);
+		if (!t)
+			stat_inc(FTBPF_STAT_THREAD_FULL);
+	}
+	return t;
+}
+
+static __always_inline void set_bit(void *bits, __u32 tgid)
+{
+	__u32 idx = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(bits, &idx);
+
+	if (w && !(*w & (1ULL << (tgid & 63))))
+		__sync_fetch_and_or(w, 1ULL << (tgid & 63));
+}
+
 static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -256,22 +314,16 @@ static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 	if (!tracked(tgid))
 		return;
 	now = hot_now();
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t) {
-		struct ftbpf_thread init = {
-		    .tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now};
-
-		bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST);
-		t = bpf_map_lookup_elem(&threads, &tid);
-		if (!t) {
-			stat_inc(FTBPF_STAT_THREAD_FULL);
-			return;
-		}
-	}
+	t = thread_get(tgid, tid, now);
+	if (!t)
+		return;
 	t->cur_nr = (__s32)id;
 	t->enter_ns = now;
 	if (id == ioctl_nr)
 		gpu_ioctl_enter(t, regs, now);
+	else if (id == mmap_nr && (PT_REGS_PARM3_CORE_SYSCALL(regs) & 4 /* PROT_EXEC */) &&
+		 (int)PT_REGS_PARM5_CORE_SYSCALL(regs) >= 0)
+		t->mmap_exec = 1;
 	if (has_slot(tgid))
 		check_slot(tgid, tid, id);
 }
@@ -299,6 +351,10 @@ static __always_inline void on_sys_exit(long ret)
 	if (t->gpu_since_ns) {
 		t->gpu_last_ns = now;
 		t->gpu_since_ns = 0;
+	}
+	if (t->mmap_exec) {
+		t->mmap_exec = 0;
+		set_bit(&maps_dirty, tgid);
 	}
 	if (tid == tgid) {
 		__u32 k = (__u32)nr;
@@ -569,6 +625,203 @@ FTBPF_TP(signal_generate, signal_generate, on_signal_generate(sig, info, task, r
 FTBPF_TP(signal_deliver, signal_deliver, on_signal_deliver(sig, info), int sig,
 	 struct kernel_siginfo *info)
 FTBPF_TP(mark_victim, mark_victim, on_mark_victim(p), struct task_struct *p)
+
+/* ---- CUDA driver and NCCL entry points (uprobes; the cookie says which, see tracker.h) ---- */
+
+/* Integer argument n (1-based) of a probed function at its entry. */
+static __always_inline __u64 arg_n(struct pt_regs *ctx, unsigned n)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u64 v = 0;
+
+	switch (n) {
+	case 1:
+		return ctx->di;
+	case 2:
+		return ctx->si;
+	case 3:
+		return ctx->dx;
+	case 4:
+		return ctx->cx;
+	case 5:
+		return ctx->r8;
+	case 6:
+		return ctx->r9;
+	case 7:
+	case 8: /* on the stack, above the return address */
+		bpf_probe_read_user(&v, sizeof(v), (void *)(ctx->sp + 8 * (n - 6)));
+		return v;
+	}
+#elif defined(__TARGET_ARCH_arm64)
+	if (n >= 1 && n <= 8)
+		return ctx->regs[n - 1];
+#endif
+	return 0;
+}
+
+/* The ncclUniqueId passed by value to ncclCommInitRank*: 16 of its 128 bytes identify it. */
+static __always_inline __u64 unique_id_at_entry(struct pt_regs *ctx)
+{
+	__u64 w[2] = {};
+
+#if defined(__TARGET_ARCH_x86)
+	/* a 128-byte struct is a memory argument: first stack slot */
+	bpf_probe_read_user(w, sizeof(w), (void *)(ctx->sp + 8));
+#elif defined(__TARGET_ARCH_arm64)
+	/* passed as a pointer to a caller-made copy, in the third register */
+	bpf_probe_read_user(w, sizeof(w), (void *)ctx->regs[2]);
+#endif
+	return (w[0] ^ (w[1] * 0x9E3779B97F4A7C15ull)) | 1;
+}
+
+static __always_inline int rank_at_entry(struct pt_regs *ctx)
+{
+#if defined(__TARGET_ARCH_arm64)
+	return (int)arg_n(ctx, 4);
+#else
+	return (int)arg_n(ctx, 3); /* the unique id took no register */
+#endif
+}
+
+static __always_inline void nccl_comm_call(struct pt_regs *ctx, struct ftbpf_thread *t, __u32 tgid,
+					   __u32 api, __u64 cookie, __u64 now, int outermost)
+{
+	struct ftbpf_comm_key k = {.tgid = tgid};
+	struct ftbpf_comm *c;
+	__u64 seq = 0;
+
+	k.comm = arg_n(ctx, (cookie >> 8) & 0xf);
+	c = bpf_map_lookup_elem(&comms, &k);
+	if (!c) {
+		struct ftbpf_comm init = {.rank = -1, .flags = FTBPF_COMM_NO_ID};
+
+		init.id = k.comm ^ ((__u64)tgid << 32);
+		bpf_map_update_elem(&comms, &k, &init, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&comms, &k);
+		if (!c) {
+			stat_inc(FTBPF_STAT_COMM_FULL);
+			return;
+		}
+	}
+	if (FTBPF_API_IS_COLL(api)) {
+		seq = __sync_fetch_and_add(&c->seq, 1) + 1;
+		c->api = api;
+		c->count = arg_n(ctx, (cookie >> 12) & 0xf);
+		c->dtype = (__u32)arg_n(ctx, (cookie >> 16) & 0xf);
+		c->op = (cookie >> 20) & 0xf ? (__u32)arg_n(ctx, (cookie >> 20) & 0xf) : 0;
+	} else {
+		seq = __sync_fetch_and_add(&c->p2p, 1) + 1;
+	}
+	c->last_ns = now;
+	if (outermost) {
+		t->api_comm = k.comm;
+		t->api_seq = seq;
+	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gpu_enter)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct ftbpf_comm_key k = {.tgid = tgid};
+	struct comm_stash st = {};
+	struct ftbpf_thread *t;
+	struct ftbpf_comm *c;
+	__u64 cookie, now;
+	int outermost;
+	__u32 api;
+
+	if (!tracked(tgid))
+		return 0;
+	cookie = bpf_get_attach_cookie(ctx);
+	api = cookie & 0xff;
+	now = hot_now();
+	t = thread_get(tgid, tid, now);
+	if (!t)
+		return 0;
+	stat_inc(FTBPF_STAT_API_CALLS);
+	t->api_calls++;
+	outermost = t->api_depth == 0;
+	if (t->api_depth < 8)
+		t->api_depth++;
+	if (outermost) {
+		t->api = api;
+		t->api_since_ns = now;
+		t->api_comm = 0;
+		t->api_seq = 0;
+	}
+	switch (api) {
+	case FTBPF_API_NCCL_COMM_INIT:
+		st.out = arg_n(ctx, 1);
+		st.nranks = (int)arg_n(ctx, 2);
+		st.id = unique_id_at_entry(ctx);
+		st.rank = rank_at_entry(ctx);
+		bpf_map_update_elem(&comm_init, &tid, &st, BPF_ANY);
+		break;
+	case FTBPF_API_NCCL_COMM_SPLIT: /* (comm, color, key, newcomm *, config) */
+		k.comm = arg_n(ctx, 1);
+		c = bpf_map_lookup_elem(&comms, &k);
+		st.out = arg_n(ctx, 4);
+		st.id = ((c ? c->id : 0) ^ (arg_n(ctx, 2) * 0xff51afd7ed558ccdull)) | 1;
+		st.rank = -1;
+		bpf_map_update_elem(&comm_init, &tid, &st, BPF_ANY);
+		break;
+	case FTBPF_API_NCCL_COMM_ABORT:
+	case FTBPF_API_NCCL_COMM_DESTROY:
+		k.comm = arg_n(ctx, 1);
+		bpf_map_delete_elem(&comms, &k);
+		break;
+	default:
+		if (FTBPF_API_IS_COLL(api) || FTBPF_API_IS_P2P(api))
+			nccl_comm_call(ctx, t, tgid, api, cookie, now, outermost);
+	}
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gpu_exit, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct ftbpf_thread *t;
+	struct comm_stash *st;
+	__u64 now;
+	__u32 api;
+
+	if (!tracked(tgid))
+		return 0;
+	api = bpf_get_attach_cookie(ctx) & 0xff;
+	if (api == FTBPF_API_NCCL_COMM_INIT || api == FTBPF_API_NCCL_COMM_SPLIT) {
+		st = bpf_map_lookup_elem(&comm_init, &tid);
+		if (st) {
+			struct ftbpf_comm_key k = {.tgid = tgid};
+			struct ftbpf_comm c = {
+			    .id = st->id, .rank = st->rank, .nranks = st->nranks};
+
+			if ((int)ret == 0 && st->out &&
+			    !bpf_probe_read_user(&k.comm, sizeof(k.comm), (void *)st->out) &&
+			    k.comm && bpf_map_update_elem(&comms, &k, &c, BPF_ANY))
+				stat_inc(FTBPF_STAT_COMM_FULL);
+			bpf_map_delete_elem(&comm_init, &tid);
+		}
+	}
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return 0;
+	if (t->api_depth)
+		t->api_depth--;
+	if (t->api_depth == 0 && t->api) {
+		now = hot_now();
+		t->api = 0;
+		t->api_last_ns = now;
+		if (tid == tgid) { /* a probed call returned: progress */
+			t->progress_ns = now;
+			t->progress++;
+		}
+	}
+	return 0;
+}
 
 /* ---- task iterator: one record per thread of a tracked process ---- */
 struct task_struct___old {

@@ -26,6 +26,8 @@
 #include "ftbpf/slot.h"
 #include "eventlog.h"
 #include "fifo_proto.h"
+#include "gpuapi.h"
+#include "gpuprobe.h"
 #include "ident.h"
 #include "ksyms.h"
 #include "log.h"
@@ -57,6 +59,7 @@ struct agent {
 	struct ftbpf_config cfg;
 	struct det_params dp;
 	struct tracker *tr;	/* owned */
+	struct gpuprobe *gp;	/* owned; NULL when CUDA/NCCL probes are off or impossible */
 	struct eventlog *el;	/* owned */
 	struct ctl_server *ctl; /* owned */
 	struct ksyms *ksyms;	/* owned, loaded on first need */
@@ -562,6 +565,10 @@ static void sample_rank(struct agent *a, struct rank *k)
 		k->s.progress_ns = t.progress_ns;
 		k->s.gpu_since_ns = t.gpu_since_ns;
 		k->s.gpu_req = t.gpu_req;
+		k->s.api = t.api;
+		k->s.api_since_ns = t.api_since_ns;
+		k->s.api_seq = t.api_seq;
+		k->api_calls = t.api_calls;
 		k->syscalls = t.syscalls;
 		k->progress = t.progress;
 	}
@@ -706,6 +713,35 @@ static struct json_object *threads_json(struct agent *a, const struct rank *k, u
 	return c.arr;
 }
 
+/* The probed CUDA/NCCL call in flight and the rank's NCCL communicators. */
+static void gpu_call_json(struct json_object *o, const struct rank *k, uint64_t now)
+{
+	struct json_object *arr = json_object_new_array();
+	int live = !k->s.exited && k->s.api;
+
+	jstr(o, "gpu_call", live ? gpuapi_name(k->s.api) : NULL);
+	jdbl(o, "gpu_call_s", live && now > k->s.api_since_ns ? secs(now - k->s.api_since_ns) : 0);
+	jint(o, "gpu_api_calls", (int64_t)k->api_calls);
+	for (int i = 0; i < k->s.ncomm; i++) {
+		const struct det_comm *c = &k->s.comm[i];
+		struct json_object *co = json_object_new_object();
+		char id[24];
+
+		snprintf(id, sizeof(id), "%016llx", (unsigned long long)c->id);
+		jstr(co, "comm", c->id ? id : NULL);
+		jint(co, "rank", c->rank);
+		jint(co, "nranks", c->nranks);
+		jint(co, "seq", (int64_t)c->seq);
+		jstr(co, "last_op", c->seq ? gpuapi_name(c->api) : NULL);
+		jint(co, "last_count", (int64_t)c->count);
+		jstr(co, "last_dtype", c->seq ? gpuapi_dtype_name(c->dtype) : NULL);
+		jdbl(co, "last_s_ago",
+		     c->last_ns && now > c->last_ns ? secs(now - c->last_ns) : -1);
+		json_object_array_add(arr, co);
+	}
+	json_object_object_add(o, "nccl", arr);
+}
+
 static struct json_object *rank_json(struct agent *a, const struct rank *k, uint64_t now)
 {
 	struct json_object *o = json_object_new_object();
@@ -719,7 +755,10 @@ static struct json_object *rank_json(struct agent *a, const struct rank *k, uint
 	jstr(o, "reason", k->d.reason);
 	jdbl(o, "state_for_s", secs(now > k->d.state_since_ns ? now - k->d.state_since_ns : 0));
 	jstr(o, "syscall",
-	     k->d.syscall >= 0 ? syscalls_format(k->d.syscall, nm, sizeof(nm)) : NULL);
+	     k->d.syscall >= 0 && k->d.state != RS_GPU_SYNC && k->d.state != RS_NCCL
+		 ? syscalls_format(k->d.syscall, nm, sizeof(nm))
+		 : NULL);
+	gpu_call_json(o, k, now);
 	jstr(o, "wchan", *k->s.wchan ? k->s.wchan : NULL);
 	jdbl(o, "no_progress_s", secs(k->d.no_progress_ns));
 	jdbl(o, "cpu", k->d.cpu_frac);
@@ -935,12 +974,54 @@ static void gc(struct agent *a, uint64_t now)
 	ranks_jobs_prune(&a->ranks);
 }
 
+static int comm_one(void *ctx, const struct ftbpf_comm_key *key, const struct ftbpf_comm *c)
+{
+	struct agent *a = ctx;
+	struct rank *k = ranks_find(&a->ranks, (int)key->tgid);
+	struct det_comm *d;
+
+	if (!k || k->s.exited) {
+		if (!tracker_is_tracked(a->tr, key->tgid))
+			tracker_comm_delete(a->tr, key); /* its process is gone */
+		return 0;
+	}
+	if (k->s.ncomm == DET_MAX_COMMS)
+		return 0;
+	d = &k->s.comm[k->s.ncomm++];
+	d->id = c->flags & FTBPF_COMM_NO_ID ? 0 : c->id;
+	d->seq = c->seq;
+	d->last_ns = c->last_ns;
+	d->count = c->count;
+	d->dtype = c->dtype;
+	d->api = c->api;
+	d->rank = c->rank;
+	d->nranks = c->nranks;
+	return 0;
+}
+
+/* Probe the CUDA/NCCL libraries of ranks that mapped new code; collect NCCL communicators. */
+static void gpu_scan(struct agent *a)
+{
+	for (int i = 0; i < a->ranks.n; i++) {
+		struct rank *k = a->ranks.v[i];
+		int dirty = tracker_maps_dirty_take(a->tr, (uint32_t)k->pid);
+
+		k->s.ncomm = 0;
+		if (!a->gp || k->s.exited || (k->maps_scanned && !dirty))
+			continue;
+		k->maps_scanned = 1;
+		gpuprobe_scan(a->gp, k->pid);
+	}
+	tracker_foreach_comm(a->tr, comm_one, a);
+}
+
 static void scan(struct agent *a)
 {
 	uint64_t now;
 
 	a->cnt.scans++;
 	refresh_snapshot(a, 0);
+	gpu_scan(a);
 	now = now_ns();
 	for (int i = 0; i < a->ranks.n; i++) {
 		sample_rank(a, a->ranks.v[i]);
@@ -1426,6 +1507,23 @@ static struct json_object *agent_json(struct agent *a, uint64_t now)
 		json_object_object_add(ft, "gpu_majors", g);
 	}
 	jint(ft, "pid_max", f->pid_max);
+	jbool(ft, "uprobes", f->uprobes);
+	jbool(ft, "gpu_probes", a->gp != NULL);
+	{
+		struct json_object *libs = json_object_new_array();
+		struct gpuprobe_lib_info li;
+
+		for (int i = 0; gpuprobe_info(a->gp, i, &li) == 0; i++) {
+			struct json_object *l = json_object_new_object();
+
+			jstr(l, "path", li.path);
+			jstr(l, "kind", li.kind == GPUAPI_LIB_CUDA ? "cuda" : "nccl");
+			jint(l, "functions", li.probes);
+			jstr(l, "error", li.err ? strerror(-li.err) : NULL);
+			json_object_array_add(libs, l);
+		}
+		json_object_object_add(o, "gpu_libs", libs);
+	}
 	json_object_object_add(o, "features", ft);
 	jint(c, "events", (int64_t)a->cnt.events);
 	jint(c, "adopted", (int64_t)a->cnt.adopted);
@@ -1436,6 +1534,8 @@ static struct json_object *agent_json(struct agent *a, uint64_t now)
 	jint(c, "ringbuf_drops", (int64_t)tracker_stat(a->tr, FTBPF_STAT_RB_DROPS));
 	jint(c, "thread_map_full", (int64_t)tracker_stat(a->tr, FTBPF_STAT_THREAD_FULL));
 	jint(c, "proc_map_full", (int64_t)tracker_stat(a->tr, FTBPF_STAT_PROC_FULL));
+	jint(c, "gpu_api_calls", (int64_t)tracker_stat(a->tr, FTBPF_STAT_API_CALLS));
+	jint(c, "nccl_comm_map_full", (int64_t)tracker_stat(a->tr, FTBPF_STAT_COMM_FULL));
 	jint(c, "ctl_accepted", (int64_t)cc->accepted);
 	jint(c, "ctl_requests", (int64_t)cc->requests);
 	jint(c, "ctl_bad_requests", (int64_t)cc->bad_requests);
@@ -1862,6 +1962,10 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	if (!a->tr)
 		goto fail;
 	gpu_majors_setup(a);
+	if (cfg->gpu_probes && !tracker_features(a->tr)->uprobes)
+		log_warn("no CUDA/NCCL probes: this kernel has no uprobe attach cookies (5.15+)");
+	else if (cfg->gpu_probes && gpuprobe_new(a->tr, cfg->gpu_probe_launch, &a->gp) < 0)
+		log_warn("no CUDA/NCCL probes: libelf unusable");
 	a->ctl = ctl_new(cfg->socket_path, a->epfd, handle, a, a->el);
 	if (!a->ctl) {
 		snprintf(err, errlen, "control socket %s: %s", cfg->socket_path, strerror(errno));
@@ -1983,6 +2087,7 @@ void agent_free(struct agent *a)
 	if (!a)
 		return;
 	ctl_free(a->ctl);
+	gpuprobe_free(a->gp); /* its links before the programs they attach */
 	tracker_close(a->tr);
 	eventlog_free(a->el);
 	ksyms_free(a->ksyms);

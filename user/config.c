@@ -59,6 +59,10 @@ static const struct key_def keys[] = {
      "seconds on CPU without a syscall before a rank is called spinning"},
     {"gpu_majors", "gpu-majors", T_STRING, OFF(gpu_majors), SZ(gpu_majors), 0, 0,
      "GPU character-device majors besides those /proc/devices names (nvidia*, drm, kfd): 195,226"},
+    {"gpu_probes", "gpu-probes", T_BOOL, OFF(gpu_probes), 0, 0, 1,
+     "uprobes on CUDA/NCCL sync and collective calls in libraries ranks map (0/1)"},
+    {"gpu_probe_launch", "gpu-probe-launch", T_BOOL, OFF(gpu_probe_launch), 0, 0, 1,
+     "also probe cuLaunchKernel (costs a probe hit per kernel launch; see make bench) (0/1)"},
     {"timer_escalate", "timer-escalate", T_BOOL, OFF(timer_escalate), 0, 0, 1,
      "timer expiry: 1 = SIGTERM, grace, SIGKILL; 0 = the timer's own signal (torch)"},
     {"timer_fifo", "timer-fifo", T_STRING, OFF(timer_fifo), SZ(timer_fifo), 0, 0,
@@ -97,6 +101,7 @@ void config_defaults(struct ftbpf_config *c)
 	c->scan_interval_s = 0.2;
 	c->spin_threshold_s = 2;
 	c->events_keep = 4096;
+	c->gpu_probes = 1;
 	c->verbose = 2;
 	snprintf(c->bpf_programs, sizeof(c->bpf_programs), "auto");
 	snprintf(c->task_iter, sizeof(c->task_iter), "auto");

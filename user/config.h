@@ -34,6 +34,8 @@ struct ftbpf_config {
 	char timer_fifo[256]; /* torch FileTimerServer-compatible FIFO; empty = none */
 	int timer_escalate;   /* expiry: SIGTERM, grace, SIGKILL instead of the timer's signal */
 	char gpu_majors[128]; /* extra GPU character-device majors, "195,226" */
+	int gpu_probes;	      /* CUDA/NCCL uprobes in the libraries ranks map */
+	int gpu_probe_launch; /* ... including kernel launches */
 	int verbose;
 	int events_keep; /* events held in memory for `ftbpf events` */
 	/* Force a fallback that a production kernel may need (the tests exercise them): */

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "config.h"
+#include "ftbpf/tracker.h"
+#include "gpuapi.h"
 #include "syscalls.h"
 
 #define NS 1000000000ull
@@ -26,10 +28,10 @@ void det_params_from_seconds(struct det_params *p, double soft, double hard, dou
 
 const char *det_state_name(enum rank_state s)
 {
-	static const char *n[] = {"running", "blocked", "spinning", "stopped",
-				  "dstate",  "zombie",	"exited",   "gpu_driver"};
+	static const char *n[] = {"running", "blocked", "spinning",   "stopped",  "dstate",
+				  "zombie",  "exited",	"gpu_driver", "gpu_sync", "nccl"};
 
-	return (unsigned)s <= RS_GPU ? n[s] : "unknown";
+	return (unsigned)s <= RS_NCCL ? n[s] : "unknown";
 }
 
 const char *det_exit_text(int status, char *buf, int len)
@@ -73,6 +75,10 @@ static int score_of(const struct det_rank *d, const struct det_sample *s)
 		return 80;
 	case RS_GPU:
 		return 75;
+	case RS_GPU_SYNC: /* waiting for the device, often for a collective: little suspicion */
+		return 20;
+	case RS_NCCL:
+		return 15;
 	case RS_DSTATE:
 		return 70;
 	case RS_BLOCKED:
@@ -85,6 +91,52 @@ static int score_of(const struct det_rank *d, const struct det_sample *s)
 		return 30;
 	}
 	return 0;
+}
+
+/* The communicator the rank issued its latest collective on, or NULL. */
+static const struct det_comm *last_comm(const struct det_sample *s)
+{
+	const struct det_comm *c = NULL;
+
+	for (int i = 0; i < s->ncomm; i++)
+		if (s->comm[i].seq && (!c || s->comm[i].last_ns > c->last_ns))
+			c = &s->comm[i];
+	return c;
+}
+
+/* "ncclAllReduce #42 (1024 x float32) on comm 3f2a..." */
+static void coll_text(const struct det_comm *c, uint64_t seq, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s #%llu (%llu x %s) on comm %016llx", gpuapi_name(c->api),
+		 (unsigned long long)seq, (unsigned long long)c->count, gpuapi_dtype_name(c->dtype),
+		 (unsigned long long)c->id);
+}
+
+static void api_state(struct det_rank *d, const struct det_sample *s, uint64_t now)
+{
+	const struct det_comm *c = last_comm(s);
+	char coll[128] = "";
+	double secs = (double)since(now, s->api_since_ns) / NS;
+
+	d->syscall = (int)s->api;
+	d->state_since_ns = s->api_since_ns;
+	if (FTBPF_API_IS_CUDA(s->api)) {
+		d->state = RS_GPU_SYNC;
+		if (c)
+			coll_text(c, c->seq, coll, sizeof(coll));
+		snprintf(d->reason, sizeof(d->reason),
+			 "in a GPU synchronisation (%s) for %.1fs%s%s", gpuapi_name(s->api), secs,
+			 c ? ", after " : "", coll);
+	} else {
+		d->state = RS_NCCL;
+		if (FTBPF_API_IS_COLL(s->api) && c)
+			snprintf(d->reason, sizeof(d->reason),
+				 "in NCCL collective #%llu (%s) for %.1fs",
+				 (unsigned long long)s->api_seq, gpuapi_name(s->api), secs);
+		else
+			snprintf(d->reason, sizeof(d->reason), "inside %s for %.1fs",
+				 gpuapi_name(s->api), secs);
+	}
 }
 
 void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t now,
@@ -134,6 +186,8 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 		else
 			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep%s%s",
 				 *s->wchan ? ", wchan " : "", s->wchan);
+	} else if (s->api && since(now, s->api_since_ns) >= p->block_min_ns) {
+		api_state(d, s, now);
 	} else if (s->gpu_since_ns && s->cur_nr >= 0 &&
 		   since(now, s->gpu_since_ns) >= p->block_min_ns) {
 		d->state = RS_GPU;
@@ -172,7 +226,7 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 		d->key_since_ns = now;
 	}
 	if (d->state != RS_BLOCKED && d->state != RS_SPINNING && d->state != RS_EXITED &&
-	    d->state != RS_GPU)
+	    d->state != RS_GPU && d->state != RS_GPU_SYNC && d->state != RS_NCCL)
 		d->state_since_ns = d->key_since_ns;
 	d->score = score_of(d, s);
 	d->hung = 0;
@@ -183,6 +237,93 @@ static void add_culprit(struct det_job *out, int i)
 {
 	if (out->n_culprits < DET_MAX_CULPRITS)
 		out->culprits[out->n_culprits++] = i;
+}
+
+static const struct det_comm *comm_of(const struct det_sample *s, uint64_t id)
+{
+	for (int i = 0; i < s->ncomm; i++)
+		if (s->comm[i].id == id)
+			return &s->comm[i];
+	return NULL;
+}
+
+static int waiting(enum rank_state st)
+{
+	return st == RS_GPU_SYNC || st == RS_NCCL || st == RS_BLOCKED || st == RS_GPU;
+}
+
+/*
+ * NCCL evidence: on a communicator that several ranks here share, the ranks that issued fewer
+ * collectives than the others, while those others wait (in a GPU synchronisation, in NCCL or in
+ * the kernel), never entered the collective the others wait in. Of several such communicators
+ * the one with the fewest laggards wins. Returns 1 when culprits were named.
+ */
+static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, struct det_job *out)
+{
+	uint64_t best_id = 0, best_max = 0;
+	int best_lag = 0, best_ahead = -1;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i].exited)
+			continue;
+		for (int c = 0; c < s[i].ncomm; c++) {
+			uint64_t id = s[i].comm[c].id, max = 0;
+			int members = 0, lag = 0, ahead = -1, all_wait = 1;
+
+			if (!id)
+				continue;
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id);
+
+				if (!cj)
+					continue;
+				members++;
+				if (cj->seq > max)
+					max = cj->seq;
+			}
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id);
+
+				if (!cj)
+					continue;
+				if (cj->seq < max) {
+					lag++;
+				} else {
+					ahead = j;
+					all_wait &= waiting(d[j].state);
+				}
+			}
+			if (members >= 2 && lag && all_wait && (!best_lag || lag < best_lag)) {
+				best_id = id;
+				best_max = max;
+				best_lag = lag;
+				best_ahead = ahead;
+			}
+		}
+	}
+	if (!best_lag)
+		return 0;
+	for (int j = 0; j < n; j++) {
+		const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], best_id);
+
+		if (cj && cj->seq < best_max)
+			add_culprit(out, j);
+	}
+	{
+		int k = out->culprits[0];
+		const struct det_comm *ck = comm_of(&s[k], best_id);
+		const struct det_comm *ca = comm_of(&s[best_ahead], best_id);
+		char coll[128];
+
+		coll_text(ca, best_max, coll, sizeof(coll));
+		snprintf(
+		    out->why, sizeof(out->why),
+		    "rank %d issued %llu collectives on NCCL comm %016llx, the others %llu: it "
+		    "never entered %s that they wait in; it is %s",
+		    s[k].rank, (unsigned long long)ck->seq, (unsigned long long)best_id,
+		    (unsigned long long)best_max, coll, d[k].reason);
+	}
+	return 1;
 }
 
 void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
@@ -219,7 +360,9 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 	out->hung = out->no_progress_ns >= p->soft_ns;
 	out->hard = out->no_progress_ns >= p->hard_ns;
 
-	if (first_dead < 0) {
+	if (first_dead < 0 && nccl_culprits(d, s, n, out)) {
+		/* named from NCCL sequence numbers */
+	} else if (first_dead < 0) {
 		/* Majority posture among all ranks (an early normal exit is a posture too). */
 		int best_cnt = 0, best_key = -1;
 

@@ -16,7 +16,22 @@ enum rank_state {
 	RS_DSTATE,   /* uninterruptible sleep */
 	RS_ZOMBIE,   /* main thread gone, others alive */
 	RS_EXITED,
-	RS_GPU, /* main thread inside an ioctl on a GPU device file */
+	RS_GPU,	     /* main thread inside an ioctl on a GPU device file */
+	RS_GPU_SYNC, /* main thread inside a CUDA synchronisation (cuStreamSynchronize...) */
+	RS_NCCL,     /* main thread inside an NCCL call */
+};
+
+#define DET_MAX_COMMS 8
+
+/* An NCCL communicator of a rank, as the uprobes saw it. */
+struct det_comm {
+	uint64_t id;  /* the same on every member rank; 0: unknown (not comparable) */
+	uint64_t seq; /* collectives issued */
+	uint64_t last_ns;
+	uint64_t count; /* last collective: elements, data type, call */
+	unsigned dtype;
+	unsigned api;
+	int rank, nranks; /* in the communicator; -1 / 0 unknown */
 };
 
 struct det_sample {
@@ -38,6 +53,11 @@ struct det_sample {
 	char wchan[48];
 	uint64_t gpu_since_ns; /* main thread inside a GPU ioctl since, 0 when not */
 	uint32_t gpu_req;      /* its request code */
+	unsigned api;	       /* main thread inside this probed CUDA/NCCL call, 0 none */
+	uint64_t api_since_ns;
+	uint64_t api_seq; /* NCCL collective in flight: its number on its communicator */
+	int ncomm;
+	struct det_comm comm[DET_MAX_COMMS];
 };
 
 struct det_params {
@@ -73,7 +93,7 @@ struct det_job {
 	uint64_t no_progress_ns;
 	int n_culprits;
 	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */
-	char why[256];
+	char why[512];
 };
 
 void det_params_from_seconds(struct det_params *p, double soft, double hard, double spin);

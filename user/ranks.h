@@ -35,6 +35,8 @@ struct rank {
 	uint64_t progress;
 	int nthreads;
 	int exit_reported;
+	int maps_scanned;	 /* its libraries were looked at for CUDA/NCCL probes */
+	uint64_t api_calls;	 /* probed CUDA/NCCL calls of its main thread */
 	int slot_fd;		 /* registered process's slot map (owned), -1 none */
 	struct ftbpf_slot *slot; /* the agent's mapping of it (owned) */
 };

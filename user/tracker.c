@@ -33,7 +33,8 @@ struct tracker {
 	struct bpf_link *iter_link; /* owned */
 	struct bpf_link *links[16]; /* owned; also pinned */
 	int nlinks;
-	uint64_t *bits; /* mmap of rank_bits */
+	uint64_t *bits;	 /* mmap of rank_bits */
+	uint64_t *dirty; /* mmap of maps_dirty */
 	size_t bits_len;
 	unsigned nwords;
 	struct tracker_features feat;
@@ -43,8 +44,8 @@ struct tracker {
 };
 
 static const char *pinned_maps[] = {
-    "rank_bits", "procs",	"threads", "events",	"stats",
-    "sysclass",	 "timer_table", "slots",   "slot_bits",
+    "rank_bits",   "procs", "threads",	 "events",     "stats", "sysclass",
+    "timer_table", "slots", "slot_bits", "maps_dirty", "comms",
 };
 
 int tracker_probe_tp_btf(void)
@@ -256,11 +257,16 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	t->skel->rodata->agent_tgid = o->agent_tgid;
 	t->skel->rodata->timer_term_first = !!o->timer_term_first;
 	t->skel->rodata->ioctl_nr = SYS_ioctl;
+	t->skel->rodata->mmap_nr = SYS_mmap;
+	/* uprobes with attach cookies (5.15+); without them no CUDA/NCCL probes, all else works */
+	t->feat.uprobes =
+	    libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 1;
 	/* The tick clock needs HZ and the iterator that calibrates it. */
 	t->feat.hz = t->feat.task_iter && !o->ktime_clock ? kernel_hz() : 0;
 	t->skel->rodata->ns_per_jiffy = t->feat.hz ? 1000000000ull / t->feat.hz : 0;
 	bpf_map__set_max_entries(t->skel->maps.rank_bits, t->nwords);
 	bpf_map__set_max_entries(t->skel->maps.slot_bits, t->nwords);
+	bpf_map__set_max_entries(t->skel->maps.maps_dirty, t->nwords);
 	bpf_object__for_each_program (prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
 		int want;
@@ -269,6 +275,8 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 			want = t->feat.tp_btf;
 		else if (!strncmp(name, "raw_", 4))
 			want = !t->feat.tp_btf;
+		else if (!strncmp(name, "gpu_", 4))
+			want = t->feat.uprobes;
 		else
 			want = t->feat.task_iter;
 		if (strstr(name, "mark_victim") && t->feat.tp_btf &&
@@ -315,6 +323,14 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 		snprintf(err, errlen, "mmap rank_bits: %s", strerror(-r));
 		goto fail;
 	}
+	t->dirty = mmap(NULL, t->bits_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			bpf_map__fd(t->skel->maps.maps_dirty), 0);
+	if (t->dirty == MAP_FAILED) {
+		r = -errno;
+		t->dirty = NULL;
+		snprintf(err, errlen, "mmap maps_dirty: %s", strerror(-r));
+		goto fail;
+	}
 
 	/* The iterator first: one pass calibrates the syscall clock before programs run. */
 	if (t->feat.task_iter) {
@@ -333,7 +349,8 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	bpf_object__for_each_program (prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
 
-		if (!bpf_program__autoload(prog) || !strcmp(name, "dump_task"))
+		if (!bpf_program__autoload(prog) || !strcmp(name, "dump_task") ||
+		    !strncmp(name, "gpu_", 4)) /* uprobes: per library, by tracker_uprobe_attach */
 			continue;
 		r = attach_and_pin(t, prog, name + 4, err, errlen);
 		if (r < 0) {
@@ -369,6 +386,8 @@ void tracker_close(struct tracker *t)
 		bpf_link__destroy(t->links[i]);
 	if (t->bits)
 		munmap(t->bits, t->bits_len);
+	if (t->dirty)
+		munmap(t->dirty, t->bits_len);
 	tracker_bpf__destroy(t->skel);
 	free(t);
 }
@@ -563,6 +582,52 @@ int tracker_gpu_major_add(struct tracker *t, unsigned major)
 
 	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.gpu_majors), &k, &v, BPF_ANY) ? -errno
 											   : 0;
+}
+
+int tracker_maps_dirty_take(struct tracker *t, uint32_t tgid)
+{
+	uint64_t bit = 1ull << (tgid & 63);
+
+	if (tgid / 64 >= t->nwords ||
+	    !(__atomic_load_n(&t->dirty[tgid / 64], __ATOMIC_RELAXED) & bit))
+		return 0;
+	return !!(__atomic_fetch_and(&t->dirty[tgid / 64], ~bit, __ATOMIC_SEQ_CST) & bit);
+}
+
+int tracker_uprobe_attach(struct tracker *t, const char *path, size_t offset, uint64_t cookie,
+			  int retprobe, struct bpf_link **ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = !!retprobe);
+	struct bpf_program *prog = retprobe ? t->skel->progs.gpu_exit : t->skel->progs.gpu_enter;
+
+	if (!t->feat.uprobes)
+		return -EOPNOTSUPP;
+	*ret = bpf_program__attach_uprobe_opts(prog, -1, path, offset, &o);
+	return *ret ? 0 : -errno;
+}
+
+int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(t->skel->maps.comms);
+	struct ftbpf_comm_key key, next, *prev = NULL;
+	struct ftbpf_comm c;
+	int r;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &c))
+			continue;
+		r = fn(ctx, &key, &c);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k)
+{
+	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.comms), k) ? -errno : 0;
 }
 
 int tracker_thread_delete(struct tracker *t, uint32_t tid)

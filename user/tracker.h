@@ -12,6 +12,7 @@
 #include "ftbpf/tracker.h"
 
 struct tracker;
+struct bpf_link;
 
 struct tracker_features {
 	int tp_btf;	  /* 1: tp_btf programs, 0: raw_tp */
@@ -20,6 +21,7 @@ struct tracker_features {
 	int resumed;	  /* pinned maps from an earlier agent were found and reused */
 	unsigned hz;	  /* syscall times from jiffies at this HZ (one-tick precision); 0: ktime */
 	unsigned pid_max; /* size of the tracked-process bitmap */
+	int uprobes;	  /* uprobes with attach cookies: CUDA/NCCL probes possible */
 };
 
 typedef void (*tracker_event_fn)(void *ctx, const struct ftbpf_event *e);
@@ -73,6 +75,19 @@ void tracker_slot_remove(struct tracker *t, uint32_t tgid, int fd, struct ftbpf_
 
 /* Treat character devices of this major as GPU devices (ioctl tracking). */
 int tracker_gpu_major_add(struct tracker *t, unsigned major);
+
+/* Did tgid map a file executable since the last call? (clears the flag) */
+int tracker_maps_dirty_take(struct tracker *t, uint32_t tgid);
+/*
+ * Attach the CUDA/NCCL entry (or return) program at file offset `offset` of the library at
+ * path, for every process that maps it, with cookie (see enum ftbpf_api). *ret is the caller's.
+ */
+int tracker_uprobe_attach(struct tracker *t, const char *path, size_t offset, uint64_t cookie,
+			  int retprobe, struct bpf_link **ret);
+typedef int (*tracker_comm_fn)(void *ctx, const struct ftbpf_comm_key *k,
+			       const struct ftbpf_comm *c);
+int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx);
+int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k);
 
 /* The pinned copy of the timer table. */
 int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,

@@ -48,7 +48,80 @@ struct ftbpf_thread {
 	__u64 gpu_last_ns;  /* last GPU ioctl completed */
 	__u32 gpu_req;	    /* request code of the GPU ioctl in flight or last */
 	__u32 pad2;
+	/* CUDA/NCCL entry points (uprobes): the outermost probed call in flight */
+	__u32 api;	    /* enum ftbpf_api of the call in flight, 0 when none */
+	__u32 api_depth;    /* nesting of probed calls */
+	__u64 api_since_ns; /* its entry time */
+	__u64 api_comm;	    /* NCCL calls: the communicator (address in the process) */
+	__u64 api_seq;	    /* NCCL collectives: its sequence number on that communicator */
+	__u64 api_calls;    /* probed calls entered */
+	__u64 api_last_ns;  /* last probed call returned */
+	__u32 mmap_exec;    /* inside an mmap with PROT_EXEC of a file */
+	__u32 pad3;
 };
+
+/*
+ * CUDA driver and NCCL entry points probed with uprobes. The attach cookie carries the api id in
+ * its low byte and, for NCCL calls, the argument positions (1-based) of the communicator, the
+ * element count and the data type: cookie = api | comm << 8 | count << 12 | dtype << 16 | op << 20.
+ */
+enum ftbpf_api {
+	FTBPF_API_NONE = 0,
+	/* CUDA synchronisation */
+	FTBPF_API_CU_STREAM_SYNC = 1,
+	FTBPF_API_CU_CTX_SYNC,
+	FTBPF_API_CU_EVENT_SYNC,
+	FTBPF_API_CU_STREAM_WAIT_EVENT,
+	FTBPF_API_CU_MEMCPY, /* the synchronous cuMemcpy* calls */
+	FTBPF_API_CU_LAUNCH, /* cuLaunchKernel (only with gpu_probe_launch) */
+	/* NCCL collectives (numbered by comm) */
+	FTBPF_API_NCCL_ALLREDUCE = 16,
+	FTBPF_API_NCCL_ALLGATHER,
+	FTBPF_API_NCCL_REDUCESCATTER,
+	FTBPF_API_NCCL_BROADCAST,
+	FTBPF_API_NCCL_REDUCE,
+	/* NCCL point-to-point (numbered separately) */
+	FTBPF_API_NCCL_SEND = 32,
+	FTBPF_API_NCCL_RECV,
+	/* NCCL others */
+	FTBPF_API_NCCL_GROUP_START = 48,
+	FTBPF_API_NCCL_GROUP_END,
+	FTBPF_API_NCCL_COMM_INIT, /* ncclCommInitRank, ncclCommInitRankConfig */
+	FTBPF_API_NCCL_COMM_SPLIT,
+	FTBPF_API_NCCL_COMM_ABORT,
+	FTBPF_API_NCCL_COMM_DESTROY,
+	FTBPF_API__MAX = 64,
+};
+
+#define FTBPF_API_IS_CUDA(a) ((a) >= 1 && (a) < 16)
+#define FTBPF_API_IS_COLL(a) ((a) >= 16 && (a) < 32)
+#define FTBPF_API_IS_P2P(a)  ((a) >= 32 && (a) < 48)
+#define FTBPF_COOKIE(api, comm, count, dtype, op)                                                  \
+	((__u64)(api) | (__u64)(comm) << 8 | (__u64)(count) << 12 | (__u64)(dtype) << 16 |         \
+	 (__u64)(op) << 20)
+
+/* An NCCL communicator of a tracked process; key: (tgid, communicator address). */
+struct ftbpf_comm_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 comm;
+};
+
+struct ftbpf_comm {
+	__u64 id;      /* the same on every rank: from the ncclUniqueId (split: parent id, color) */
+	__u64 seq;     /* collectives issued on it */
+	__u64 p2p;     /* sends and receives issued on it */
+	__u64 last_ns; /* last one issued */
+	__u64 count;   /* last collective: element count */
+	__u32 api;     /* last collective: enum ftbpf_api */
+	__u32 dtype;   /* ncclDataType_t */
+	__u32 op;      /* ncclRedOp_t, when the call has one */
+	__s32 rank;    /* rank in the communicator, -1 unknown */
+	__s32 nranks;  /* 0 unknown */
+	__u32 flags;   /* FTBPF_COMM_* */
+};
+
+#define FTBPF_COMM_NO_ID 0x1u /* first seen at a collective (created before probes attached) */
 
 /* Per-process record; key: tgid. Created by the agent (ranks) or by BPF (children). */
 struct ftbpf_proc {
@@ -128,6 +201,8 @@ enum ftbpf_stat {
 	FTBPF_STAT_THREAD_FULL = 1,
 	FTBPF_STAT_PROC_FULL = 2,
 	FTBPF_STAT_SIGNALS_SENT = 3, /* timer signals sent by the BPF program */
+	FTBPF_STAT_COMM_FULL = 4,    /* NCCL communicators not recorded: map full */
+	FTBPF_STAT_API_CALLS = 5,    /* probed CUDA/NCCL calls of tracked processes */
 	FTBPF_STAT__MAX = 8,
 };
 
