@@ -26,7 +26,7 @@ WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tes
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
-              $(BUILD)/python/ftbpf/__init__.py
+              $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev \
@@ -81,6 +81,23 @@ $(BUILD)/libftbpf.a: $(BUILD)/obj/libftbpf.o
 
 $(BUILD)/workloads/timer_client: tests/workloads/timer_client.c $(BUILD)/libftbpf.a | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+
+# Mock libcuda.so.1 and libnccl.so.2 (real names and signatures; behaviour set by the tests)
+MOCK := $(BUILD)/mock
+MOCK_CFLAGS := $(filter-out -Iuser,$(CFLAGS)) -fPIC
+$(MOCK):
+	@mkdir -p $@
+$(MOCK)/libcuda.so.1: tests/mock/libcuda.c tests/mock/mock_gpu.h | $(MOCK)
+	$(CC) $(MOCK_CFLAGS) -shared -Wl,-soname,libcuda.so.1 $< -o $@ -lpthread
+	ln -sf libcuda.so.1 $(MOCK)/libcuda.so
+$(MOCK)/libnccl.so.2: tests/mock/libnccl.c tests/mock/mock_gpu.h $(MOCK)/libcuda.so.1
+	$(CC) $(MOCK_CFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -L$(MOCK) -lcuda
+	ln -sf libnccl.so.2 $(MOCK)/libnccl.so
+MOCK_LINK = -L$(MOCK) -Wl,-rpath,$(abspath $(MOCK)) -lnccl -lcuda
+$(BUILD)/workloads/nccl_job: tests/workloads/nccl_job.c $(MOCK)/libnccl.so.2 | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@ $(MOCK_LINK)
+$(BUILD)/bench_gpuprobe: tools/bench_gpuprobe.c $(MOCK)/libnccl.so.2
+	$(CC) $(CFLAGS) -Itests/mock $< -o $@ $(MOCK_LINK)
 
 # the Python binding, importable with PYTHONPATH=$(BUILD)/python (the library next to it)
 $(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py $(BUILD)/libftbpf.so

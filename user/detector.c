@@ -107,9 +107,13 @@ static const struct det_comm *last_comm(const struct det_sample *s)
 /* "ncclAllReduce #42 (1024 x float32) on comm 3f2a..." */
 static void coll_text(const struct det_comm *c, uint64_t seq, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s #%llu (%llu x %s) on comm %016llx", gpuapi_name(c->api),
+	char id[24] = "(unidentified)";
+
+	if (c->id)
+		snprintf(id, sizeof(id), "%016llx", (unsigned long long)c->id);
+	snprintf(buf, len, "%s #%llu (%llu x %s) on comm %s", gpuapi_name(c->api),
 		 (unsigned long long)seq, (unsigned long long)c->count, gpuapi_dtype_name(c->dtype),
-		 (unsigned long long)c->id);
+		 id);
 }
 
 static void api_state(struct det_rank *d, const struct det_sample *s, uint64_t now)
@@ -239,12 +243,28 @@ static void add_culprit(struct det_job *out, int i)
 		out->culprits[out->n_culprits++] = i;
 }
 
+/* id 0 is a communicator created before the probes were attached (its unique id unseen). */
 static const struct det_comm *comm_of(const struct det_sample *s, uint64_t id)
 {
 	for (int i = 0; i < s->ncomm; i++)
 		if (s->comm[i].id == id)
 			return &s->comm[i];
 	return NULL;
+}
+
+/* Unidentified communicators can be compared only while each rank has at most one of them
+ * (then it is the same one everywhere: the job's world communicator). */
+static int anon_comparable(const struct det_sample *s, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+
+		for (int c = 0; c < s[i].ncomm; c++)
+			k += s[i].comm[c].id == 0;
+		if (k > 1)
+			return 0;
+	}
+	return 1;
 }
 
 static int waiting(enum rank_state st)
@@ -261,7 +281,7 @@ static int waiting(enum rank_state st)
 static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, struct det_job *out)
 {
 	uint64_t best_id = 0, best_max = 0;
-	int best_lag = 0, best_ahead = -1;
+	int best_lag = 0, best_ahead = -1, anon = anon_comparable(s, n);
 
 	for (int i = 0; i < n; i++) {
 		if (s[i].exited)
@@ -270,7 +290,7 @@ static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, 
 			uint64_t id = s[i].comm[c].id, max = 0;
 			int members = 0, lag = 0, ahead = -1, all_wait = 1;
 
-			if (!id)
+			if (!id && !anon)
 				continue;
 			for (int j = 0; j < n; j++) {
 				const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id);
@@ -318,10 +338,10 @@ static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, 
 		coll_text(ca, best_max, coll, sizeof(coll));
 		snprintf(
 		    out->why, sizeof(out->why),
-		    "rank %d issued %llu collectives on NCCL comm %016llx, the others %llu: it "
+		    "rank %d issued %llu collectives on an NCCL communicator, the others %llu: it "
 		    "never entered %s that they wait in; it is %s",
-		    s[k].rank, (unsigned long long)ck->seq, (unsigned long long)best_id,
-		    (unsigned long long)best_max, coll, d[k].reason);
+		    s[k].rank, (unsigned long long)ck->seq, (unsigned long long)best_max, coll,
+		    d[k].reason);
 	}
 	return 1;
 }

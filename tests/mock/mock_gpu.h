@@ -1,0 +1,104 @@
+/*
+ * Declarations of the CUDA driver and NCCL entry points that the mock libraries implement,
+ * with the real exported names, types and enum values (cuda.h, nccl.h), so that a workload
+ * built against them calls exactly what it would call in the real libraries. Written for the
+ * tests; the real headers are not needed (nor redistributed).
+ */
+#ifndef FTBPF_MOCK_GPU_H
+#define FTBPF_MOCK_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- cuda.h ---- */
+typedef enum { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1, CUDA_ERROR_OUT_OF_MEMORY = 2,
+	       CUDA_ERROR_NOT_INITIALIZED = 3, CUDA_ERROR_NOT_FOUND = 500 } CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUfunc_st *CUfunction;
+
+CUresult cuInit(unsigned int flags);
+CUresult cuDriverGetVersion(int *version);
+CUresult cuDeviceGetCount(int *count);
+CUresult cuDeviceGet(CUdevice *device, int ordinal);
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxDestroy_v2(CUcontext ctx);
+CUresult cuCtxSynchronize(void);
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags);
+CUresult cuStreamDestroy_v2(CUstream stream);
+CUresult cuStreamSynchronize(CUstream stream);
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
+CUresult cuEventCreate(CUevent *event, unsigned int flags);
+CUresult cuEventRecord(CUevent event, CUstream stream);
+CUresult cuEventSynchronize(CUevent event);
+CUresult cuEventDestroy_v2(CUevent event);
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
+CUresult cuMemFree_v2(CUdeviceptr dptr);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes);
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+			unsigned int blockX, unsigned int blockY, unsigned int blockZ,
+			unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
+			void **extra);
+CUresult cuGetErrorString(CUresult error, const char **str);
+
+/* ---- nccl.h ---- */
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+	char internal[NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
+typedef struct ncclComm *ncclComm_t;
+typedef struct ncclConfig_v21700 ncclConfig_t; /* opaque here */
+typedef enum { ncclSuccess = 0, ncclUnhandledCudaError = 1, ncclSystemError = 2,
+	       ncclInternalError = 3, ncclInvalidArgument = 4, ncclInvalidUsage = 5,
+	       ncclRemoteError = 6, ncclInProgress = 7 } ncclResult_t;
+typedef enum { ncclInt8 = 0, ncclUint8 = 1, ncclInt32 = 2, ncclUint32 = 3, ncclInt64 = 4,
+	       ncclUint64 = 5, ncclFloat16 = 6, ncclFloat32 = 7, ncclFloat64 = 8,
+	       ncclBfloat16 = 9 } ncclDataType_t;
+typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 } ncclRedOp_t;
+typedef CUstream cudaStream_t; /* the runtime's stream is the driver's */
+
+ncclResult_t ncclGetVersion(int *version);
+ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+				    ncclConfig_t *config);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+			   ncclConfig_t *config);
+ncclResult_t ncclCommDestroy(ncclComm_t comm);
+ncclResult_t ncclCommAbort(ncclComm_t comm);
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
+const char *ncclGetErrorString(ncclResult_t result);
+ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+			   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+			   cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+			   ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
+			ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+			cudaStream_t stream);
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+			   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+			       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+			       cudaStream_t stream);
+ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+		      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+		      ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+
+/* ---- between the two mocks only (not CUDA API): work queued on a stream ---- */
+typedef int (*ftbpf_mock_done_fn)(void *arg, uint64_t seq);
+/* Queue work that is complete when done(arg, seq) says so; returns 1 when the stream's device
+ * will ever reach it (0: a kernel before it hangs). */
+int ftbpf_mock_stream_enqueue(CUstream stream, ftbpf_mock_done_fn done, void *arg, uint64_t seq);
+
+#endif
