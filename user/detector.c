@@ -267,9 +267,11 @@ static int anon_comparable(const struct det_sample *s, int n)
 	return 1;
 }
 
-static int waiting(enum rank_state st)
+/* Waiting for something other ranks do: the device, NCCL, or a syscall that is not a sleep. */
+static int waiting(const struct det_rank *d)
 {
-	return st == RS_GPU_SYNC || st == RS_NCCL || st == RS_BLOCKED || st == RS_GPU;
+	return d->state == RS_GPU_SYNC || d->state == RS_NCCL || d->state == RS_GPU ||
+	       (d->state == RS_BLOCKED && !syscalls_is_sleep(d->syscall));
 }
 
 /*
@@ -310,7 +312,7 @@ static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, 
 					lag++;
 				} else {
 					ahead = j;
-					all_wait &= waiting(d[j].state);
+					all_wait &= waiting(&d[j]);
 				}
 			}
 			if (members >= 2 && lag && all_wait && (!best_lag || lag < best_lag)) {

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 
 #include "detector.h"
+#include "ftbpf/tracker.h"
 
 #define S 1000000000ull
 
@@ -213,6 +214,110 @@ static void test_gpu_driver_state(void)
 	CU_ASSERT_EQUAL(d[2].state, RS_BLOCKED);
 }
 
+/* A rank waiting in cuStreamSynchronize since `since`, with one communicator. */
+static struct det_sample in_sync(int pid, int rank, uint64_t comm, uint64_t seq, uint64_t since)
+{
+	struct det_sample s = blocked_in(pid, rank, SYS_clock_nanosleep, since);
+
+	s.api = FTBPF_API_CU_STREAM_SYNC;
+	s.api_since_ns = since;
+	s.ncomm = 1;
+	s.comm[0].id = comm;
+	s.comm[0].seq = seq;
+	s.comm[0].last_ns = since;
+	s.comm[0].api = FTBPF_API_NCCL_ALLREDUCE;
+	s.comm[0].count = 1024;
+	s.comm[0].dtype = 7;
+	return s;
+}
+
+static void test_nccl_lagging_rank_is_culprit(void)
+{
+	struct det_rank d[4] = {};
+	struct det_sample s[4] = {
+	    in_sync(10, 0, 0xabc, 122, 10 * S), in_sync(11, 1, 0xabc, 122, 10 * S),
+	    in_sync(12, 2, 0xabc, 121, 10 * S), in_sync(13, 3, 0xabc, 122, 10 * S)};
+	struct det_job j;
+
+	run(d, s, 4, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(d[2].state, RS_GPU_SYNC);
+	CU_ASSERT_PTR_NOT_NULL(strstr(d[2].reason, "cuStreamSynchronize"));
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "rank 2 issued 121 collectives"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "ncclAllReduce #122 (1024 x float32)"));
+}
+
+static void test_nccl_equal_seq_no_culprit(void)
+{
+	struct det_rank d[3] = {};
+	struct det_sample s[3] = {in_sync(10, 0, 0xabc, 50, 10 * S),
+				  in_sync(11, 1, 0xabc, 50, 10 * S),
+				  in_sync(12, 2, 0xabc, 50, 10 * S)};
+	struct det_job j;
+
+	run(d, s, 3, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "outside this host"));
+}
+
+static void test_nccl_ahead_rank_not_waiting(void)
+{
+	/* the rank ahead is sleeping, not waiting for the device: not NCCL evidence; the sleeping
+	 * rank is where nobody waits */
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 9, 10 * S),
+				  blocked_in(11, 1, SYS_clock_nanosleep, 10 * S)};
+	struct det_job j;
+
+	s[1].ncomm = 1;
+	s[1].comm[0] = s[0].comm[0];
+	s[1].comm[0].seq = 10;
+	run(d, s, 2, 80 * S, &j);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	CU_ASSERT_EQUAL(d[1].state, RS_BLOCKED);
+}
+
+static void test_nccl_unidentified_comms(void)
+{
+	/* created before the probes: id 0, comparable while each rank has one of them */
+	struct det_rank d[3] = {};
+	struct det_sample s[3] = {in_sync(10, 0, 0, 7, 10 * S), in_sync(11, 1, 0, 6, 10 * S),
+				  in_sync(12, 2, 0, 7, 10 * S)};
+	struct det_job j;
+
+	run(d, s, 3, 80 * S, &j);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	/* two unidentified comms on one rank: not comparable */
+	memset(d, 0, sizeof(d));
+	s[1].ncomm = 2;
+	s[1].comm[1] = s[1].comm[0];
+	run(d, s, 3, 80 * S, &j);
+	CU_ASSERT_EQUAL(j.n_culprits, 0);
+}
+
+static void test_nccl_state(void)
+{
+	struct det_rank d = {};
+	struct det_sample s = in_sync(10, 0, 0xabc, 3, 10 * S);
+
+	s.api = FTBPF_API_NCCL_ALLREDUCE;
+	s.api_seq = 3;
+	det_rank_update(&d, &s, 20 * S, &P);
+	CU_ASSERT_EQUAL(d.state, RS_NCCL);
+	CU_ASSERT_STRING_EQUAL(det_state_name(d.state), "nccl");
+	CU_ASSERT_PTR_NOT_NULL(strstr(d.reason, "in NCCL collective #3 (ncclAllReduce)"));
+	CU_ASSERT_EQUAL(d.state_since_ns, 10 * S);
+	/* a short call is not a state */
+	s.api_since_ns = 20 * S - 1000;
+	det_rank_update(&d, &s, 20 * S, &P);
+	CU_ASSERT_NOT_EQUAL(d.state, RS_NCCL);
+}
+
 static void test_exit_text(void)
 {
 	char b[64];
@@ -245,6 +350,11 @@ int main(void)
 	CU_add_test(s, "short syscall is running", test_short_syscall_is_running);
 	CU_add_test(s, "inside the GPU driver", test_gpu_driver_state);
 	CU_add_test(s, "exit text", test_exit_text);
+	CU_add_test(s, "NCCL: lagging rank is culprit", test_nccl_lagging_rank_is_culprit);
+	CU_add_test(s, "NCCL: equal sequence numbers, no culprit", test_nccl_equal_seq_no_culprit);
+	CU_add_test(s, "NCCL: ahead rank not waiting", test_nccl_ahead_rank_not_waiting);
+	CU_add_test(s, "NCCL: unidentified communicators", test_nccl_unidentified_comms);
+	CU_add_test(s, "NCCL: state nccl", test_nccl_state);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();
