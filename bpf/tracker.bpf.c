@@ -742,8 +742,9 @@ int BPF_KPROBE(gpu_enter)
 		return 0;
 	stat_inc(FTBPF_STAT_API_CALLS);
 	t->api_calls++;
-	outermost = t->api_depth == 0;
-	if (t->api_depth < 8)
+	/* in flight only for calls with a return probe to end it */
+	outermost = t->api_depth == 0 && (cookie & FTBPF_COOKIE_RET);
+	if ((cookie & FTBPF_COOKIE_RET) && t->api_depth < 8)
 		t->api_depth++;
 	if (outermost) {
 		t->api = api;

@@ -3,7 +3,10 @@
 #  1. per-syscall cost (getppid loop) with no agent, with empty programs on the same syscall
 #     tracepoints (the floor any syscall tracer pays), and with ftbpfd for a non-rank process
 #     and for a rank; configurations are interleaved over rounds and medians compared.
-#  2. ftbpfd's CPU and RSS while it watches 64 ranks.
+#  2. countdown timers vs torch.distributed.elastic.
+#  3. CUDA/NCCL uprobes on the mock libraries: per-call cost (probe hit vs none) and the
+#     whole agent's cost on a healthy 4-rank NCCL job.
+#  4. ftbpfd's CPU and RSS while it watches 64 ranks.
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -24,9 +27,12 @@ start_agent() {
 	echo "bench: agent did not start"; cat "$T/agent.out"; exit 1
 }
 stop_agent() { kill "$AG"; wait "$AG" 2>/dev/null; AG=; rm -rf "$PIN"; }
+# BENCH_ONLY=syscall|timers|gpu|ranks runs one section
+want() { [ -z "${BENCH_ONLY:-}" ] || [ "$BENCH_ONLY" = "$1" ]; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() { "$B/bench_syscall" "$ITERS" 5 "$@"; }
 
+if want syscall; then
 echo "== per-syscall cost: getppid, $ROUNDS rounds x 5 batches x $ITERS calls, interleaved"
 none=(); floor=(); nonrank=(); rank=()
 for r in $(seq "$ROUNDS"); do
@@ -59,12 +65,81 @@ awk -v n="$N" -v f="$F" -v nr="$NR" -v rk="$RK" -v prog="$PROG" -v adopted="$ADO
 	printf "   (rank path check: the measured rank process was adopted: %s)\n", adopted == 1 ? "yes" : "NO"
 }'
 
+fi
+if want timers; then
 echo "== countdown timers: client cost and reap latency, ours vs torch.distributed.elastic"
 start_agent --soft-timeout 600 --hard-timeout 1200 --action report --timer-fifo "$T/timer.fifo"
 C_NS=$(FTBPF_SOCKET="$T/s.sock" "$B/bench_timers" 1000000)
 FTBPF_SOCKET="$T/s.sock" FTBPF_FIFO="$T/timer.fifo" PYTHONPATH="$B/python" timeout 600 /usr/bin/python3 -u tools/bench_timers.py "$C_NS" 2>&1 | sed -u "s/^/   /"
 stop_agent
 
+fi
+if want gpu; then
+echo "== CUDA/NCCL uprobes (mock libcuda.so.1 / libnccl.so.2), $ROUNDS rounds interleaved"
+GN=${BENCH_GPU_CALLS:-200000}
+g_none=(); g_nonrank=(); g_rank=(); l_none=(); l_rank=()
+for r in $(seq "$ROUNDS"); do
+	g_none+=("$("$B/bench_gpuprobe" sync "$GN")")
+	l_none+=("$("$B/bench_gpuprobe" launch "$GN")")
+	start_agent --soft-timeout 600 --hard-timeout 1200 --action report --gpu-probe-launch 1
+	# a rank that maps the libraries makes the agent probe them
+	FTBPF_JOB=bench-gpu-hold FTBPF_RANK=0 "$B/bench_gpuprobe" wait 120 & HOLD=$!
+	for _ in $(seq 100); do
+		[ "$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.agent.gpu_libs | length')" -ge 2 ] && break
+		sleep 0.1
+	done
+	g_nonrank+=("$("$B/bench_gpuprobe" sync "$GN")")
+	g_rank+=("$(FTBPF_JOB=bench-gpu FTBPF_RANK=0 "$B/bench_gpuprobe" sync "$GN")")
+	l_rank+=("$(FTBPF_JOB=bench-gpu FTBPF_RANK=0 "$B/bench_gpuprobe" launch "$GN")")
+	HITS=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.agent.counters.gpu_api_calls')
+	kill $HOLD; wait $HOLD 2>/dev/null
+	stop_agent
+	echo "   round $r: cuStreamSynchronize none ${g_none[-1]}  probed/non-rank ${g_nonrank[-1]}  probed/rank ${g_rank[-1]}; cuLaunchKernel none ${l_none[-1]}  probed/rank ${l_rank[-1]} ns (probe hits counted: $HITS)"
+done
+GNO=$(median "${g_none[@]}"); GNR=$(median "${g_nonrank[@]}"); GRK=$(median "${g_rank[@]}")
+LNO=$(median "${l_none[@]}"); LRK=$(median "${l_rank[@]}")
+awk -v n="$GNO" -v nr="$GNR" -v rk="$GRK" -v ln="$LNO" -v lr="$LRK" 'BEGIN {
+	printf "   %-46s %8.1f ns\n", "cuStreamSynchronize (idle stream), no probes", n
+	printf "   %-46s %8.1f ns  (%.0fx; +%.2f us per call)\n", "probed, process not a rank", nr, nr / n, (nr - n) / 1000
+	printf "   %-46s %8.1f ns  (%.0fx; +%.2f us per call)\n", "probed, rank (entry + return programs)", rk, rk / n, (rk - n) / 1000
+	printf "   %-46s %8.1f ns  (%.0fx; only with gpu_probe_launch)\n", "cuLaunchKernel probed vs none", lr, lr / ln
+	print "   (an empty mock call is the worst case: the ratio to a real driver call, which does work, is far smaller)"
+}'
+
+fi
+if want gpu; then
+echo "== the agent's total cost on a healthy 4-rank NCCL job (mock libraries), interleaved"
+STEPS=${BENCH_NCCL_STEPS:-3000}
+run_job() { # prints the job's wall time in seconds
+	local d=$T/nj.$1 t0 t1
+	rm -rf "$d"; mkdir -p "$d"
+	t0=$(date +%s.%N)
+	for r in 0 1 2 3; do
+		FTBPF_JOB=bench-nccl-$1 FTBPF_RANK=$r FTBPF_WORLD_SIZE=4 FTBPF_MOCK_DIR="$d" \
+			"$B/workloads/nccl_job" --rank $r --world 4 --dir "$d" --steps "$STEPS" --interval-ms 0 >/dev/null 2>&1 &
+	done
+	wait
+	t1=$(date +%s.%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
+}
+j_none=(); j_agent=(); j_cpu=()
+for r in $(seq 3); do
+	j_none+=("$(run_job none$r)")
+	start_agent --soft-timeout 600 --hard-timeout 1200 --action report
+	c0=$(awk '{print $14 + $15}' "/proc/$AG/stat")
+	j_agent+=("$(run_job agent$r)")
+	c1=$(awk '{print $14 + $15}' "/proc/$AG/stat")
+	j_cpu+=("$(awk -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" -v t="${j_agent[-1]}" 'BEGIN { printf "%.2f", 100 * c / hz / t }')")
+	HITS=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.agent.counters.gpu_api_calls')
+	stop_agent
+	echo "   round $r: $STEPS steps: no agent ${j_none[-1]} s, ftbpfd ${j_agent[-1]} s (agent CPU ${j_cpu[-1]}%, probe hits $HITS)"
+done
+awk -v n="$(median "${j_none[@]}")" -v a="$(median "${j_agent[@]}")" -v c="$(median "${j_cpu[@]}")" 'BEGIN {
+	printf "   job wall time with ftbpfd / without: %.3fx (medians); agent CPU %.2f%% of one core\n", a / n, c
+}'
+
+fi
+if want ranks; then
 echo "== ftbpfd with 64 ranks"
 start_agent --soft-timeout 60 --hard-timeout 600 --action report
 mkdir -p "$T/job64"
@@ -96,3 +171,4 @@ awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" -v rss="$RSS" -v
 kill "${RANKPIDS[@]}" 2>/dev/null
 wait "${RANKPIDS[@]}" 2>/dev/null
 stop_agent
+fi

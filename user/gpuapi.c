@@ -4,18 +4,13 @@
 
 #include "ftbpf/tracker.h"
 
-#define CU(n, api)                                                                                 \
-	{                                                                                          \
-		n, GPUAPI_LIB_CUDA, FTBPF_COOKIE(api, 0, 0, 0, 0), 0                               \
-	}
-#define LAUNCH(n)                                                                                  \
-	{                                                                                          \
-		n, GPUAPI_LIB_CUDA, FTBPF_COOKIE(FTBPF_API_CU_LAUNCH, 0, 0, 0, 0), 1               \
-	}
-#define NC(n, api, ...)                                                                            \
-	{                                                                                          \
-		n, GPUAPI_LIB_NCCL, FTBPF_COOKIE(api, __VA_ARGS__), 0                              \
-	}
+/* clang-format off */
+#define RET FTBPF_COOKIE_RET
+#define CU(n, api)      {n, GPUAPI_LIB_CUDA, FTBPF_COOKIE(api, 0, 0, 0, 0) | RET, 0}
+#define LAUNCH(n)       {n, GPUAPI_LIB_CUDA, FTBPF_COOKIE(FTBPF_API_CU_LAUNCH, 0, 0, 0, 0), 1}
+#define NC(n, api, ...) {n, GPUAPI_LIB_NCCL, FTBPF_COOKIE(api, __VA_ARGS__), 0}
+#define NCR(n, api)     {n, GPUAPI_LIB_NCCL, FTBPF_COOKIE(api, 0, 0, 0, 0) | RET, 0}
+/* clang-format on */
 
 /* NCCL argument positions (1-based) from nccl.h: comm, count, datatype, op (0: none). */
 const struct gpuapi_sym gpuapi_syms[] = {
@@ -56,15 +51,15 @@ const struct gpuapi_sym gpuapi_syms[] = {
     /* (buff, count, datatype, peer, comm, stream) */
     NC("ncclSend", FTBPF_API_NCCL_SEND, 5, 2, 3, 0),
     NC("ncclRecv", FTBPF_API_NCCL_RECV, 5, 2, 3, 0),
-    NC("ncclGroupStart", FTBPF_API_NCCL_GROUP_START, 0, 0, 0, 0),
-    NC("ncclGroupEnd", FTBPF_API_NCCL_GROUP_END, 0, 0, 0, 0),
+    /* ncclGroupStart only opens a group: not probed; ncclGroupEnd launches it, may block */
+    NCR("ncclGroupEnd", FTBPF_API_NCCL_GROUP_END),
     /* (comm *, nranks, ncclUniqueId by value, rank[, config]) */
-    NC("ncclCommInitRank", FTBPF_API_NCCL_COMM_INIT, 0, 0, 0, 0),
-    NC("ncclCommInitRankConfig", FTBPF_API_NCCL_COMM_INIT, 0, 0, 0, 0),
+    NCR("ncclCommInitRank", FTBPF_API_NCCL_COMM_INIT),
+    NCR("ncclCommInitRankConfig", FTBPF_API_NCCL_COMM_INIT),
     /* (comm, color, key, newcomm *, config) */
-    NC("ncclCommSplit", FTBPF_API_NCCL_COMM_SPLIT, 0, 0, 0, 0),
-    NC("ncclCommAbort", FTBPF_API_NCCL_COMM_ABORT, 0, 0, 0, 0),
-    NC("ncclCommDestroy", FTBPF_API_NCCL_COMM_DESTROY, 0, 0, 0, 0),
+    NCR("ncclCommSplit", FTBPF_API_NCCL_COMM_SPLIT),
+    NCR("ncclCommAbort", FTBPF_API_NCCL_COMM_ABORT),
+    NCR("ncclCommDestroy", FTBPF_API_NCCL_COMM_DESTROY),
 };
 const size_t gpuapi_nsyms = sizeof(gpuapi_syms) / sizeof(gpuapi_syms[0]);
 

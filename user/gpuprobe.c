@@ -11,6 +11,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "ftbpf/tracker.h"
 #include "gpuapi.h"
 #include "log.h"
 #include "tracker.h"
@@ -131,7 +132,7 @@ static int probe_lib(struct gpuprobe *g, struct lib *l, const char *fspath)
 	for (size_t k = 0; k < gpuapi_nsyms; k++) {
 		if (!off[k])
 			continue;
-		for (int ret = 0; ret <= 1; ret++) {
+		for (int ret = 0; ret <= !!(gpuapi_syms[k].cookie & FTBPF_COOKIE_RET); ret++) {
 			struct bpf_link *link = NULL;
 
 			r = tracker_uprobe_attach(g->tr, fspath, off[k], gpuapi_syms[k].cookie, ret,

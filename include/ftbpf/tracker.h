@@ -99,6 +99,12 @@ enum ftbpf_api {
 #define FTBPF_COOKIE(api, comm, count, dtype, op)                                                  \
 	((__u64)(api) | (__u64)(comm) << 8 | (__u64)(count) << 12 | (__u64)(dtype) << 16 |         \
 	 (__u64)(op) << 20)
+/*
+ * The call also gets a return probe: it may block, and "inside it since" is worth knowing.
+ * Calls that only enqueue work (collectives, launches) get an entry probe alone: a uprobe hit
+ * costs microseconds, and their numbering needs only the entry.
+ */
+#define FTBPF_COOKIE_RET (1ull << 24)
 
 /* An NCCL communicator of a tracked process; key: (tgid, communicator address). */
 struct ftbpf_comm_key {
