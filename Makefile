@@ -26,10 +26,10 @@ WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tes
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
-              $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe
+              $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
-               libelf-dev zlib1g-dev \
+               libelf-dev zlib1g-dev libdw-dev python3-pytest \
                libjson-c-dev libcunit1-dev jq python3-torch openmpi-bin procps util-linux
 
 .PHONY: all deps run test unit integration fuzz bench format format-check clean install
@@ -65,6 +65,11 @@ $(BUILD)/libftbpfcore.a: $(CORE_OBJS)
 
 $(BUILD)/ftbpfd: user/main.c $(AGENT_OBJS) $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+
+# ftbpf-ci: the tracker (same BPF programs, loaded privately), user stacks (libdw), Python stacks
+CI_OBJS := $(BUILD)/obj/ustack.o $(BUILD)/obj/pystack.o
+$(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(BUILD)/obj/tracker.o $(CI_OBJS) $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -ldw -lm
 
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
