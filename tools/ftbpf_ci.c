@@ -105,7 +105,9 @@ static void usage(FILE *f)
 	    "  --help\n\n"
 	    "Exit codes: COMMAND's own code (128+N when a signal N ended it); %d hang; %d "
 	    "timeout;\n"
-	    "%d COMMAND not executable; %d COMMAND not found; %d ftbpf-ci's own error.\n"
+	    "%d COMMAND not executable; %d COMMAND not found; %d ftbpf-ci's own error;\n"
+	    "128+N when ftbpf-ci got SIGINT/SIGTERM/SIGHUP N (forwarded to the tree, then the\n"
+	    "tree is ended with SIGTERM, grace, SIGKILL).\n"
 	    "Progress: a completed syscall of a process's main thread other than an empty wait or\n"
 	    "a sleep (as ftbpfd defines it; CPU time is not progress), or a process of the tree\n"
 	    "starting, exec'ing or exiting. Without BPF (no privileges, --no-bpf): read/write\n"
@@ -220,7 +222,12 @@ static int bpf_setup(struct ci *c, char *err, size_t errlen)
 	to.ctx = c;
 	to.programs = "auto";
 	c->tr = tracker_open(&to, err, errlen);
-	return c->tr ? 0 : -1;
+	if (!c->tr) { /* whatever it got to pin before failing */
+		tracker_unpin_all(c->pin_dir);
+		rmdir(c->pin_dir);
+		return -1;
+	}
+	return 0;
 }
 
 static void cgroup_setup(struct ci *c)
@@ -542,7 +549,7 @@ static void diag_pystack(struct diag *dg, struct json_object *po, int pid)
 }
 
 /* Rank-like evaluation of the live descendants: states, and the most likely cause. */
-static int evaluate(struct ci *c, uint64_t now, struct det_job *job)
+static int evaluate(struct ci *c, uint64_t now, int update, struct det_job *job)
 {
 	struct det_params dp;
 	struct det_rank d[MAX_PROCS];
@@ -553,7 +560,8 @@ static int evaluate(struct ci *c, uint64_t now, struct det_job *job)
 	for (int i = 0; i < c->np; i++) {
 		if (!c->p[i].live)
 			continue;
-		det_rank_update(&c->p[i].d, &c->p[i].s, now, &dp);
+		if (update) /* not twice at nearly the same time: CPU shares need an interval */
+			det_rank_update(&c->p[i].d, &c->p[i].s, now, &dp);
 		idx[n] = i;
 		d[n] = c->p[i].d;
 		s[n] = c->p[i].s;
@@ -590,7 +598,7 @@ static void diagnose(struct ci *c, const char *kind, uint64_t now, uint64_t prog
 
 	if (c->tr)
 		tracker_snapshot(c->tr, 1, &snap, &nsnap);
-	cause = evaluate(c, now, &job);
+	cause = evaluate(c, now, 0, &job);
 	/* the detector speaks of ranks; here they are the processes of the tree */
 	if (job.n_culprits && cause >= 0)
 		snprintf(job.why, sizeof(job.why),
@@ -647,6 +655,7 @@ static void diagnose(struct ci *c, const char *kind, uint64_t now, uint64_t prog
 		     p->s.cur_nr >= 0 ? syscalls_format(p->s.cur_nr, nm, sizeof(nm)) : NULL);
 		json_object_object_add(po, "syscall_s", json_object_new_double(in));
 		jstr(po, "wchan", *p->s.wchan ? p->s.wchan : NULL);
+		json_object_object_add(po, "cpu", json_object_new_double(p->d.cpu_frac));
 		json_object_object_add(po, "cause", json_object_new_boolean(i == cause));
 		T("  pid %d ppid %d %s [%c] %s%s\n    %s\n", p->pid, p->st.ppid, p->st.comm,
 		  p->s.task_state ? p->s.task_state : '?', p->d.reason,
@@ -924,10 +933,12 @@ int main(int argc, char **argv)
 		{
 			struct det_job job;
 
-			evaluate(c, now, &job); /* keeps each process's CPU history (spinning) */
+			evaluate(c, now, 1, &job); /* keeps each process's CPU history (spinning) */
 		}
 		if (progress < c->start_ns)
 			progress = c->start_ns;
+		if (progress > now) /* syscall times are tick-precise: may be a tick ahead */
+			progress = now;
 		if (now - progress >= (uint64_t)(c->o.hang_timeout * NS))
 			verdict = "hang";
 		else if (c->o.timeout > 0 && now - c->start_ns >= (uint64_t)(c->o.timeout * NS))
@@ -935,9 +946,8 @@ int main(int argc, char **argv)
 		if (verdict)
 			break;
 	}
-	now = now_ns();
 	if (verdict) {
-		diagnose(c, verdict, now, progress, &dg);
+		diagnose(c, verdict, now, progress, &dg); /* at the time of the last scan */
 		fputs(dg.text ? dg.text : "", stderr);
 		if (c->o.report) {
 			if (json_object_to_file_ext(c->o.report, dg.root, JSON_C_TO_STRING_PRETTY) <
@@ -951,7 +961,7 @@ int main(int argc, char **argv)
 		terminate_tree(c, SIGTERM);
 		code = !strcmp(verdict, "hang") ? c->o.hang_code : c->o.timeout_code;
 	} else if (sig) {
-		code = c->root_done ? exit_code_of(c->root_status) : 128 + sig;
+		code = 128 + sig; /* interrupted, whatever the tree did then */
 	} else {
 		if (have_children()) /* --no-wait-orphans: what COMMAND left behind */
 			terminate_tree(c, SIGTERM);
@@ -959,7 +969,7 @@ int main(int argc, char **argv)
 	}
 	if (c->o.junit)
 		write_junit(c, c->o.junit, verdict, code, dg.text,
-			    (double)(now - c->start_ns) / NS);
+			    (double)(now_ns() - c->start_ns) / NS);
 	json_object_put(dg.root);
 	free(dg.text);
 	cleanup(c);
