@@ -27,7 +27,7 @@ start_agent() {
 	echo "bench: agent did not start"; cat "$T/agent.out"; exit 1
 }
 stop_agent() { kill "$AG"; wait "$AG" 2>/dev/null; AG=; rm -rf "$PIN"; }
-# BENCH_ONLY=syscall|timers|gpu|ranks runs one section
+# BENCH_ONLY=syscall|timers|gpu|ci|ranks runs one section
 want() { [ -z "${BENCH_ONLY:-}" ] || [ "$BENCH_ONLY" = "$1" ]; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() { "$B/bench_syscall" "$ITERS" 5 "$@"; }
@@ -138,6 +138,20 @@ awk -v n="$(median "${j_none[@]}")" -v a="$(median "${j_agent[@]}")" -v c="$(med
 	printf "   job wall time with ftbpfd / without: %.3fx (medians); agent CPU %.2f%% of one core\n", a / n, c
 }'
 
+fi
+if want ci; then
+echo "== ftbpf-ci: wall time of a test suite (tools/bench_ci_suite.sh: many short processes), interleaved"
+CIR=${BENCH_CI_ROUNDS:-60}
+wall() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || echo "bench: suite failed" >&2; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'; }
+c_none=(); c_ci=()
+for r in 1 2 3 4 5; do
+	c_none+=("$(ROUNDS=$CIR wall tools/bench_ci_suite.sh "$B")")
+	c_ci+=("$(ROUNDS=$CIR wall "$B/ftbpf-ci" -- tools/bench_ci_suite.sh "$B")")
+	echo "   round $r: without ${c_none[-1]} s, under ftbpf-ci ${c_ci[-1]} s"
+done
+awk -v n="$(median "${c_none[@]}")" -v c="$(median "${c_ci[@]}")" 'BEGIN {
+	printf "   ftbpf-ci / plain: %.3fx (medians; target <= 1.05) %s\n", c / n, c / n <= 1.05 ? "MET" : "MISSED"
+}'
 fi
 if want ranks; then
 echo "== ftbpfd with 64 ranks"

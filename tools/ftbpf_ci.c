@@ -274,6 +274,8 @@ struct scan_ctx {
 	int self;
 	int seen[MAX_PROCS];
 	int nseen;
+	uint32_t gone[MAX_PROCS];
+	int ngone;
 };
 
 static int scan_one(void *ctx, int pid)
@@ -326,13 +328,31 @@ static int read_syscall_nr(int pid)
 	return atoi(buf);
 }
 
+/* With BPF the tree is the tracked processes (the kernel follows every fork); forget exited ones */
+static int tracked_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
+{
+	struct scan_ctx *sc = ctx;
+
+	if (p->flags & FTBPF_PROC_EXITED) {
+		if (sc->ngone < MAX_PROCS) /* deleted after the walk, not under it */
+			sc->gone[sc->ngone++] = tgid;
+	} else if (sc->nseen < MAX_PROCS)
+		sc->seen[sc->nseen++] = (int)tgid;
+	return 0;
+}
+
 /* Refresh the descendants; returns the latest progress time of the tree. */
 static uint64_t scan_tree(struct ci *c, uint64_t now)
 {
 	struct scan_ctx sc = {.c = c, .self = (int)getpid()};
 	uint64_t progress = c->activity_ns;
 
-	procfs_foreach_pid(-1, scan_one, &sc);
+	if (c->tr) {
+		tracker_foreach_proc(c->tr, tracked_one, &sc);
+		for (int i = 0; i < sc.ngone; i++)
+			tracker_proc_delete(c->tr, sc.gone[i]);
+	} else
+		procfs_foreach_pid(-1, scan_one, &sc);
 	for (int i = 0; i < c->np; i++)
 		c->p[i].live = 0;
 	for (int i = 0; i < sc.nseen; i++) {
