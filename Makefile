@@ -161,6 +161,7 @@ format-check:
 install: all
 	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)/usr/local/sbin/ftbpfd
 	install -D -m 0755 $(BUILD)/ftbpf $(DESTDIR)/usr/local/bin/ftbpf
+	install -D -m 0755 $(BUILD)/ftbpf-ci $(DESTDIR)/usr/local/bin/ftbpf-ci
 	install -D -m 0644 $(BUILD)/libftbpf.so $(DESTDIR)/usr/local/lib/libftbpf.so.0
 	ln -sf libftbpf.so.0 $(DESTDIR)/usr/local/lib/libftbpf.so
 	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)/usr/local/lib/libftbpf.a
