@@ -17,6 +17,12 @@ printf 'line1\nline2\n' | "$CI" -- cat >"$T/s.out"; [ "$(cat "$T/s.out")" = "$(p
 "$CI" -- /nonexistent/cmd 2>"$T/nf.err"; rc=$?
 [ $rc -eq 127 ] && grep -q 'No such file' "$T/nf.err" && pass "command not found: 127" || fail "not found: rc=$rc"
 
+"$CI" --hang-timeout abc -- true 2>"$T/bad.err"; rc=$?
+[ $rc -eq 122 ] && grep -q "not a number of seconds" "$T/bad.err" && pass "bad option: clear error, 122" || fail "bad option: rc=$rc $(cat "$T/bad.err")"
+"$CI" --frobnicate -- true 2>"$T/bad2.err"; rc=$?
+[ $rc -eq 122 ] && grep -q "unknown option" "$T/bad2.err" && pass "unknown option: 122" || fail "unknown option: rc=$rc"
+"$CI" --help | grep -q -- '--hang-timeout' && pass "--help" || fail "--help"
+
 # a C program deadlocked between two threads
 "$CI" --hang-timeout 3 --grace 2 --report "$T/d.json" --junit "$T/d.xml" -- "$B/workloads/deadlock" >"$T/d.out" 2>"$T/d.err"; rc=$?
 [ $rc -eq 124 ] && pass "deadlock: hang detected, exit code 124" || fail "deadlock: rc=$rc $(tail -3 "$T/d.err")"
