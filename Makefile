@@ -16,7 +16,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -W
 
 CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detector.c user/timers.c \
               user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c \
-              user/gpuapi.c
+              user/gpuapi.c user/mesh_proto.c user/swim.c
 AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -26,10 +26,11 @@ WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tes
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
-              $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci
+              $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci \
+              $(BUILD)/mesh_sim
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
-               libelf-dev zlib1g-dev libdw-dev python3-pytest \
+               libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev jq python3-torch openmpi-bin procps util-linux
 
 .PHONY: all deps run test unit integration fuzz bench format format-check clean install
@@ -70,6 +71,10 @@ $(BUILD)/ftbpfd: user/main.c $(AGENT_OBJS) $(BUILD)/libftbpfcore.a
 CI_OBJS := $(BUILD)/obj/ustack.o $(BUILD)/obj/pystack.o
 $(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(BUILD)/obj/tracker.o $(CI_OBJS) $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -ldw -lm
+
+# the heartbeat mesh's simulator: the protocol code of user/swim.c under virtual time
+$(BUILD)/mesh_sim: tools/mesh_sim.c $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ -lsodium -lm
 
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
@@ -120,14 +125,14 @@ $(BUILD)/bench_floor: tools/bench_floor.c $(BUILD)/floor.skel.h $(BUILD)/obj/tra
 	$(CC) $(CFLAGS) tools/bench_floor.c $(BUILD)/obj/tracker.o $(BUILD)/libftbpfcore.a -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
-	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lm
+	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
 
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
-	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lm
+	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
 
 run: deps all
 	./$(BUILD)/ftbpfd $(RUN_ARGS)
