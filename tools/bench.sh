@@ -27,7 +27,7 @@ start_agent() {
 	echo "bench: agent did not start"; cat "$T/agent.out"; exit 1
 }
 stop_agent() { kill "$AG"; wait "$AG" 2>/dev/null; AG=; rm -rf "$PIN"; }
-# BENCH_ONLY=syscall|timers|gpu|ci|ranks runs one section
+# BENCH_ONLY=syscall|timers|gpu|ci|mesh|ranks runs one section
 want() { [ -z "${BENCH_ONLY:-}" ] || [ "$BENCH_ONLY" = "$1" ]; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() { "$B/bench_syscall" "$ITERS" 5 "$@"; }
@@ -152,6 +152,26 @@ done
 awk -v n="$(median "${c_none[@]}")" -v c="$(median "${c_ci[@]}")" 'BEGIN {
 	printf "   ftbpf-ci / plain: %.3fx (medians; target <= 1.05) %s\n", c / n, c / n <= 1.05 ? "MET" : "MISSED"
 }'
+fi
+if want mesh; then
+echo "== heartbeat mesh, simulated (mesh_sim: the code of user/swim.c under virtual time; 2 +- 2 ms delay)"
+echo "   detection: one node killed per trial after 20 s; time until each live node declares it dead"
+for n in 100 1000; do
+	tr=$([ $n -le 100 ] && echo 5 || echo 3)
+	for cfg in ftbpf memberlist; do
+		printf '   %-10s %s\n' "$cfg" "$("$B/mesh_sim" detect $n $tr $([ $cfg = memberlist ] && echo memberlist))"
+	done
+done
+echo "   false positives (live nodes declared dead, summed over observers, per node-hour) and load"
+for n in 100 1000; do
+	secs=$([ $n -le 100 ] && echo 600 || echo 300)
+	for loss in 0.05 0.20; do
+		for cfg in ftbpf memberlist; do
+			printf '   %-10s %s\n' "$cfg" "$("$B/mesh_sim" fp $n $secs $loss $([ $cfg = memberlist ] && echo memberlist))"
+		done
+	done
+done
+echo "   (10,000 nodes: not run; every simulated node holds the full member table, ~12 GB at 10,000)"
 fi
 if want ranks; then
 echo "== ftbpfd with 64 ranks"

@@ -26,7 +26,9 @@ struct swim {
 	uint32_t incarnation;
 	uint64_t seq;
 	struct mesh_health health;
-	int lhm; /* Lifeguard local health multiplier */
+	int lhm;      /* Lifeguard local health multiplier */
+	int nlive;    /* members alive or suspect (kept by add_member and set_state) */
+	int nsuspect; /* members suspect: the tick looks for expired suspicions only when > 0 */
 	/* members, with an open-addressing index by address */
 	struct swim_member *m; /* owned */
 	int n, cap;
@@ -65,9 +67,9 @@ void swim_config_default(struct swim_config *c)
 	swim_config_memberlist(c);
 	c->probe_interval_ms = 500;
 	c->probe_timeout_ms = 200;
-	c->suspicion_mult = 2;
+	c->suspicion_mult = 1.5;
 	c->suspicion_max_mult = 4;
-	c->suspicion_confirmations = 3;
+	c->suspicion_confirmations = 2;
 }
 
 const char *swim_state_name(int st)
@@ -170,6 +172,7 @@ static struct swim_member *add_member(struct swim *s, const struct mesh_addr *a,
 	m->addr = *a;
 	m->state = MESH_ALIVE;
 	m->since_ms = now;
+	s->nlive++;
 	index_put(s, s->n);
 	/* a new member joins the probe order at a random place */
 	{
@@ -217,11 +220,12 @@ void swim_free(struct swim *s)
 
 static int live_count(const struct swim *s)
 {
-	int k = 1; /* ourselves */
+	return s->nlive + 1; /* and ourselves */
+}
 
-	for (int i = 0; i < s->n; i++)
-		k += s->m[i].state == MESH_ALIVE || s->m[i].state == MESH_SUSPECT;
-	return k;
+static int is_live(int state)
+{
+	return state == MESH_ALIVE || state == MESH_SUSPECT;
 }
 
 /* ---- dissemination ---- */
@@ -332,6 +336,8 @@ static uint64_t suspicion_timeout(const struct swim *s, int confirmations)
 
 static void set_state(struct swim *s, struct swim_member *m, int state, uint64_t now)
 {
+	s->nlive += is_live(state) - is_live(m->state);
+	s->nsuspect += (state == MESH_SUSPECT) - (m->state == MESH_SUSPECT);
 	m->state = (uint8_t)state;
 	m->since_ms = now;
 	if (state == MESH_SUSPECT) {
@@ -430,11 +436,10 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 
 		m->boot = u->boot;
 		m->incarnation = u->incarnation;
-		if (u->state == MESH_ALIVE) {
+		if (u->state == MESH_ALIVE && known) { /* (first contact is not news) */
 			set_state(s, m, MESH_ALIVE, now);
 			enqueue_member(s, m);
-			if (known)
-				event(s, SWIM_EV_RESTARTED, m, now);
+			event(s, SWIM_EV_RESTARTED, m, now);
 		}
 	}
 	if (u->has_health && (!m->has_health || u->health.version > m->health.version)) {
@@ -667,7 +672,7 @@ static void send_indirect(struct swim *s)
 
 void swim_tick(struct swim *s, uint64_t now)
 {
-	for (int i = 0; i < s->n; i++) {
+	for (int i = 0; s->nsuspect > 0 && i < s->n; i++) {
 		struct swim_member *m = &s->m[i];
 
 		if (m->state == MESH_SUSPECT && now >= m->deadline_ms) {
