@@ -17,7 +17,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -W
 CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detector.c user/timers.c \
               user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c \
               user/gpuapi.c user/mesh_proto.c user/swim.c
-AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c
+AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c user/mesh.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
 
@@ -31,7 +31,7 @@ BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/ben
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
-               libjson-c-dev libcunit1-dev jq python3-torch openmpi-bin procps util-linux
+               libjson-c-dev libcunit1-dev jq python3-torch openmpi-bin procps util-linux iproute2
 
 .PHONY: all deps run test unit integration fuzz bench format format-check clean install
 all: $(BINS) $(UNIT_TESTS) $(WORKLOADS)
@@ -65,7 +65,7 @@ $(BUILD)/libftbpfcore.a: $(CORE_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/ftbpfd: user/main.c $(AGENT_OBJS) $(BUILD)/libftbpfcore.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lsodium -lm
 
 # ftbpf-ci: the tracker (same BPF programs, loaded privately), user stacks (libdw), Python stacks
 CI_OBJS := $(BUILD)/obj/ustack.o $(BUILD)/obj/pystack.o
@@ -88,6 +88,9 @@ $(BUILD)/libftbpf.so: $(BUILD)/obj/libftbpf.o
 
 $(BUILD)/libftbpf.a: $(BUILD)/obj/libftbpf.o
 	ar rcs $@ $<
+
+$(BUILD)/workloads/mesh_send: tests/workloads/mesh_send.c $(BUILD)/libftbpfcore.a | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $^ -o $@ -lsodium
 
 $(BUILD)/workloads/timer_client: tests/workloads/timer_client.c $(BUILD)/libftbpf.a | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread

@@ -38,6 +38,9 @@ static void usage(FILE *f)
 	    "  timers [--json]             active countdown timers: pid, scope, time left, "
 	    "signal,\n"
 	    "                              owner\n"
+	    "  peers [--json]              the heartbeat mesh: every peer's state, incarnation,\n"
+	    "                              and its jobs' health (hung and dead ranks, culprit)\n"
+	    "  status --cluster            status, then the cluster view (as peers)\n"
 	    "  version                     agent and protocol version\n\n"
 	    "The socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
 	    "Unprivileged users see and act on their own processes only.\n"
@@ -155,6 +158,37 @@ static int check_ok(struct json_object *o)
 		return 1;
 	}
 	return 0;
+}
+
+/* The heartbeat mesh's view: from "peers" ({"cluster":...}) or from status (same key). */
+static void print_cluster(struct json_object *o)
+{
+	struct json_object *c, *peers, *h, *cr;
+
+	if (!json_object_object_get_ex(o, "cluster", &c) || !c) {
+		printf("cluster: the heartbeat mesh is off (no --bind)\n");
+		return;
+	}
+	printf("cluster: this node %s, incarnation %d, local health %d\n", gs(c, "self"),
+	       (int)gi(c, "incarnation", 0), (int)gi(c, "local_health", 0));
+	printf("%-22s %-8s %5s %8s  %5s %5s %5s %s\n", "PEER", "STATE", "INC", "FOR", "RANKS",
+	       "HUNG", "DEAD", "CULPRIT");
+	if (!json_object_object_get_ex(c, "peers", &peers))
+		return;
+	for (size_t i = 0; i < json_object_array_length(peers); i++) {
+		struct json_object *p = json_object_array_get_idx(peers, i);
+		char culprit[16] = "-";
+
+		h = NULL;
+		json_object_object_get_ex(p, "health", &h);
+		if (h && json_object_object_get_ex(h, "culprit_rank", &cr) && cr)
+			snprintf(culprit, sizeof(culprit), "rank %d",
+				 (int)gi(h, "culprit_rank", 0));
+		printf("%-22s %-8s %5d %7.1fs  %5d %5d %5d %s\n", gs(p, "addr"), gs(p, "state"),
+		       (int)gi(p, "incarnation", 0), gd(p, "state_for_s"),
+		       h ? (int)gi(h, "ranks", 0) : 0, h ? (int)gi(h, "hung", 0) : 0,
+		       h ? (int)gi(h, "dead", 0) : 0, h ? culprit : "?");
+	}
 }
 
 static void print_status(struct json_object *o)
@@ -318,7 +352,7 @@ static void print_explain(struct json_object *o)
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("FTBPF_SOCKET");
-	int json = 0, follow = 0, limit = 0, i = 1, fd, rc;
+	int json = 0, follow = 0, limit = 0, cluster = 0, i = 1, fd, rc;
 	const char *cmd;
 	struct json_object *req, *o;
 	struct reader *rd;
@@ -354,6 +388,8 @@ int main(int argc, char **argv)
 			json = 1;
 		else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f"))
 			follow = 1;
+		else if (!strcmp(argv[i], "--cluster") && !strcmp(cmd, "status"))
+			cluster = 1;
 		else if (!strcmp(argv[i], "--limit") && i + 1 < argc)
 			limit = atoi(argv[++i]);
 		else if ((!strcmp(cmd, "explain") || !strcmp(cmd, "signal")) &&
@@ -375,7 +411,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (strcmp(cmd, "status") && strcmp(cmd, "events") && strcmp(cmd, "explain") &&
-	    strcmp(cmd, "signal") && strcmp(cmd, "version") && strcmp(cmd, "timers")) {
+	    strcmp(cmd, "signal") && strcmp(cmd, "version") && strcmp(cmd, "timers") &&
+	    strcmp(cmd, "peers")) {
 		fprintf(stderr, "ftbpf: unknown command '%s'\n", cmd);
 		usage(stderr);
 		return EXIT_USAGE;
@@ -443,6 +480,8 @@ int main(int argc, char **argv)
 								      : JSON_C_TO_STRING_PLAIN));
 	else if (!strcmp(cmd, "status"))
 		print_status(o);
+	if (!json && (!strcmp(cmd, "peers") || cluster))
+		print_cluster(o);
 	else if (!strcmp(cmd, "explain"))
 		print_explain(o);
 	else if (!strcmp(cmd, "timers"))

@@ -28,6 +28,7 @@
 #include "fifo_proto.h"
 #include "gpuapi.h"
 #include "gpuprobe.h"
+#include "mesh.h"
 #include "ident.h"
 #include "ksyms.h"
 #include "log.h"
@@ -42,6 +43,8 @@
 #define TAG_SIGNAL	    3u
 #define TAG_TIMERS	    4u
 #define TAG_FIFO	    5u
+#define TAG_MESH	    6u
+#define TAG_MESH_TICK	    7u
 #define NS		    1000000000ull
 #define EXITED_RETENTION_NS (3600 * NS) /* keep a finished job visible for an hour */
 #define ENVIRON_MAX	    (256 * 1024)
@@ -60,6 +63,7 @@ struct agent {
 	struct det_params dp;
 	struct tracker *tr;	/* owned */
 	struct gpuprobe *gp;	/* owned; NULL when CUDA/NCCL probes are off or impossible */
+	struct mesh *mesh;	/* owned; NULL when the heartbeat mesh is off */
 	struct eventlog *el;	/* owned */
 	struct ctl_server *ctl; /* owned */
 	struct ksyms *ksyms;	/* owned, loaded on first need */
@@ -1015,6 +1019,47 @@ static void gpu_scan(struct agent *a)
 	tracker_foreach_comm(a->tr, comm_one, a);
 }
 
+/* Heartbeat mesh: peer events into the event log; our jobs' summary out to the cluster. */
+static void mesh_event(void *ctx, const char *type, const struct swim_member *m)
+{
+	struct agent *a = ctx;
+	struct json_object *o = ev_new(type);
+	char addr[32];
+
+	mesh_format_addr(&m->addr, addr, sizeof(addr));
+	jstr(o, "peer", addr);
+	jstr(o, "peer_state", swim_state_name(m->state));
+	jint(o, "incarnation", m->incarnation);
+	if (m->has_health) {
+		jint(o, "hung_ranks", m->health.hung);
+		jint(o, "dead_ranks", m->health.dead);
+	}
+	eventlog_emit(a->el, o);
+}
+
+static void mesh_summary(struct agent *a)
+{
+	struct mesh_health h = {.culprit_rank = -1};
+
+	for (int i = 0; i < a->ranks.n; i++) {
+		const struct rank *k = a->ranks.v[i];
+
+		if (h.ranks < 0xffff)
+			h.ranks++;
+		if (k->s.exited) {
+			h.dead += (k->s.exit_code & 0x7f) || ((k->s.exit_code >> 8) & 0xff);
+			continue;
+		}
+		h.hung += k->d.hung;
+		h.running += k->d.state == RS_RUNNING;
+		h.blocked += k->d.state != RS_RUNNING;
+		if (k->d.culprit && h.culprit_rank < 0)
+			h.culprit_rank = k->id.rank;
+	}
+	h.jobs = (uint16_t)(a->ranks.njobs > 0xffff ? 0xffff : a->ranks.njobs);
+	mesh_set_health(a->mesh, &h);
+}
+
 static void scan(struct agent *a)
 {
 	uint64_t now;
@@ -1050,6 +1095,8 @@ static void scan(struct agent *a)
 	}
 	timer_check(a);
 	gc(a, now);
+	if (a->mesh)
+		mesh_summary(a);
 }
 
 /* ---- countdown timers ---- */
@@ -1583,6 +1630,7 @@ static struct json_object *do_status(struct agent *a, const struct ctl_peer *pee
 			json_object_array_add(ranks, rank_json(a, a->ranks.v[i], now));
 	json_object_object_add(o, "jobs", jobs);
 	json_object_object_add(o, "ranks", ranks);
+	json_object_object_add(o, "cluster", a->mesh ? mesh_json(a->mesh) : NULL);
 	return o;
 }
 
@@ -1827,6 +1875,12 @@ static struct json_object *handle(void *ctx, const struct ctl_request *req,
 		return do_timer_req(a, req, peer);
 	case CTL_CMD_REGISTER:
 		return do_register(a, req, peer);
+	case CTL_CMD_PEERS:
+		if (!a->mesh)
+			return resp_err("mesh_off", "the heartbeat mesh is off (no --bind)");
+		o = resp_ok();
+		json_object_object_add(o, "cluster", mesh_json(a->mesh));
+		return o;
 	case CTL_CMD_EVENTS:
 		break;
 	}
@@ -2003,6 +2057,28 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->ttfd, &ev);
 	if (*cfg->timer_fifo && fifo_open(a, err, errlen) < 0)
 		goto fail;
+	if (*cfg->mesh_bind) {
+		struct mesh_opts mo = {.bind = cfg->mesh_bind,
+				       .peers = cfg->mesh_peers,
+				       .peers_file = cfg->mesh_peers_file,
+				       .key_file = cfg->mesh_key_file,
+				       .on_event = mesh_event,
+				       .ctx = a};
+
+		swim_config_default(&mo.swim);
+		mo.swim.probe_interval_ms = (uint32_t)(cfg->probe_interval_s * 1000);
+		mo.swim.probe_timeout_ms = (uint32_t)(cfg->probe_timeout_s * 1000);
+		mo.swim.indirect_checks = cfg->indirect_checks;
+		mo.swim.suspicion_mult = cfg->suspicion_mult;
+		mo.swim.suspicion_max_mult = cfg->suspicion_max_mult;
+		a->mesh = mesh_open(&mo, err, errlen);
+		if (!a->mesh)
+			goto fail;
+		ev.data.u64 = TAG_MESH;
+		epoll_ctl(a->epfd, EPOLL_CTL_ADD, mesh_fd(a->mesh), &ev);
+		ev.data.u64 = TAG_MESH_TICK;
+		epoll_ctl(a->epfd, EPOLL_CTL_ADD, mesh_timer_fd(a->mesh), &ev);
+	}
 	return a;
 fail:
 	agent_free(a);
@@ -2063,6 +2139,10 @@ int agent_run(struct agent *a)
 					timer_check(a);
 			} else if (d == TAG_FIFO) {
 				fifo_read(a);
+			} else if (d == TAG_MESH) {
+				mesh_on_readable(a->mesh);
+			} else if (d == TAG_MESH_TICK) {
+				mesh_on_timer(a->mesh);
 			} else if (d == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
 
@@ -2087,6 +2167,7 @@ void agent_free(struct agent *a)
 	if (!a)
 		return;
 	ctl_free(a->ctl);
+	mesh_close(a->mesh);
 	gpuprobe_free(a->gp); /* its links before the programs they attach */
 	tracker_close(a->tr);
 	eventlog_free(a->el);

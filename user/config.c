@@ -77,6 +77,24 @@ static const struct key_def keys[] = {
      "task iterator for snapshots and stacks: auto (probe) or off (/proc)"},
     {"syscall_clock", "syscall-clock", T_STRING, OFF(syscall_clock), SZ(syscall_clock), 0, 0,
      "syscall timestamps: auto (jiffies when HZ is known) or ktime"},
+    {"bind", "bind", T_STRING, OFF(mesh_bind), SZ(mesh_bind), 0, 0,
+     "heartbeat mesh: UDP ADDR:PORT to bind (IPv4); empty: no mesh"},
+    {"peers", "peers", T_STRING, OFF(mesh_peers), SZ(mesh_peers), 0, 0,
+     "heartbeat mesh: peers/seeds ADDR:PORT,ADDR:PORT,..."},
+    {"peers_file", "peers-file", T_STRING, OFF(mesh_peers_file), SZ(mesh_peers_file), 0, 0,
+     "heartbeat mesh: file of peers, one ADDR:PORT per line (# comments)"},
+    {"key_file", "key-file", T_STRING, OFF(mesh_key_file), SZ(mesh_key_file), 0, 0,
+     "heartbeat mesh: the cluster's secret (16+ bytes, not world-readable); packets are MACed"},
+    {"probe_interval", "probe-interval", T_DOUBLE, OFF(probe_interval_s), 0, 0.05, 60,
+     "heartbeat mesh: seconds between probes of one peer"},
+    {"probe_timeout", "probe-timeout", T_DOUBLE, OFF(probe_timeout_s), 0, 0.01, 60,
+     "heartbeat mesh: seconds to wait for an ack before indirect probes"},
+    {"indirect_checks", "indirect-checks", T_INT, OFF(indirect_checks), 0, 0, 16,
+     "heartbeat mesh: peers asked to probe on a missed ack"},
+    {"suspicion_mult", "suspicion-mult", T_DOUBLE, OFF(suspicion_mult), 0, 0.5, 100,
+     "heartbeat mesh: suspicion timeout = this x log10(N) x probe interval (at least)"},
+    {"suspicion_max_mult", "suspicion-max-mult", T_DOUBLE, OFF(suspicion_max_mult), 0, 1, 100,
+     "heartbeat mesh: a suspicion nobody confirms lasts this many times the minimum"},
     {"verbose", "verbose", T_INT, OFF(verbose), 0, 0, 3,
      "stderr log level: 0 errors, 1 warnings, 2 info, 3 debug"},
 };
@@ -102,6 +120,11 @@ void config_defaults(struct ftbpf_config *c)
 	c->spin_threshold_s = 2;
 	c->events_keep = 4096;
 	c->gpu_probes = 1;
+	c->probe_interval_s = 0.5; /* the mesh defaults: user/swim.c swim_config_default */
+	c->probe_timeout_s = 0.2;
+	c->indirect_checks = 3;
+	c->suspicion_mult = 1.5;
+	c->suspicion_max_mult = 4;
 	c->verbose = 2;
 	snprintf(c->bpf_programs, sizeof(c->bpf_programs), "auto");
 	snprintf(c->task_iter, sizeof(c->task_iter), "auto");
@@ -333,6 +356,15 @@ int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 {
 	unsigned majors[32];
 
+	if (*c->mesh_bind && !*c->mesh_key_file) {
+		snprintf(err, errlen, "bind: the heartbeat mesh needs key_file (--key-file)");
+		return -EINVAL;
+	}
+	if (c->probe_timeout_s >= c->probe_interval_s) {
+		snprintf(err, errlen, "probe_timeout (%g) must be shorter than probe_interval (%g)",
+			 c->probe_timeout_s, c->probe_interval_s);
+		return -EINVAL;
+	}
 	if (config_parse_majors(c->gpu_majors, majors, 32) < 0) {
 		snprintf(err, errlen,
 			 "gpu_majors: '%s' is not a list of majors 1..4095 like 195,226",

@@ -36,6 +36,13 @@ struct ftbpf_config {
 	char gpu_majors[128]; /* extra GPU character-device majors, "195,226" */
 	int gpu_probes;	      /* CUDA/NCCL uprobes in the libraries ranks map */
 	int gpu_probe_launch; /* ... including kernel launches */
+	/* heartbeat mesh (off while bind is empty) */
+	char mesh_bind[64];
+	char mesh_peers[1024];
+	char mesh_peers_file[256];
+	char mesh_key_file[256];
+	double probe_interval_s, probe_timeout_s, suspicion_mult, suspicion_max_mult;
+	int indirect_checks;
 	int verbose;
 	int events_keep; /* events held in memory for `ftbpf events` */
 	/* Force a fallback that a production kernel may need (the tests exercise them): */

@@ -26,6 +26,7 @@ static const struct {
     {"timer_acquire", CTL_CMD_TIMER_ACQUIRE},
     {"timer_release", CTL_CMD_TIMER_RELEASE},
     {"register", CTL_CMD_REGISTER},
+    {"peers", CTL_CMD_PEERS},
 };
 
 const char *ctl_cmd_name(enum ctl_cmd c)

@@ -20,6 +20,7 @@ enum ctl_cmd {
 	CTL_CMD_TIMER_RELEASE, /* {"v":1,"cmd":"timer_release","scope":S[,"pid":P]} */
 	/* {"v":1,"cmd":"register"[,"job":J][,"rank":R]}: the caller's slot fd comes with the reply */
 	CTL_CMD_REGISTER,
+	CTL_CMD_PEERS, /* {"v":1,"cmd":"peers"}: the heartbeat mesh's cluster view */
 };
 
 struct ctl_request {

@@ -1,7 +1,10 @@
 #include "mesh_proto.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +199,33 @@ int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq)
 		return MESH_E_REPLAY;
 	r->window |= 1ull << (r->top - seq);
 	return MESH_OK;
+}
+
+int mesh_load_key(const char *path, uint8_t key[MESH_KEY_BYTES], char *err, size_t errlen)
+{
+	uint8_t buf[4096];
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "key file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == 0 && (st.st_mode & 0004)) {
+		snprintf(err, errlen, "key file %s is world-readable: chmod 600 it", path);
+		close(fd);
+		return -1;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 16) {
+		snprintf(err, errlen, "key file %s: needs at least 16 bytes of secret", path);
+		return -1;
+	}
+	crypto_generichash(key, MESH_KEY_BYTES, buf, (size_t)n, NULL, 0);
+	sodium_memzero(buf, sizeof(buf));
+	return 0;
 }
 
 int mesh_parse_addr(const char *s, struct mesh_addr *ret)

@@ -96,6 +96,10 @@ struct mesh_replay {
 /* MESH_OK (and records it) or MESH_E_REPLAY. */
 int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq);
 
+/* The cluster key from a file: any secret of 16+ bytes, hashed (BLAKE2b) to the MAC key. The
+ * file must not be world-readable. 0, or -1 with a message in err. */
+int mesh_load_key(const char *path, uint8_t key[MESH_KEY_BYTES], char *err, size_t errlen);
+
 /* "10.0.0.1:7946" -> addr; 0 or -EINVAL. */
 int mesh_parse_addr(const char *s, struct mesh_addr *ret);
 void mesh_format_addr(const struct mesh_addr *a, char *buf, size_t len);
