@@ -97,7 +97,7 @@ static int svarint(const uint8_t *b, size_t n, size_t *i, int *ret)
 }
 
 /* The line of code unit `target` from a 3.11 location table (PEP 657 format). */
-static int line_of(const uint8_t *b, size_t n, int first, unsigned target)
+int pystack_line_of(const uint8_t *b, size_t n, int first, unsigned target)
 {
 	unsigned addr = 0, skip;
 	int line = first, delta;
@@ -142,7 +142,8 @@ static int frame_line(int pid, uint64_t code, uint64_t prev_instr)
 		return -1;
 	if (prev_instr < code + CO_CODE_ADAPTIVE)
 		return first; /* not started yet */
-	return line_of(table, n, first, (unsigned)((prev_instr - code - CO_CODE_ADAPTIVE) / 2));
+	return pystack_line_of(table, n, first,
+			       (unsigned)((prev_instr - code - CO_CODE_ADAPTIVE) / 2));
 }
 
 /* The address of _PyRuntime in pid, from the python executable or libpython it maps. */

@@ -8,6 +8,7 @@
 #define FTBPF_PYSTACK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct py_frame {
 	char file[256];
@@ -21,5 +22,9 @@ struct py_frame {
  * process, -ENOTSUP a CPython version whose layout is not known (why says which).
  */
 int pystack_read(int pid, struct py_frame *frames, int max, char *why, size_t whylen);
+
+/* The source line of code unit `target` in a CPython 3.11 location table (bytes read from the
+ * target process: untrusted, fuzzed); -1 when it has none or the table is malformed. */
+int pystack_line_of(const uint8_t *table, size_t n, int first_line, unsigned target);
 
 #endif
