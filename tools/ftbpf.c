@@ -480,7 +480,7 @@ int main(int argc, char **argv)
 								      : JSON_C_TO_STRING_PLAIN));
 	else if (!strcmp(cmd, "status"))
 		print_status(o);
-	if (!json && (!strcmp(cmd, "peers") || cluster))
+	else if (!strcmp(cmd, "peers"))
 		print_cluster(o);
 	else if (!strcmp(cmd, "explain"))
 		print_explain(o);
@@ -488,6 +488,8 @@ int main(int argc, char **argv)
 		print_timers(o);
 	else if (!strcmp(cmd, "signal"))
 		printf("sent\n");
+	if (!json && cluster) /* status --cluster: the cluster view after the status */
+		print_cluster(o);
 	json_object_put(o);
 	return 0;
 }
