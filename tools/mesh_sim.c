@@ -163,12 +163,14 @@ static struct sim *sim_new(int n, double loss, int memberlist, uint64_t seed)
 		s->alive[i] = 1;
 	}
 	/* every node is configured with the job's hosts (a static peers list) */
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		swim_reserve(s->nodes[i], n);
 		for (int j = 0; j < n; j++) {
 			struct mesh_addr a = {BASE_IP + (uint32_t)j, PORT};
 
 			swim_add_peer(s->nodes[i], &a, 0);
 		}
+	}
 	return s;
 }
 

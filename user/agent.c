@@ -1030,9 +1030,9 @@ static void mesh_event(void *ctx, const char *type, const struct swim_member *m)
 	jstr(o, "peer", addr);
 	jstr(o, "peer_state", swim_state_name(m->state));
 	jint(o, "incarnation", m->incarnation);
-	if (m->has_health) {
-		jint(o, "hung_ranks", m->health.hung);
-		jint(o, "dead_ranks", m->health.dead);
+	if (m->health) {
+		jint(o, "hung_ranks", m->health->hung);
+		jint(o, "dead_ranks", m->health->dead);
 	}
 	eventlog_emit(a->el, o);
 }

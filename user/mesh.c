@@ -310,9 +310,9 @@ struct json_object *mesh_json(const struct mesh *m)
 		json_object_object_add(
 		    p, "state_for_s",
 		    json_object_new_double((double)(now - sm->since_ms) / 1000.0));
-		if (sm->has_health) {
+		if (sm->health) {
 			h = json_object_new_object();
-			health_json(h, &sm->health);
+			health_json(h, sm->health);
 			json_object_object_add(p, "health", h);
 		} else {
 			json_object_object_add(p, "health", NULL);

@@ -44,6 +44,12 @@ struct swim {
 	uint64_t sent_ms, round_end_ms;
 	uint32_t rounds;
 	struct relay relays[MAX_RELAYS];
+	/* replay windows of the members that sent to us directly (open addressing by address) */
+	struct replay_ent {
+		struct mesh_addr a; /* port 0: empty */
+		struct mesh_replay r;
+	} * rp; /* owned */
+	int nrp, rpcap;
 	/* dissemination */
 	struct queued *q; /* owned */
 	int nq;
@@ -136,9 +142,9 @@ static void index_put(struct swim *s, int idx)
 	s->index[i] = idx + 1;
 }
 
-static int grow(struct swim *s)
+static int grow_to(struct swim *s, int ncap)
 {
-	int ncap = s->cap ? s->cap * 2 : 16;
+	int icap;
 	struct swim_member *m = realloc(s->m, (size_t)ncap * sizeof(*m));
 	int *order, *index;
 
@@ -149,16 +155,60 @@ static int grow(struct swim *s)
 	if (!order)
 		return -1;
 	s->order = order;
-	index = calloc((size_t)ncap * 2, sizeof(*index));
+	icap = 16;
+	while (icap < 2 * ncap) /* a power of two: probing masks with icap - 1 */
+		icap *= 2;
+	index = calloc((size_t)icap, sizeof(*index));
 	if (!index)
 		return -1;
 	free(s->index);
 	s->index = index;
-	s->icap = ncap * 2;
+	s->icap = icap;
 	s->cap = ncap;
 	for (int i = 0; i < s->n; i++)
 		index_put(s, i);
 	return 0;
+}
+
+static int grow(struct swim *s)
+{
+	return grow_to(s, s->cap ? s->cap * 2 : 16);
+}
+
+int swim_reserve(struct swim *s, int n)
+{
+	return n > s->cap ? grow_to(s, n) : 0;
+}
+
+static struct mesh_replay *replay_of(struct swim *s, const struct mesh_addr *a)
+{
+	uint32_t i;
+
+	if (2 * (s->nrp + 1) > s->rpcap) { /* keep the load under one half */
+		int ncap = s->rpcap ? s->rpcap * 2 : 64;
+		struct replay_ent *old = s->rp, *nrp = calloc((size_t)ncap, sizeof(*nrp));
+
+		if (!nrp)
+			return NULL;
+		s->rp = nrp;
+		for (int k = 0; k < s->rpcap; k++) {
+			if (!old[k].a.port)
+				continue;
+			for (i = addr_hash(&old[k].a) & (uint32_t)(ncap - 1); nrp[i].a.port;
+			     i = (i + 1) & (uint32_t)(ncap - 1))
+				;
+			nrp[i] = old[k];
+		}
+		free(old);
+		s->rpcap = ncap;
+	}
+	for (i = addr_hash(a) & (uint32_t)(s->rpcap - 1); s->rp[i].a.port;
+	     i = (i + 1) & (uint32_t)(s->rpcap - 1))
+		if (addr_eq(&s->rp[i].a, a))
+			return &s->rp[i].r;
+	s->rp[i].a = *a;
+	s->nrp++;
+	return &s->rp[i].r;
 }
 
 static struct swim_member *add_member(struct swim *s, const struct mesh_addr *a, uint64_t now)
@@ -211,7 +261,10 @@ void swim_free(struct swim *s)
 {
 	if (!s)
 		return;
+	for (int i = 0; i < s->n; i++)
+		free(s->m[i].health);
 	free(s->m);
+	free(s->rp);
 	free(s->index);
 	free(s->order);
 	free(s->q);
@@ -257,8 +310,9 @@ static void update_of(const struct swim_member *m, struct mesh_update *u)
 	u->state = m->state;
 	u->incarnation = m->incarnation;
 	u->boot = m->boot;
-	u->has_health = m->has_health;
-	u->health = m->health;
+	u->has_health = m->health != NULL;
+	if (m->health)
+		u->health = *m->health;
 	if (m->state == MESH_SUSPECT)
 		u->accuser = m->accuser;
 }
@@ -416,10 +470,8 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 			return;
 		m->incarnation = u->incarnation;
 		m->boot = u->boot;
-		if (u->has_health) {
-			m->health = u->health;
-			m->has_health = 1;
-		}
+		if (u->has_health && (m->health = malloc(sizeof(*m->health))))
+			*m->health = u->health;
 		if (u->state == MESH_SUSPECT) {
 			set_state(s, m, MESH_SUSPECT, now);
 			m->accuser = u->accuser;
@@ -442,9 +494,10 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 			event(s, SWIM_EV_RESTARTED, m, now);
 		}
 	}
-	if (u->has_health && (!m->has_health || u->health.version > m->health.version)) {
-		m->health = u->health;
-		m->has_health = 1;
+	if (u->has_health && (!m->health || u->health.version > m->health->version)) {
+		if (!m->health && !(m->health = malloc(sizeof(*m->health))))
+			return;
+		*m->health = u->health;
 		enqueue_member(s, m);
 		event(s, SWIM_EV_HEALTH, m, now);
 	}
@@ -511,6 +564,7 @@ static void send_ack(struct swim *s, const struct mesh_addr *to, uint32_t probe,
 void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 {
 	struct mesh_update sender = {0};
+	struct mesh_replay *r;
 	int idx;
 
 	if (addr_eq(&p->from, &s->self))
@@ -521,7 +575,8 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	sender.incarnation = p->incarnation;
 	sender.boot = p->boot;
 	idx = find_idx(s, &p->from);
-	if (idx >= 0 && mesh_replay_check(&s->m[idx].replay, p->boot, p->seq) != MESH_OK) {
+	if (idx >= 0 && (r = replay_of(s, &p->from)) &&
+	    mesh_replay_check(r, p->boot, p->seq) != MESH_OK) {
 		s->cnt.replays++;
 		return;
 	}
@@ -532,8 +587,8 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	apply(s, &sender, NULL, now);
 	if (idx < 0) { /* a member now: start its replay window */
 		idx = find_idx(s, &p->from);
-		if (idx >= 0)
-			mesh_replay_check(&s->m[idx].replay, p->boot, p->seq);
+		if (idx >= 0 && (r = replay_of(s, &p->from)))
+			mesh_replay_check(r, p->boot, p->seq);
 	}
 	for (int i = 0; i < p->nupdates; i++)
 		apply(s, &p->updates[i], &p->from, now);

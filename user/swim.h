@@ -41,15 +41,13 @@ struct swim_member {
 	struct mesh_addr addr;
 	uint8_t state; /* enum mesh_state */
 	uint8_t nconfirm;
-	uint8_t has_health;
 	uint32_t incarnation;
 	uint64_t boot;
 	uint64_t since_ms;    /* in this state since */
 	uint64_t deadline_ms; /* SUSPECT: declared dead then */
 	uint32_t suspecters[4];
-	struct mesh_addr accuser;  /* SUSPECT: who suspected it first */
-	struct mesh_replay replay; /* packets from it */
-	struct mesh_health health;
+	struct mesh_addr accuser;   /* SUSPECT: who suspected it first */
+	struct mesh_health *health; /* its jobs' summary, NULL until heard (owned by the node) */
 };
 
 enum swim_event {
@@ -80,6 +78,8 @@ struct swim;
 struct swim *swim_new(const struct swim_config *c, const struct mesh_addr *self, uint64_t boot,
 		      const struct swim_io *io);
 void swim_free(struct swim *s);
+/* Size the member table for n members at once (a static peers list; the simulator). */
+int swim_reserve(struct swim *s, int n);
 /* A configured peer or seed: known (alive, incarnation 0) until it answers or is found dead. */
 int swim_add_peer(struct swim *s, const struct mesh_addr *peer, uint64_t now_ms);
 /* Run timers: probes, indirect probes, suspicion timeouts. Call at least every 50 ms. */

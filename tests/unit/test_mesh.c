@@ -204,7 +204,7 @@ static void test_cluster(void)
 	for (int i = 1; i < N; i++) {
 		struct mesh_addr a = {0x0a000001, 7946};
 
-		CU_ASSERT_EQUAL(swim_find(nodes[i], &a)->health.hung, 1);
+		CU_ASSERT_EQUAL(swim_find(nodes[i], &a)->health->hung, 1);
 	}
 	/* kill node 4: every other node declares it dead within the bound */
 	up[4] = 0;
