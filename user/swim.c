@@ -406,6 +406,20 @@ static void set_state(struct swim *s, struct swim_member *m, int state, uint64_t
 
 static void send_packet(struct swim *s, const struct mesh_addr *to, struct mesh_packet *p);
 
+/* An independent suspicion of m by `accuser` (counted once each): the timeout shrinks. */
+static void confirm(struct swim *s, struct swim_member *m, const struct mesh_addr *accuser)
+{
+	uint32_t who = addr_hash(accuser) | 1;
+
+	for (int i = 0; i < m->nconfirm; i++)
+		if (m->suspecters[i] == who)
+			return;
+	if (m->nconfirm < 4) {
+		m->suspecters[m->nconfirm++] = who;
+		m->deadline_ms = m->since_ms + suspicion_timeout(s, m->nconfirm);
+	}
+}
+
 static void suspect(struct swim *s, struct swim_member *m, uint64_t now)
 {
 	struct mesh_packet p = {.type = MESH_PING, .probe = 0};
@@ -413,15 +427,8 @@ static void suspect(struct swim *s, struct swim_member *m, uint64_t now)
 	if (m->state == MESH_SUSPECT && !addr_eq(&m->accuser, &s->self)) {
 		/* our own probe failed too: an independent confirmation, for us and for the others */
 		struct mesh_update u;
-		uint32_t who = addr_hash(&s->self) | 1;
-		int dup = 0;
 
-		for (int i = 0; i < m->nconfirm; i++)
-			dup |= m->suspecters[i] == who;
-		if (!dup && m->nconfirm < 4) {
-			m->suspecters[m->nconfirm++] = who;
-			m->deadline_ms = m->since_ms + suspicion_timeout(s, m->nconfirm);
-		}
+		confirm(s, m, &s->self);
 		update_of(m, &u);
 		u.accuser = s->self;
 		enqueue(s, &u);
@@ -526,16 +533,7 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 			event(s, SWIM_EV_SUSPECT, m, now);
 		} else if (m->state == MESH_SUSPECT && u->incarnation == m->incarnation && from &&
 			   u->accuser.port && !addr_eq(&u->accuser, &m->accuser)) {
-			/* another node suspected it independently: the timeout shrinks */
-			uint32_t who = addr_hash(&u->accuser) | 1;
-			int dup = 0;
-
-			for (int i = 0; i < m->nconfirm; i++)
-				dup |= m->suspecters[i] == who;
-			if (!dup && m->nconfirm < 4) {
-				m->suspecters[m->nconfirm++] = who;
-				m->deadline_ms = m->since_ms + suspicion_timeout(s, m->nconfirm);
-			}
+			confirm(s, m, &u->accuser); /* another node suspected it independently */
 		}
 		break;
 	case MESH_DEAD:
