@@ -746,6 +746,48 @@ static void gpu_call_json(struct json_object *o, const struct rank *k, uint64_t 
 	json_object_object_add(o, "nccl", arr);
 }
 
+/* Progress reported by the client library (ping, step) and the rank's armed countdown timers
+ * (slot and agent-held): how many, and the time left on the earliest. */
+static void rank_client_json(struct json_object *o, struct agent *a, const struct rank *k,
+			     uint64_t now)
+{
+	uint64_t ping = 0, step_ns = 0, step = 0, earliest = 0;
+	int ntimers = 0;
+
+	if (k->slot && !k->s.exited) {
+		ping = __atomic_load_n(&k->slot->ping_ns, __ATOMIC_RELAXED);
+		step_ns = __atomic_load_n(&k->slot->step_ns, __ATOMIC_RELAXED);
+		step = __atomic_load_n(&k->slot->step, __ATOMIC_RELAXED);
+		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
+			const struct ftbpf_slot_timer *t = &k->slot->timers[j];
+			uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_RELAXED);
+
+			if (__atomic_load_n(&t->state, __ATOMIC_RELAXED) != FTBPF_TS_ARMED || !d)
+				continue;
+			ntimers++;
+			if (!earliest || d < earliest)
+				earliest = d;
+		}
+	}
+	for (int i = 0; i < a->tm.n && !k->s.exited; i++)
+		if (a->tm.v[i].pid == k->pid) {
+			ntimers++;
+			if (!earliest || a->tm.v[i].deadline_ns < earliest)
+				earliest = a->tm.v[i].deadline_ns;
+		}
+	jdbl(o, "ping_s_ago", ping && now > ping ? secs(now - ping) : -1);
+	if (step_ns)
+		jint(o, "step", (int64_t)step);
+	else
+		json_object_object_add(o, "step", NULL);
+	jdbl(o, "step_s_ago", step_ns && now > step_ns ? secs(now - step_ns) : -1);
+	jint(o, "timers", ntimers);
+	if (ntimers)
+		jdbl(o, "timer_left_s", earliest > now ? secs(earliest - now) : 0);
+	else
+		json_object_object_add(o, "timer_left_s", NULL);
+}
+
 static struct json_object *rank_json(struct agent *a, const struct rank *k, uint64_t now)
 {
 	struct json_object *o = json_object_new_object();
@@ -779,6 +821,7 @@ static struct json_object *rank_json(struct agent *a, const struct rank *k, uint
 		jint(o, "gpu_ioctls", (int64_t)gn);
 		jdbl(o, "gpu_last_s_ago", glast && now > glast ? secs(now - glast) : -1);
 	}
+	rank_client_json(o, a, k, now);
 	jbool(o, "exited", k->s.exited);
 	if (k->s.exited) {
 		exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);

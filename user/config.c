@@ -122,7 +122,7 @@ void config_defaults(struct ftbpf_config *c)
 	c->gpu_probes = 1;
 	c->probe_interval_s = 0.5; /* the mesh defaults: user/swim.c swim_config_default */
 	c->probe_timeout_s = 0.2;
-	c->indirect_checks = 3;
+	c->indirect_checks = 5;
 	c->suspicion_mult = 1.5;
 	c->suspicion_max_mult = 4;
 	c->verbose = 2;
