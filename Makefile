@@ -16,7 +16,8 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -W
 
 CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detector.c user/timers.c \
               user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c \
-              user/gpuapi.c user/mesh_proto.c user/swim.c
+              user/gpuapi.c user/mesh_proto.c user/swim.c user/ctl_client.c \
+              user/top_model.c user/top_collect.c
 AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c user/mesh.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -27,11 +28,11 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
               $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci \
-              $(BUILD)/mesh_sim
+              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
-               libjson-c-dev libcunit1-dev jq python3-torch openmpi-bin procps util-linux iproute2
+               libjson-c-dev libcunit1-dev libncurses-dev tmux jq python3-torch openmpi-bin procps util-linux iproute2
 
 .PHONY: all deps run test unit integration fuzz bench format format-check clean install
 all: $(BINS) $(UNIT_TESTS) $(WORKLOADS)
@@ -78,6 +79,10 @@ $(BUILD)/mesh_sim: tools/mesh_sim.c $(BUILD)/libftbpfcore.a
 
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
+
+# ftbpf-top: the model and collection are in the core library (unit-tested), curses only here
+$(BUILD)/ftbpf-top: tools/ftbpf_top.c $(BUILD)/obj/top_draw.o $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lncurses -lm
 
 # libftbpf: the client library (no dependency beyond libc and pthreads)
 $(BUILD)/obj/libftbpf.o: user/client/libftbpf.c include/ftbpf/ftbpf.h include/ftbpf/slot.h | $(BUILD)/obj
@@ -172,6 +177,7 @@ install: all
 	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)/usr/local/sbin/ftbpfd
 	install -D -m 0755 $(BUILD)/ftbpf $(DESTDIR)/usr/local/bin/ftbpf
 	install -D -m 0755 $(BUILD)/ftbpf-ci $(DESTDIR)/usr/local/bin/ftbpf-ci
+	install -D -m 0755 $(BUILD)/ftbpf-top $(DESTDIR)/usr/local/bin/ftbpf-top
 	install -D -m 0644 $(BUILD)/libftbpf.so $(DESTDIR)/usr/local/lib/libftbpf.so.0
 	ln -sf libftbpf.so.0 $(DESTDIR)/usr/local/lib/libftbpf.so
 	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)/usr/local/lib/libftbpf.a

@@ -7,12 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "config.h"
-#include "ctl_proto.h"
+#include "ctl_client.h"
 
 #define EXIT_USAGE   2
 #define EXIT_CONNECT 3
@@ -47,102 +44,25 @@ static void usage(FILE *f)
 	    "Exit status: 0 ok, 1 the agent refused or failed the request, 2 usage, 3 no agent.\n");
 }
 
-static int connect_agent(const char *path)
-{
-	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(addr.sun_path)) {
-		fprintf(stderr, "ftbpf: socket path too long: %s\n", path);
-		return -1;
-	}
-	strcpy(addr.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		fprintf(stderr, "ftbpf: cannot reach ftbpfd at %s: %s\n", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-struct reader {
-	int fd;
-	char buf[1 << 20];
-	size_t len;
-};
-
-/* Next line as a parsed object (caller puts it), NULL at EOF/error. */
-static struct json_object *read_obj(struct reader *r)
-{
-	for (;;) {
-		char *nl = memchr(r->buf, '\n', r->len);
-		ssize_t n;
-
-		if (nl) {
-			struct json_object *o;
-
-			*nl = 0;
-			o = json_tokener_parse(r->buf);
-			r->len -= (nl + 1 - r->buf);
-			memmove(r->buf, nl + 1, r->len);
-			if (o)
-				return o;
-			continue;
-		}
-		if (r->len == sizeof(r->buf))
-			return NULL;
-		n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
-		if (n <= 0)
-			return NULL;
-		r->len += n;
-	}
-}
-
-static int send_req(int fd, struct json_object *req)
-{
-	const char *s;
-	size_t n;
-
-	json_object_object_add(req, "v", json_object_new_int(CTL_VERSION));
-	s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	n = strlen(s);
-	if (write(fd, s, n) != (ssize_t)n || write(fd, "\n", 1) != 1) {
-		fprintf(stderr, "ftbpf: write to agent: %s\n", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
+/* Short names for the field getters (absent or null: NULL / 0 / def). */
 static const char *gs(struct json_object *o, const char *k)
 {
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, k, &v) || !v)
-		return NULL;
-	return json_object_get_string(v);
+	return ctl_get_str(o, k);
 }
 
 static double gd(struct json_object *o, const char *k)
 {
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_double(v) : 0;
+	return ctl_get_dbl(o, k, 0);
 }
 
 static int64_t gi(struct json_object *o, const char *k, int64_t def)
 {
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && v ? json_object_get_int64(v) : def;
+	return ctl_get_int(o, k, def);
 }
 
 static int gb(struct json_object *o, const char *k)
 {
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && v && json_object_get_boolean(v);
+	return ctl_get_bool(o, k);
 }
 
 static int check_ok(struct json_object *o)
@@ -352,10 +272,10 @@ static void print_explain(struct json_object *o)
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("FTBPF_SOCKET");
-	int json = 0, follow = 0, limit = 0, cluster = 0, i = 1, fd, rc;
+	int json = 0, follow = 0, limit = 0, cluster = 0, i = 1, rc;
 	const char *cmd;
-	struct json_object *req, *o;
-	struct reader *rd;
+	struct json_object *req, *o = NULL;
+	struct ctl_conn *conn;
 	char *end;
 
 	if (!sock || !*sock)
@@ -431,19 +351,21 @@ int main(int argc, char **argv)
 		if (limit > 0)
 			json_object_object_add(req, "limit", json_object_new_int(limit));
 	}
-	fd = connect_agent(sock);
-	if (fd < 0)
+	rc = ctl_conn_open(sock, 0, &conn);
+	if (rc < 0) {
+		fprintf(stderr, "ftbpf: cannot reach ftbpfd at %s: %s\n", sock, strerror(-rc));
 		return EXIT_CONNECT;
-	if (send_req(fd, req) < 0)
-		return EXIT_CONNECT;
+	}
+	rc = ctl_conn_send(conn, req);
 	json_object_put(req);
-	rd = calloc(1, sizeof(*rd));
-	if (!rd)
-		return 1;
-	rd->fd = fd;
+	if (rc < 0) {
+		fprintf(stderr, "ftbpf: write to agent: %s\n", strerror(-rc));
+		ctl_conn_close(conn);
+		return EXIT_CONNECT;
+	}
 	if (!strcmp(cmd, "events")) {
 		setvbuf(stdout, NULL, _IOLBF, 0);
-		while ((o = read_obj(rd))) {
+		while (ctl_conn_read(conn, &o) == 0) {
 			struct json_object *e;
 
 			if (json_object_object_get_ex(o, "event", &e)) {
@@ -456,20 +378,18 @@ int main(int argc, char **argv)
 				rc = check_ok(o);
 				if (rc || gb(o, "end")) {
 					json_object_put(o);
-					free(rd);
-					close(fd);
+					ctl_conn_close(conn);
 					return rc;
 				}
 			}
 			json_object_put(o);
 		}
-		free(rd);
-		close(fd);
+		ctl_conn_close(conn);
 		return follow ? 0 : 1;
 	}
-	o = read_obj(rd);
-	free(rd);
-	close(fd);
+	if (ctl_conn_read(conn, &o) < 0)
+		o = NULL;
+	ctl_conn_close(conn);
 	rc = check_ok(o);
 	if (rc) {
 		json_object_put(o);

@@ -1,0 +1,191 @@
+/*
+ * ftbpf-top's model: the rows of the rank table, the job and peer summaries and the event list,
+ * built from the agent's JSON replies; sorting, filtering, selection, column layout, and the
+ * rendering of a frame into plain text lines with one attribute each. No curses here: the
+ * drawing module paints the lines, --once prints them, the unit tests read them.
+ */
+#ifndef FTBPF_TOP_MODEL_H
+#define FTBPF_TOP_MODEL_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum top_col {
+	TC_SEVERITY = 0, /* sort key only: culprit, hung, not running, then job and rank */
+	TC_JOB,
+	TC_RANK,
+	TC_PID,
+	TC_STATE,
+	TC_TIME,   /* time in state */
+	TC_SYSC,   /* syscalls per second */
+	TC_GPU,	   /* age of the last GPU ioctl or probed CUDA/NCCL call */
+	TC_PING,   /* age of the last ftbpf_ping()/step() */
+	TC_TIMER,  /* armed countdown timers, time left on the earliest */
+	TC_REASON, /* last: takes the width that is left */
+	TC_N,
+};
+
+enum top_attr {
+	TA_NORMAL = 0,
+	TA_TITLE,    /* the program line, the column header */
+	TA_INFO,     /* the summary lines */
+	TA_WARN,     /* a hung or failed job, a warning event, a suspect peer */
+	TA_ERROR,    /* the agent cannot be reached */
+	TA_HUNG,     /* a rank of a hung job */
+	TA_CULPRIT,  /* the rank named as the cause */
+	TA_EXITED,   /* a rank that is gone */
+	TA_SELECTED, /* the selection bar (on top of the row's own attribute) */
+	TA_KEYS,     /* the key line */
+	TA_N,
+};
+
+struct top_row {
+	char job[64];
+	int rank;
+	int pid;
+	char comm[17];
+	char state[16];
+	char reason[192];
+	double state_for_s;
+	double sysc_rate; /* per second over the last refresh; < 0 unknown */
+	uint64_t syscalls;
+	double gpu_age_s;  /* < 0 never */
+	char gpu_call[32]; /* a probed CUDA/NCCL call in flight, "" none */
+	double ping_age_s; /* < 0 never */
+	int64_t step;	   /* < 0 none */
+	int timers;
+	double timer_left_s;
+	int hung, culprit, exited;
+};
+
+struct top_job {
+	char id[64];
+	char state[16]; /* ok, hung, failed, finished */
+	char why[256];
+	int ranks, live;
+	double no_progress_s;
+};
+
+struct top_event {
+	uint64_t seq;
+	int warn;
+	char text[256];
+};
+
+#define TOP_EVENTS 200
+
+/* State filters, in the order the key cycles through them */
+extern const char *const top_state_filters[];
+extern const int top_nstate_filters;
+
+struct top_model {
+	/* connection */
+	int connected;	 /* the last request succeeded */
+	int ever;	 /* some status was received */
+	char error[160]; /* why the last request failed */
+	double stale_s;	 /* monotonic time of the last good status */
+	/* the agent */
+	int agent_pid;
+	char version[32], programs[16], action[24];
+	double uptime_s, soft_s, hard_s;
+	/* jobs and ranks; rows owned, view holds indices into rows */
+	struct top_job *jobs;
+	int njobs;
+	struct top_row *rows;
+	int nrows;
+	int *view;
+	int nview;
+	/* previous syscall counts by pid, for the rates (sorted by pid; owned) */
+	struct top_prev {
+		int pid;
+		uint64_t syscalls;
+	} * prev;
+	int nprev;
+	double prev_t;
+	/* the heartbeat mesh */
+	int mesh_on, peers_alive, peers_suspect, peers_dead, peers_left, peers_hung;
+	/* events: a ring of the newest TOP_EVENTS */
+	struct top_event ev[TOP_EVENTS];
+	int nev, ev_head;
+	uint64_t last_seq;
+	/* view settings */
+	enum top_col sort;
+	int reverse;
+	char filter_job[64]; /* substring; "" none */
+	int filter_state;    /* index into top_state_filters; 0 all */
+	int sel_pid;	     /* the selected rank, kept across refreshes; 0 the first */
+	int top;	     /* first row shown */
+};
+
+void top_model_init(struct top_model *m);
+void top_model_fini(struct top_model *m);
+
+/* Replace the rows and summaries with a status reply; now_s is monotonic. Returns 0 or -EINVAL
+ * (not a status reply; the model is unchanged) or -ENOMEM. */
+int top_model_update(struct top_model *m, struct json_object *status, double now_s);
+
+/* The agent could not be reached (or answered badly): keep the last rows, say why. */
+void top_model_disconnected(struct top_model *m, const char *why);
+
+/* Append an event object (from an "events" reply); seqs at or below the newest are ignored. */
+void top_model_add_event(struct top_model *m, struct json_object *ev);
+/* Forget the events (the agent restarted: its sequence numbers start again). */
+void top_model_clear_events(struct top_model *m);
+
+/* View settings; each rebuilds the view. */
+void top_model_sort(struct top_model *m, enum top_col c, int reverse);
+void top_model_sort_next(struct top_model *m, int dir); /* dir: +1 / -1 */
+void top_model_filter_job(struct top_model *m, const char *substring);
+void top_model_filter_state(struct top_model *m, int index);
+void top_model_move(struct top_model *m, int delta); /* the selection, clamped */
+const struct top_row *top_model_selected(const struct top_model *m);
+
+const char *top_col_name(enum top_col c);
+/* The column for a name as shown in the header or --sort ("sc/s", "time", ...), or -1. */
+int top_col_parse(const char *name);
+int top_state_filter_parse(const char *name);
+
+/* ---- frames: text lines with an attribute each ---- */
+struct top_line {
+	enum top_attr attr;
+	int selected; /* the selection bar is on this line */
+	char text[512];
+};
+
+struct top_frame {
+	struct top_line *lines; /* owned */
+	int n, cap;
+	int width;
+};
+
+void top_frame_init(struct top_frame *f, int width);
+void top_frame_fini(struct top_frame *f);
+void top_frame_clear(struct top_frame *f, int width);
+/* Append a line (printf-style), cut to the frame's width. */
+void top_frame_add(struct top_frame *f, enum top_attr a, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The columns that fit in width, in order; REASON takes what is left. Returns the count. */
+int top_layout(int width, enum top_col *ret_cols, int *ret_widths);
+
+/*
+ * The main screen: header, table, event pane, key line, for a width x height terminal
+ * (height <= 0: every row and the last 10 events, for --once). socket is shown when the agent
+ * cannot be reached.
+ */
+void top_render_main(struct top_model *m, struct top_frame *f, int width, int height,
+		     const char *socket, int show_events);
+
+/* One rank in detail, from an "explain" reply (NULL: not available, error says why). */
+void top_render_detail(const struct top_model *m, struct json_object *explain, const char *error,
+		       struct top_frame *f, int width);
+
+/* The help screen. */
+void top_render_help(struct top_frame *f, int width);
+
+/* The key line: in full, and the one that fits width. */
+extern const char top_keys_help[];
+const char *top_keys_line(int width);
+
+#endif
