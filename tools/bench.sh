@@ -27,7 +27,7 @@ start_agent() {
 	echo "bench: agent did not start"; cat "$T/agent.out"; exit 1
 }
 stop_agent() { kill "$AG"; wait "$AG" 2>/dev/null; AG=; rm -rf "$PIN"; }
-# BENCH_ONLY=syscall|timers|gpu|ci|mesh|ranks runs one section
+# BENCH_ONLY=syscall|timers|gpu|ci|mesh|ranks|top runs one section
 want() { [ -z "${BENCH_ONLY:-}" ] || [ "$BENCH_ONLY" = "$1" ]; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() { "$B/bench_syscall" "$ITERS" 5 "$@"; }
@@ -174,23 +174,32 @@ for n in $MESH_NS; do
 	done
 done
 fi
-if want ranks; then
-echo "== ftbpfd with 64 ranks"
-start_agent --soft-timeout 60 --hard-timeout 600 --action report
-mkdir -p "$T/job64"
-RANKPIDS=()
-for r in $(seq 0 63); do
-	FTBPF_JOB=bench64 FTBPF_RANK=$r FTBPF_WORLD_SIZE=64 "$B/workloads/ring" --rank $r --world 64 \
-		--dir "$T/job64" --work 20000 --interval-ms 20 --seconds 40 &
-	RANKPIDS+=($!)
-done
-for _ in $(seq 100); do
-	[ "$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '[.ranks[] | select(.job=="bench64")] | length')" = 64 ] && break
-	sleep 0.1
-done
-sleep 3
+# start_ranks64 SECONDS: a 64-rank ring job under a fresh agent, all ranks adopted
+start_ranks64() {
+	start_agent --soft-timeout 60 --hard-timeout 600 --action report
+	rm -rf "$T/job64"; mkdir -p "$T/job64"
+	RANKPIDS=()
+	for r in $(seq 0 63); do
+		FTBPF_JOB=bench64 FTBPF_RANK=$r FTBPF_WORLD_SIZE=64 "$B/workloads/ring" --rank $r --world 64 \
+			--dir "$T/job64" --work 20000 --interval-ms 20 --seconds "$1" &
+		RANKPIDS+=($!)
+	done
+	for _ in $(seq 100); do
+		[ "$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '[.ranks[] | select(.job=="bench64")] | length')" = 64 ] && break
+		sleep 0.1
+	done
+	sleep 3
+}
+stop_ranks64() {
+	kill "${RANKPIDS[@]}" 2>/dev/null
+	wait "${RANKPIDS[@]}" 2>/dev/null
+	stop_agent
+}
 cpu() { awk '{print $14 + $15}' "/proc/$AG/stat"; }
 HZ=$(getconf CLK_TCK)
+if want ranks; then
+echo "== ftbpfd with 64 ranks"
+start_ranks64 40
 W=15
 c0=$(cpu); t0=$(date +%s.%N)
 sleep $W
@@ -203,7 +212,38 @@ awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" -v rss="$RSS" -v
 	printf "   agent RSS: %.1f MiB\n", rss / 1024
 	printf "   jobs flagged hung during the run: %d\n", hung
 }'
-kill "${RANKPIDS[@]}" 2>/dev/null
-wait "${RANKPIDS[@]}" 2>/dev/null
-stop_agent
+stop_ranks64
+fi
+if want top; then
+echo "== ftbpf-top against ftbpfd with 64 ranks (target: the refresh costs the agent <= 1% of a core at 1 s)"
+start_ranks64 150
+# (1) the agent's CPU per refresh: 300 refreshes back to back (ftbpf-top --once makes the same
+# requests as one refresh of the live view: status, then new events)
+N=300
+c0=$(cpu)
+for _ in $(seq $N); do "$B/ftbpf-top" --socket "$T/s.sock" --once >/dev/null; done
+c1=$(cpu)
+awk -v c0="$c0" -v c1="$c1" -v n=$N -v hz="$HZ" 'BEGIN {
+	per = (c1 - c0) / hz / n
+	printf "   agent CPU per refresh: %.2f ms (%d refreshes); at one refresh per second: %.3f%% of a core\n", per * 1000, n, per * 100
+}'
+# (2) the live view itself in tmux at 1 s, against the same agent without it, interleaved
+TS=ftbpf-bench-$$
+W=15
+off=(); on=()
+for round in 1 2; do
+	c0=$(cpu); t0=$(date +%s.%N); sleep $W; c1=$(cpu); t1=$(date +%s.%N)
+	off+=("$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" 'BEGIN { printf "%.3f", 100 * (b - a) / hz / (t1 - t0) }')")
+	tmux -L "$TS" new-session -d -s top -x 160 -y 50 "$B/ftbpf-top --socket $T/s.sock --delay 1"
+	sleep 2
+	c0=$(cpu); t0=$(date +%s.%N); sleep $W; c1=$(cpu); t1=$(date +%s.%N)
+	on+=("$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" 'BEGIN { printf "%.3f", 100 * (b - a) / hz / (t1 - t0) }')")
+	tmux -L "$TS" kill-server 2>/dev/null
+	echo "   round $round: agent CPU without ftbpf-top ${off[-1]}%, with it (1 s refresh) ${on[-1]}%"
+done
+awk -v a="${off[0]}" -v b="${off[1]}" -v c="${on[0]}" -v d="${on[1]}" -v hz="$HZ" -v w=$W 'BEGIN {
+	x = (c + d - a - b) / 2
+	printf "   ftbpf-top costs the agent %.3f%% of a core (mean of 2 rounds; clock-tick resolution %.3f%%) %s\n", x, 100 / hz / w, x <= 1 ? "MET" : "MISSED"
+}'
+stop_ranks64
 fi

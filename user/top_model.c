@@ -352,6 +352,8 @@ void top_model_add_event(struct top_model *m, struct json_object *ev)
 	uint64_t seq = (uint64_t)ctl_get_int(ev, "seq", 0);
 	struct top_event *e;
 
+	if (!json_object_is_type(ev, json_type_object))
+		return;
 	if (seq && seq <= m->last_seq)
 		return;
 	if (seq)
@@ -891,6 +893,16 @@ void top_render_main(struct top_model *m, struct top_frame *f, int width, int he
 		top_frame_add(f, TA_KEYS, "%s", top_keys_line(width));
 }
 
+/* An array field, or NULL (absent, null, another type) */
+static struct json_object *get_array(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_array)
+		   ? v
+		   : NULL;
+}
+
 static void json_lines(struct top_frame *f, struct json_object *arr, const char *indent, int max)
 {
 	if (!arr || !json_object_is_type(arr, json_type_array))
@@ -941,7 +953,7 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 		      ctl_get_str(r, "gpu_call") ? ", in " : "",
 		      ctl_get_str(r, "gpu_call") ? dstr(r, "gpu_call") : "",
 		      ctl_get_dbl(r, "ping_s_ago", -1) < 0 ? "never" : age, step);
-	if (json_object_object_get_ex(r, "nccl", &nccl) && json_object_array_length(nccl))
+	if ((nccl = get_array(r, "nccl")))
 		for (size_t i = 0; i < json_object_array_length(nccl); i++) {
 			struct json_object *c = json_object_array_get_idx(nccl, i);
 
@@ -962,10 +974,10 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 	} else {
 		top_frame_add(f, TA_NORMAL, "timers: none armed");
 	}
-	if (json_object_object_get_ex(ex, "threads", &th) && th) {
+	if ((th = get_array(ex, "threads"))) {
 		top_frame_add(f, TA_TITLE, "THREADS");
 		for (size_t i = 0; i < json_object_array_length(th); i++) {
-			struct json_object *t = json_object_array_get_idx(th, i), *ks = NULL;
+			struct json_object *t = json_object_array_get_idx(th, i);
 
 			top_frame_add(
 			    f, TA_NORMAL, "tid %lld %s  state %s  syscall %s (%.1fs)  wchan %s",
@@ -973,12 +985,10 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 			    ctl_get_str(t, "syscall") ? dstr(t, "syscall") : "-",
 			    ctl_get_dbl(t, "in_syscall_s", 0),
 			    ctl_get_str(t, "wchan") ? dstr(t, "wchan") : "-");
-			json_object_object_get_ex(t, "kernel_stack", &ks);
-			json_lines(f, ks, "    ", 12);
+			json_lines(f, get_array(t, "kernel_stack"), "    ", 12);
 		}
 	}
-	if (json_object_object_get_ex(ex, "signals", &sigs) && sigs &&
-	    json_object_array_length(sigs)) {
+	if ((sigs = get_array(ex, "signals")) && json_object_array_length(sigs)) {
 		top_frame_add(f, TA_TITLE, "SIGNALS RECEIVED (newest last)");
 		for (size_t i = 0; i < json_object_array_length(sigs); i++) {
 			struct json_object *s = json_object_array_get_idx(sigs, i);
@@ -995,7 +1005,7 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 	} else {
 		top_frame_add(f, TA_NORMAL, "signals received: none");
 	}
-	if (json_object_object_get_ex(ex, "job_ranks", &jr) && jr && json_object_array_length(jr)) {
+	if ((jr = get_array(ex, "job_ranks")) && json_object_array_length(jr)) {
 		top_frame_add(f, TA_TITLE, "OTHER RANKS OF THE JOB");
 		for (size_t i = 0; i < json_object_array_length(jr); i++) {
 			struct json_object *x = json_object_array_get_idx(jr, i);
