@@ -18,7 +18,7 @@ CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detecto
               user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c \
               user/gpuapi.c user/mesh_proto.c user/swim.c user/ctl_client.c \
               user/top_model.c user/top_collect.c
-AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c user/mesh.c
+AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c user/mesh.c user/elfsym.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
 
@@ -69,7 +69,7 @@ $(BUILD)/ftbpfd: user/main.c $(AGENT_OBJS) $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lsodium -lm
 
 # ftbpf-ci: the tracker (same BPF programs, loaded privately), user stacks (libdw), Python stacks
-CI_OBJS := $(BUILD)/obj/ustack.o $(BUILD)/obj/pystack.o
+CI_OBJS := $(BUILD)/obj/ustack.o $(BUILD)/obj/pystack.o $(BUILD)/obj/elfsym.o
 $(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(BUILD)/obj/tracker.o $(CI_OBJS) $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -ldw -lm
 
@@ -123,10 +123,10 @@ $(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py $(BUILD)/libftbpf.so
 	cp $(BUILD)/libftbpf.so $(dir $@)libftbpf.so
 	cp $< $@
 
-$(BUILD)/bench_timers: tools/bench_timers.c $(BUILD)/libftbpf.a
-	$(CC) $(CFLAGS) $^ -o $@ -lpthread
+$(BUILD)/bench_timers: tools/bench_timers.c $(BUILD)/libftbpf.a tools/bench_util.h
+	$(CC) $(CFLAGS) $(filter-out %.h,$^) -o $@ -lpthread
 
-$(BUILD)/bench_syscall: tools/bench_syscall.c
+$(BUILD)/bench_syscall: tools/bench_syscall.c tools/bench_util.h
 	$(CC) $(CFLAGS) $< -o $@
 
 $(BUILD)/bench_floor: tools/bench_floor.c $(BUILD)/floor.skel.h $(BUILD)/obj/tracker.o $(BUILD)/libftbpfcore.a
@@ -139,7 +139,7 @@ $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
-$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/pystack.c | $(BUILD)/fuzz
+$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/pystack.c user/elfsym.c | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $^ -o $@ -lelf
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
@@ -167,7 +167,7 @@ test: deps
 bench: all
 	@tools/bench.sh
 
-FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*.c user/*.h tools/*.c tests/unit/*.c tests/fuzz/*.c tests/workloads/*.c)
+FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*.c user/*.h tools/*.c tools/*.h tests/unit/*.c tests/fuzz/*.c tests/workloads/*.c)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

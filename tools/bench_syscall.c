@@ -9,20 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv)
 {
@@ -38,13 +25,12 @@ int main(int argc, char **argv)
 	if (warmup_ms)
 		usleep(warmup_ms * 1000); /* lets an agent adopt us first */
 	for (int b = 0; b < batches; b++) {
-		double t0 = now();
+		double t0 = bench_now_ns();
 
 		for (long i = 0; i < iters; i++)
 			syscall(SYS_getppid);
-		r[b] = (now() - t0) / iters;
+		r[b] = (bench_now_ns() - t0) / iters;
 	}
-	qsort(r, batches, sizeof(r[0]), cmp);
-	printf("%.2f\n", r[batches / 2]);
+	printf("%.2f\n", bench_median(r, batches));
 	return 0;
 }

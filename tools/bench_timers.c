@@ -8,22 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "ftbpf/ftbpf.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -37,14 +23,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int b = 0; b < 7; b++) {
-		double t0 = now();
+		double t0 = bench_now_ns();
 
 		for (long i = 0; i < n; i++)
 			ftbpf_timer_release(h, ftbpf_timer_acquire(h, "bench", 60, 0));
-		r[b] = (now() - t0) / n;
+		r[b] = (bench_now_ns() - t0) / n;
 	}
-	qsort(r, 7, sizeof(r[0]), cmp);
-	printf("%.2f\n", r[3]);
+	printf("%.2f\n", bench_median(r, 7));
 	ftbpf_close(h);
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "elfsym.h"
 #include "ftbpf/tracker.h"
 #include "gpuapi.h"
 #include "log.h"
@@ -64,56 +65,43 @@ void gpuprobe_free(struct gpuprobe *g)
 }
 
 /* File offsets of the wanted functions (0 when absent), from the ELF symbol tables. */
+struct offsets_ctx {
+	const struct gpuprobe *g;
+	int kind;
+	size_t *off; /* per gpuapi_syms entry: file offset, 0 not found */
+	int found;
+};
+
+static int offsets_one(void *ctx, Elf *e, const char *name, const GElf_Sym *sym)
+{
+	struct offsets_ctx *c = ctx;
+	GElf_Shdr tsh;
+
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF ||
+	    sym->st_shndx >= SHN_LORESERVE || (name[0] != 'c' && name[0] != 'n'))
+		return 0;
+	for (size_t k = 0; k < gpuapi_nsyms; k++) {
+		const struct gpuapi_sym *s = &gpuapi_syms[k];
+
+		if ((int)s->lib != c->kind || c->off[k] || (s->launch && !c->g->launch) ||
+		    strcmp(s->name, name))
+			continue;
+		if (gelf_getshdr(elf_getscn(e, sym->st_shndx), &tsh)) {
+			c->off[k] = sym->st_value - tsh.sh_addr + tsh.sh_offset;
+			c->found++;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* The file offsets of the probed functions of a library of this kind; returns how many. */
 static int find_offsets(const struct gpuprobe *g, const char *path, int kind, size_t *off)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
-	Elf_Scn *scn = NULL;
-	Elf *e;
+	struct offsets_ctx c = {g, kind, off, 0};
+	int r = elfsym_foreach(path, offsets_one, &c);
 
-	if (fd < 0)
-		return -errno;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e) {
-		close(fd);
-		return -EINVAL;
-	}
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize ||
-		    !(data = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			GElf_Shdr tsh;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)i, &sym) ||
-			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
-			    sym.st_shndx >= SHN_LORESERVE)
-				continue;
-			name = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (!name || (name[0] != 'c' && name[0] != 'n'))
-				continue;
-			for (size_t k = 0; k < gpuapi_nsyms; k++) {
-				const struct gpuapi_sym *s = &gpuapi_syms[k];
-
-				if ((int)s->lib != kind || off[k] || (s->launch && !g->launch) ||
-				    strcmp(s->name, name))
-					continue;
-				if (!gelf_getshdr(elf_getscn(e, sym.st_shndx), &tsh))
-					break;
-				off[k] = sym.st_value - tsh.sh_addr + tsh.sh_offset;
-				found++;
-				break;
-			}
-		}
-	}
-	elf_end(e);
-	close(fd);
-	return found;
+	return r < 0 ? r : c.found;
 }
 
 static int probe_lib(struct gpuprobe *g, struct lib *l, const char *fspath)

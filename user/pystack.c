@@ -1,5 +1,7 @@
 #include "pystack.h"
 
+#include "elfsym.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -147,6 +149,33 @@ static int frame_line(int pid, uint64_t code, uint64_t prev_instr)
 }
 
 /* The address of _PyRuntime in pid, from the python executable or libpython it maps. */
+struct runtime_ctx {
+	unsigned long start; /* where the file's first page is mapped */
+	uint64_t addr;
+};
+
+static int runtime_one(void *ctx, Elf *e, const char *name, const GElf_Sym *sym)
+{
+	struct runtime_ctx *c = ctx;
+	uint64_t lo = UINT64_MAX;
+	GElf_Ehdr eh;
+
+	if (!sym->st_value || strcmp(name, "_PyRuntime"))
+		return 0;
+	/* load bias: mapping start minus the first PT_LOAD's page */
+	if (gelf_getehdr(e, &eh))
+		for (size_t k = 0; k < eh.e_phnum; k++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)k, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < lo)
+				lo = ph.p_vaddr & ~0xfffull;
+		}
+	c->addr = c->start - (lo == UINT64_MAX ? 0 : lo) + sym->st_value;
+	return 1;
+}
+
+/* The address of _PyRuntime in pid, from the python3* / libpython3* it maps; ver gets the
+ * version from the file name. */
 static int find_runtime(int pid, uint64_t *ret, char *ver, size_t verlen)
 {
 	char path[64], line[1024];
@@ -161,9 +190,7 @@ static int find_runtime(int pid, uint64_t *ret, char *ver, size_t verlen)
 		unsigned long start, off;
 		char file[512], full[600];
 		const char *base, *p;
-		Elf_Scn *scn = NULL;
-		Elf *e;
-		int fd;
+		struct runtime_ctx c;
 
 		if (sscanf(line, "%lx-%*x %*s %lx %*s %*s %511s", &start, &off, file) != 3 || off ||
 		    file[0] != '/')
@@ -174,49 +201,11 @@ static int find_runtime(int pid, uint64_t *ret, char *ver, size_t verlen)
 		p = strstr(base, "python3.");
 		snprintf(ver, verlen, "%.5s", p ? p + 6 : "3.?");
 		snprintf(full, sizeof(full), "/proc/%d/root%s", pid, file);
-		fd = open(full, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		elf_version(EV_CURRENT);
-		e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-		while (e && r == -ENOENT && (scn = elf_nextscn(e, scn))) {
-			GElf_Shdr sh;
-			Elf_Data *d;
-
-			if (!gelf_getshdr(scn, &sh) ||
-			    (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-			    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
-				continue;
-			for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-				GElf_Sym s;
-				const char *nm;
-
-				if (!gelf_getsym(d, (int)i, &s) || !s.st_value)
-					continue;
-				nm = elf_strptr(e, sh.sh_link, s.st_name);
-				if (nm && !strcmp(nm, "_PyRuntime")) {
-					GElf_Ehdr eh;
-					uint64_t lo = UINT64_MAX;
-
-					/* load bias: mapping start minus the first PT_LOAD's page */
-					if (gelf_getehdr(e, &eh)) {
-						for (size_t k = 0; k < eh.e_phnum; k++) {
-							GElf_Phdr ph;
-
-							if (gelf_getphdr(e, (int)k, &ph) &&
-							    ph.p_type == PT_LOAD && ph.p_vaddr < lo)
-								lo = ph.p_vaddr & ~0xfffull;
-						}
-					}
-					*ret = start - (lo == UINT64_MAX ? 0 : lo) + s.st_value;
-					r = 0;
-					break;
-				}
-			}
+		c.start = start;
+		if (elfsym_foreach(full, runtime_one, &c) == 1) {
+			*ret = c.addr;
+			r = 0;
 		}
-		if (e)
-			elf_end(e);
-		close(fd);
 	}
 	fclose(f);
 	return r;
