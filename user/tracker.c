@@ -460,23 +460,52 @@ int tracker_timer_delete(struct tracker *t, const struct ftbpf_timer_key *k)
 	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.timer_table), k) ? -errno : 0;
 }
 
+/* Every entry of a hash map: fn(ctx, key, value) with the map's own key and value sizes; a
+ * non-zero return stops the walk and is returned. Entries deleted meanwhile are skipped. */
+typedef int (*map_entry_fn)(void *ctx, const void *key, const void *val);
+
+static int map_foreach(const struct bpf_map *m, map_entry_fn fn, void *ctx)
+{
+	int fd = bpf_map__fd(m), r = 0;
+	size_t ks = bpf_map__key_size(m), vs = bpf_map__value_size(m);
+	unsigned char *key = malloc(2 * ks + vs), *next, *val;
+	void *prev = NULL;
+
+	if (!key)
+		return -ENOMEM;
+	next = key + ks;
+	val = next + ks;
+	while (!r && bpf_map_get_next_key(fd, prev, next) == 0) {
+		memcpy(key, next, ks);
+		prev = key;
+		if (bpf_map_lookup_elem(fd, key, val) == 0)
+			r = fn(ctx, key, val);
+	}
+	free(key);
+	return r;
+}
+
+struct walk { /* a typed callback behind map_foreach */
+	union {
+		tracker_timer_fn timer;
+		tracker_comm_fn comm;
+		tracker_proc_fn proc;
+	} fn;
+	void *ctx;
+};
+
+static int timer_entry(void *ctx, const void *key, const void *val)
+{
+	const struct walk *w = ctx;
+
+	return w->fn.timer(w->ctx, key, val);
+}
+
 int tracker_foreach_timer(const struct tracker *t, tracker_timer_fn fn, void *ctx)
 {
-	int fd = bpf_map__fd(t->skel->maps.timer_table);
-	struct ftbpf_timer_key key, next, *prev = NULL;
-	struct ftbpf_timer_val v;
-	int r;
+	struct walk w = {.fn.timer = fn, .ctx = ctx};
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &v))
-			continue;
-		r = fn(ctx, &key, &v);
-		if (r)
-			return r;
-	}
-	return 0;
+	return map_foreach(t->skel->maps.timer_table, timer_entry, &w);
 }
 
 /* ---- slots ---- */
@@ -606,23 +635,18 @@ int tracker_uprobe_attach(struct tracker *t, const char *path, size_t offset, ui
 	return *ret ? 0 : -errno;
 }
 
+static int comm_entry(void *ctx, const void *key, const void *val)
+{
+	const struct walk *w = ctx;
+
+	return w->fn.comm(w->ctx, key, val);
+}
+
 int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx)
 {
-	int fd = bpf_map__fd(t->skel->maps.comms);
-	struct ftbpf_comm_key key, next, *prev = NULL;
-	struct ftbpf_comm c;
-	int r;
+	struct walk w = {.fn.comm = fn, .ctx = ctx};
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &c))
-			continue;
-		r = fn(ctx, &key, &c);
-		if (r)
-			return r;
-	}
-	return 0;
+	return map_foreach(t->skel->maps.comms, comm_entry, &w);
 }
 
 int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k)
@@ -635,23 +659,20 @@ int tracker_thread_delete(struct tracker *t, uint32_t tid)
 	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.threads), &tid) ? -errno : 0;
 }
 
+static int proc_entry(void *ctx, const void *key, const void *val)
+{
+	const struct walk *w = ctx;
+	uint32_t tgid;
+
+	memcpy(&tgid, key, sizeof(tgid));
+	return w->fn.proc(w->ctx, tgid, val);
+}
+
 int tracker_foreach_proc(const struct tracker *t, tracker_proc_fn fn, void *ctx)
 {
-	int fd = bpf_map__fd(t->skel->maps.procs);
-	uint32_t key, next, *prev = NULL;
-	struct ftbpf_proc p;
-	int r;
+	struct walk w = {.fn.proc = fn, .ctx = ctx};
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &p))
-			continue;
-		r = fn(ctx, key, &p);
-		if (r)
-			return r;
-	}
-	return 0;
+	return map_foreach(t->skel->maps.procs, proc_entry, &w);
 }
 
 uint64_t tracker_stat(const struct tracker *t, enum ftbpf_stat idx)
