@@ -78,6 +78,29 @@ int top_collect(struct top_source *src, struct top_model *m, double now_s)
 	return r;
 }
 
+/* The rank's armed timers (from "timers", which lists every timer the caller may see) into the
+ * explain reply as "timers"; left out when the request fails. */
+static void attach_timers(struct top_source *src, int pid, struct json_object *explain)
+{
+	struct json_object *req = json_object_new_object(), *o = NULL, *all, *mine;
+
+	json_object_object_add(req, "cmd", json_object_new_string("timers"));
+	if (ctl_call(src->socket, req, src->timeout_ms, &o) == 0 && ctl_get_bool(o, "ok") &&
+	    json_object_object_get_ex(o, "timers", &all) &&
+	    json_object_is_type(all, json_type_array)) {
+		mine = json_object_new_array();
+		for (size_t i = 0; i < json_object_array_length(all); i++) {
+			struct json_object *t = json_object_array_get_idx(all, i);
+
+			if (ctl_get_int(t, "pid", 0) == pid)
+				json_object_array_add(mine, json_object_get(t));
+		}
+		json_object_object_add(explain, "timers", mine);
+	}
+	json_object_put(o);
+	json_object_put(req);
+}
+
 int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
 			size_t errlen)
 {
@@ -98,6 +121,7 @@ int top_collect_explain(struct top_source *src, int pid, struct json_object **re
 		json_object_put(o);
 		return -EPERM;
 	}
+	attach_timers(src, pid, o);
 	*ret_obj = o;
 	return 0;
 }

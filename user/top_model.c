@@ -159,6 +159,28 @@ static void cluster_from_json(struct top_model *m, struct json_object *cl)
 
 static void rebuild_view(struct top_model *m);
 
+/* The agent's health: the counters of things lost or refused, when any is not zero. */
+static void health_from_json(struct top_model *m, struct json_object *agent)
+{
+	static const char *const lost[] = {
+	    "ringbuf_drops", "thread_map_full",	      "proc_map_full",	  "nccl_comm_map_full",
+	    "adopt_errors",  "eventlog_write_errors", "ctl_dropped_slow", "timers_rejected_full"};
+	struct json_object *c = NULL;
+	int len = 0;
+
+	json_object_object_get_ex(agent, "counters", &c);
+	m->health[0] = 0;
+	for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
+		int64_t v = ctl_get_int(c, lost[i], 0);
+
+		if (v > 0 && len >= 0 && len < (int)sizeof(m->health))
+			len += snprintf(m->health + len, sizeof(m->health) - (size_t)len,
+					"%s%s %lld", len ? ", " : "", lost[i], (long long)v);
+	}
+	if (!m->health[0])
+		snprintf(m->health, sizeof(m->health), "ok");
+}
+
 int top_model_update(struct top_model *m, struct json_object *status, double now_s)
 {
 	struct json_object *agent, *ranks, *jobs, *cl = NULL, *f = NULL;
@@ -222,6 +244,7 @@ int top_model_update(struct top_model *m, struct json_object *status, double now
 	m->uptime_s = ctl_get_dbl(agent, "uptime_s", 0);
 	m->soft_s = ctl_get_dbl(agent, "soft_timeout_s", 0);
 	m->hard_s = ctl_get_dbl(agent, "hard_timeout_s", 0);
+	health_from_json(m, agent);
 	json_object_object_get_ex(status, "cluster", &cl);
 	cluster_from_json(m, cl);
 	m->connected = 1;
@@ -759,11 +782,11 @@ static void header_lines(struct top_model *m, struct top_frame *f, const char *s
 			      "ftbpfd went away: %s; retrying (rows below are old) [%s]", m->error,
 			      socket ? socket : "?");
 	else
-		top_frame_add(f, TA_TITLE,
-			      "ftbpf-top  ftbpfd %s pid %d up %s  programs %s  soft %gs hard %gs "
-			      "action %s",
-			      m->version, m->agent_pid, up, m->programs, m->soft_s, m->hard_s,
-			      m->action);
+		top_frame_add(f, strcmp(m->health, "ok") ? TA_WARN : TA_TITLE,
+			      "ftbpf-top  ftbpfd %s pid %d up %s  health %s  programs %s  soft %gs "
+			      "hard %gs action %s",
+			      m->version, m->agent_pid, up, m->health, m->programs, m->soft_s,
+			      m->hard_s, m->action);
 	for (int i = 0; i < m->njobs; i++) {
 		hung += !strcmp(m->jobs[i].state, "hung");
 		failed += !strcmp(m->jobs[i].state, "failed");
@@ -916,7 +939,7 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 		       struct top_frame *f, int width)
 {
 	struct json_object *r = NULL, *job = NULL, *th = NULL, *sigs = NULL, *jr = NULL,
-			   *nccl = NULL;
+			   *nccl = NULL, *tm = NULL;
 	const struct top_row *row = top_model_selected(m);
 	char age[16], step[48] = "none";
 
@@ -927,6 +950,9 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 			      error ? error : "no answer");
 		return;
 	}
+	for (int i = 0; i < m->nrows; i++) /* the row of the rank explained */
+		if (m->rows[i].pid == ctl_get_int(r, "pid", 0))
+			row = &m->rows[i];
 	top_frame_add(f, TA_TITLE,
 		      "rank %lld of job %s, pid %lld (%s)   Esc/q back, Up/Down scroll",
 		      (long long)ctl_get_int(r, "rank", -1), dstr(r, "job"),
@@ -967,7 +993,16 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 		}
 	if (json_object_object_get_ex(ex, "job", &job) && job && ctl_get_str(job, "why"))
 		top_frame_add(f, TA_WARN, "job %s: %s", dstr(job, "state"), dstr(job, "why"));
-	if (m && row && row->timers) {
+	if ((tm = get_array(ex, "timers")) && json_object_array_length(tm)) {
+		top_frame_add(f, TA_TITLE, "TIMERS ARMED");
+		for (size_t i = 0; i < json_object_array_length(tm); i++) {
+			struct json_object *x = json_object_array_get_idx(tm, i);
+
+			top_frame_add(f, TA_NORMAL, "scope '%s': %.1fs left, then SIG%s (%s)",
+				      dstr(x, "scope"), ctl_get_dbl(x, "time_left_s", 0),
+				      dstr(x, "signal_name"), dstr(x, "source"));
+		}
+	} else if (row && row->timers) {
 		fmt_age(row->timer_left_s, age, sizeof(age));
 		top_frame_add(f, TA_NORMAL, "timers: %d armed, the earliest expires in %s",
 			      row->timers, age);

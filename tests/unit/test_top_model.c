@@ -39,7 +39,8 @@ static char *status_json(int base_syscalls, const char *extra_reason)
 	snprintf(buf, sizeof(buf),
 		 "{\"ok\":true,\"agent\":{\"pid\":77,\"version\":\"0.1.0\",\"uptime_s\":65,"
 		 "\"soft_timeout_s\":30,\"hard_timeout_s\":600,\"action\":\"report\","
-		 "\"features\":{\"programs\":\"tp_btf\"}},"
+		 "\"features\":{\"programs\":\"tp_btf\"},"
+		 "\"counters\":{\"ringbuf_drops\":%d,\"adopted\":6}},"
 		 "\"jobs\":[{\"job\":\"train-a\",\"ranks\":3,\"live\":3,\"state\":\"hung\","
 		 "\"no_progress_s\":31,\"why\":\"rank 2 lags in collective 121\"},"
 		 "{\"job\":\"eval-b\",\"ranks\":3,\"live\":2,\"state\":\"ok\",\"no_progress_s\":0,"
@@ -48,7 +49,7 @@ static char *status_json(int base_syscalls, const char *extra_reason)
 		 "\"cluster\":{\"self\":\"10.0.0.1:7946\",\"peers\":[{\"state\":\"alive\","
 		 "\"health\":{\"hung\":1}},{\"state\":\"suspect\",\"health\":null},"
 		 "{\"state\":\"dead\"}]}}",
-		 r[0], r[1], r[2], r[3], r[4], r[5]);
+		 base_syscalls == 777 ? 3 : 0, r[0], r[1], r[2], r[3], r[4], r[5]);
 	return buf;
 }
 
@@ -79,6 +80,7 @@ static void test_rows_and_sorting(void)
 	CU_ASSERT_EQUAL(m.peers_suspect, 1);
 	CU_ASSERT_EQUAL(m.peers_dead, 1);
 	CU_ASSERT_EQUAL(m.peers_hung, 1);
+	CU_ASSERT_STRING_EQUAL(m.health, "ok");
 	/* severity: the culprit first, then the hung ranks, then not running, exited, running */
 	CU_ASSERT_EQUAL(view_pid(&m, 0), 103);
 	CU_ASSERT_EQUAL(view_pid(&m, 1), 101);
@@ -221,7 +223,13 @@ static void test_frame_80x24(void)
 		json_object_put(ev);
 	}
 	CU_ASSERT_EQUAL(m.nev, 3);
-	top_frame_init(&f, 80);
+	load(&m, 777, 10.5); /* the agent lost events: the header says so */
+	CU_ASSERT_STRING_EQUAL(m.health, "ringbuf_drops 3");
+	top_frame_init(&f, 120);
+	top_render_main(&m, &f, 120, 24, "/run/x.sock", 1);
+	CU_ASSERT(strstr(f.lines[0].text, "health ringbuf_drops 3") != NULL);
+	CU_ASSERT_EQUAL(f.lines[0].attr, TA_WARN);
+	load(&m, 1000, 11.0);
 	top_render_main(&m, &f, 80, 24, "/run/x.sock", 1);
 	CU_ASSERT_EQUAL(f.n, 24);
 	for (i = 0; i < f.n; i++)
@@ -354,6 +362,8 @@ static void test_detail(void)
 	    "\"do_syscall_64\"]}],"
 	    "\"signals\":[{\"s_ago\":1.5,\"signal_name\":\"TERM\",\"delivered\":false,"
 	    "\"sender_pid\":9,\"sender_comm\":\"bash\"}],"
+	    "\"timers\":[{\"pid\":103,\"scope\":\"train.py#12\",\"time_left_s\":4.5,"
+	    "\"signal_name\":\"KILL\",\"source\":\"slot\"}],"
 	    "\"job_ranks\":[{\"rank\":0,\"pid\":101,\"state\":\"blocked\",\"reason\":\"futex\"}]}");
 	top_render_detail(&m, ex, NULL, &f, 100);
 	json_object_put(ex);
@@ -362,6 +372,7 @@ static void test_detail(void)
 	CU_ASSERT(find_line(&f, "futex_wait") >= 0);
 	CU_ASSERT(find_line(&f, "SIGTERM sent by pid 9 (bash)") >= 0);
 	CU_ASSERT(find_line(&f, "rank 0 pid 101 blocked") >= 0);
+	CU_ASSERT(find_line(&f, "scope 'train.py#12': 4.5s left, then SIGKILL (slot)") >= 0);
 	top_render_help(&f, 80);
 	CU_ASSERT(find_line(&f, "Enter") >= 0);
 	top_frame_fini(&f);
