@@ -25,9 +25,10 @@ const char top_keys_help[] = "q quit  Up/Down select  Enter detail  < > sort  r 
 
 const char *top_keys_line(int width)
 {
-	return width >= (int)strlen(top_keys_help) ? top_keys_help
-						   : "q quit  Enter detail  <> sort  r rev  / job  "
-						     "t state  c clear  e ev  p pause  ? help";
+	static const char narrow[] =
+	    "q quit Enter detail <> sort r rev / job t state c clear e events p pause ? help";
+
+	return width >= (int)strlen(top_keys_help) ? top_keys_help : narrow;
 }
 
 const char *top_col_name(enum top_col c)
