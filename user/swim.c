@@ -344,6 +344,39 @@ static void enqueue_self(struct swim *s)
 	enqueue(s, &u);
 }
 
+/* Piggy-back the fewest-sent news (ties: oldest in the queue first). The queue holds one entry
+ * per node (enqueue replaces), so the picks are distinct. Two passes over the queue: count the
+ * entries by times sent, then take every entry below the threshold count and enough at it. */
+static void select_news(struct swim *s, struct mesh_packet *p, int limit)
+{
+	enum { NB = 64 };
+	int count[NB] = {0}, pick[MESH_MAX_UPDATES],
+	    want = s->nq < MESH_MAX_UPDATES ? s->nq : MESH_MAX_UPDATES;
+	int below = 0, t = 0, at_t = 0, n = 0;
+
+	p->nupdates = 0;
+	if (!want)
+		return;
+	for (int i = 0; i < s->nq; i++)
+		count[s->q[i].sent < NB ? s->q[i].sent : NB - 1]++;
+	while (below + count[t] < want) /* t: the bucket where the want-th pick falls */
+		below += count[t++];
+	for (int i = 0; i < s->nq && n < want; i++) {
+		int b = s->q[i].sent < NB ? s->q[i].sent : NB - 1;
+
+		if (b < t || (b == t && at_t++ < want - below))
+			pick[n++] = i;
+	}
+	for (int k = 0; k < n; k++) {
+		p->updates[k] = s->q[pick[k]].u;
+		s->q[pick[k]].sent++;
+	}
+	p->nupdates = n;
+	for (int k = n - 1; k >= 0; k--) /* descending: a swap-remove moves an entry not picked */
+		if (s->q[pick[k]].sent >= limit)
+			s->q[pick[k]] = s->q[--s->nq];
+}
+
 static void send_packet(struct swim *s, const struct mesh_addr *to, struct mesh_packet *p)
 {
 	int limit = s->c.retransmit_mult * (int)ceil(log10((double)live_count(s) + 1));
@@ -352,25 +385,7 @@ static void send_packet(struct swim *s, const struct mesh_addr *to, struct mesh_
 	p->incarnation = s->incarnation;
 	p->boot = s->boot;
 	p->seq = ++s->seq;
-	p->nupdates = 0;
-	/* fewest-sent first: a partial selection pass per slot (the queue is short) */
-	while (p->nupdates < MESH_MAX_UPDATES && s->nq) {
-		int best = -1;
-
-		for (int i = 0; i < s->nq; i++) {
-			int taken = 0;
-
-			for (int k = 0; k < p->nupdates && !taken; k++)
-				taken = addr_eq(&p->updates[k].node, &s->q[i].u.node);
-			if (!taken && (best < 0 || s->q[i].sent < s->q[best].sent))
-				best = i;
-		}
-		if (best < 0)
-			break;
-		p->updates[p->nupdates++] = s->q[best].u;
-		if (++s->q[best].sent >= limit)
-			s->q[best] = s->q[--s->nq];
-	}
+	select_news(s, p, limit);
 	s->cnt.sent++;
 	s->io.send(s->io.ctx, to, p);
 }
