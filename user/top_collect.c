@@ -11,7 +11,7 @@
 static int fetch_events(struct top_source *src, struct top_model *m)
 {
 	struct json_object *req = json_object_new_object(), *o;
-	struct ctl_conn *c;
+	struct ctl_conn *c = NULL;
 	int r;
 
 	json_object_object_add(req, "cmd", json_object_new_string("events"));
