@@ -614,9 +614,13 @@ void top_frame_add(struct top_frame *f, enum top_attr a, const char *fmt, ...)
 	vsnprintf(l->text, sizeof(l->text), fmt, ap);
 	va_end(ap);
 	l->text[w] = 0;
-	for (char *p = l->text; *p; p++) /* nothing that moves the cursor reaches the screen */
+	/* nothing that moves the cursor reaches the screen, and one byte is one column (job
+	 * names and comms come from the ranks: a multi-byte character would shift the table) */
+	for (char *p = l->text; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = ' ';
+		else if ((unsigned char)*p > 0x7f)
+			*p = '?';
 }
 
 /* Column widths: minimum; REASON takes the rest. Optional columns are dropped, in order, when

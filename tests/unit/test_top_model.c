@@ -284,14 +284,16 @@ static void test_disconnected_and_bad_input(void)
 	CU_ASSERT_EQUAL(m.nrows, 6);
 	/* rows with fields missing or of the wrong type, control characters in text */
 	o = json_tokener_parse("{\"ok\":true,\"agent\":{\"pid\":\"x\"},\"jobs\":[{}],"
-			       "\"ranks\":[{},{\"pid\":5,\"reason\":\"a\\u001b[2Jb\\nc\"},7]}");
+			       "\"ranks\":[{},{\"pid\":5,\"reason\":\"a\\u001b[2Jb\\nc\","
+			       "\"job\":\"\\u00e9t\\u00e9\"},7]}");
 	CU_ASSERT_EQUAL(top_model_update(&m, o, 13.0), 0);
 	json_object_put(o);
 	CU_ASSERT_EQUAL(m.nrows, 3);
 	top_render_main(&m, &f, 100, 24, "/run/x.sock", 1);
 	for (int i = 0; i < f.n; i++)
 		for (const char *p = f.lines[i].text; *p; p++)
-			CU_ASSERT((unsigned char)*p >= 0x20);
+			CU_ASSERT((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f);
+	CU_ASSERT(find_line(&f, "??t??") >= 0); /* "été": two bytes each for the accents */
 	/* a reason longer than any line */
 	bad = malloc(4000);
 	memset(bad, 'r', 3999);
