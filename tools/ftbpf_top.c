@@ -50,7 +50,8 @@ static void usage(FILE *f)
 	    "Keys:\n"
 	    "  q quit   Up/Down k/j move   PgUp/PgDn Home/End   Enter detail of the rank\n"
 	    "  < > sort by the previous/next column   r reverse   / filter by job\n"
-	    "  t T cycle the state filter   c clear filters   e events   p pause   ? help\n"
+	    "  t T cycle the state filter   c clear filters   e events   P peers   p pause\n"
+	    "  ? help\n"
 	    "  In the detail view: Up/Down/PgUp/PgDn scroll, Esc or q back.\n\n"
 	    "Row markers: '!' culprit, '*' rank of a hung job, 'x' exited.\n"
 	    "If the agent goes away, the last rows stay on screen under an error line and\n"
@@ -158,7 +159,7 @@ static int run_once(const struct opts *o, struct top_model *m, struct top_source
 	return r < 0 ? EXIT_CONNECT : 0;
 }
 
-enum view { V_MAIN, V_DETAIL, V_HELP, V_PROMPT };
+enum view { V_MAIN, V_DETAIL, V_HELP, V_PROMPT, V_PEERS };
 
 struct ui {
 	const struct opts *o;
@@ -274,6 +275,9 @@ static void key_main(struct ui *u, int c, int page)
 	case KEY_F(1):
 		u->view = V_HELP;
 		break;
+	case 'P':
+		u->view = V_PEERS;
+		break;
 	}
 }
 
@@ -337,6 +341,11 @@ static void draw(struct ui *u, struct top_frame *f)
 		top_draw_frame(f, u->scroll, NULL);
 	} else if (u->view == V_HELP) {
 		top_render_help(f, w);
+		top_draw_frame(f, 0, NULL);
+	} else if (u->view == V_PEERS) {
+		top_frame_clear(f, w);
+		top_render_peers(u->m, f);
+		top_frame_add(f, TA_KEYS, "%s", "Esc, q or P back");
 		top_draw_frame(f, 0, NULL);
 	} else {
 		top_render_main(u->m, f, w, u->view == V_PROMPT ? h - 1 : h, u->o->socket,
@@ -415,6 +424,8 @@ int main(int argc, char **argv)
 		top_draw_size(&w, &h);
 		if (u.view == V_HELP)
 			u.view = V_MAIN;
+		else if (u.view == V_PEERS)
+			u.view = c == 27 || c == 'q' || c == 'P' ? V_MAIN : V_PEERS;
 		else if (u.view == V_PROMPT)
 			key_prompt(&u, c);
 		else if (u.view == V_DETAIL)

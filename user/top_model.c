@@ -20,13 +20,14 @@ static const char *const col_names[TC_N] = {
     [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_REASON] = "reason",
 };
 
-const char top_keys_help[] = "q quit  Up/Down select  Enter detail  < > sort  r reverse  "
-			     "/ job filter  t state filter  c clear  e events  p pause  ? help";
+const char top_keys_help[] =
+    "q quit  Up/Down select  Enter detail  < > sort  r reverse  "
+    "/ job filter  t state filter  c clear  e events  P peers  p pause  ? help";
 
 const char *top_keys_line(int width)
 {
 	static const char narrow[] =
-	    "q quit Enter detail <> sort r rev / job t state c clear e events p pause ? help";
+	    "q quit Enter detail <> sort r rev / job t state c clear P peers p pause ? help";
 
 	return width >= (int)strlen(top_keys_help) ? top_keys_help : narrow;
 }
@@ -65,6 +66,7 @@ void top_model_fini(struct top_model *m)
 	free(m->rows);
 	free(m->view);
 	free(m->prev);
+	free(m->peers);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -136,25 +138,46 @@ static void job_from_json(struct top_job *j, struct json_object *o)
 static void cluster_from_json(struct top_model *m, struct json_object *cl)
 {
 	struct json_object *peers;
+	size_t n;
 
-	m->mesh_on = cl != NULL;
+	m->mesh_on = json_object_is_type(cl, json_type_object);
 	m->peers_alive = m->peers_suspect = m->peers_dead = m->peers_left = m->peers_hung = 0;
-	if (!cl || !json_object_object_get_ex(cl, "peers", &peers) ||
+	m->npeers = 0;
+	copy_str(m->mesh_self, sizeof(m->mesh_self), ctl_get_str(cl, "self"));
+	if (!m->mesh_on || !json_object_object_get_ex(cl, "peers", &peers) ||
 	    !json_object_is_type(peers, json_type_array))
 		return;
-	for (size_t i = 0; i < json_object_array_length(peers); i++) {
+	n = json_object_array_length(peers);
+	free(m->peers);
+	m->peers = calloc(n ? n : 1, sizeof(*m->peers));
+	if (!m->peers)
+		return;
+	for (size_t i = 0; i < n; i++) {
 		struct json_object *p = json_object_array_get_idx(peers, i), *h = NULL;
+		struct top_peer *tp = &m->peers[m->npeers];
 		const char *st = ctl_get_str(p, "state");
 
 		if (!st)
 			continue;
+		m->npeers++;
+		copy_str(tp->addr, sizeof(tp->addr), ctl_get_str(p, "addr"));
+		copy_str(tp->state, sizeof(tp->state), st);
+		tp->incarnation = ctl_get_int(p, "incarnation", 0);
+		tp->state_for_s = ctl_get_dbl(p, "state_for_s", 0);
+		tp->culprit_rank = -1;
 		m->peers_alive += !strcmp(st, "alive");
 		m->peers_suspect += !strcmp(st, "suspect");
 		m->peers_dead += !strcmp(st, "dead");
 		m->peers_left += !strcmp(st, "left");
-		if (json_object_object_get_ex(p, "health", &h) && h &&
-		    ctl_get_int(h, "hung", 0) > 0)
-			m->peers_hung++;
+		if (json_object_object_get_ex(p, "health", &h) &&
+		    json_object_is_type(h, json_type_object)) {
+			tp->has_health = 1;
+			tp->ranks = (int)ctl_get_int(h, "ranks", 0);
+			tp->hung = (int)ctl_get_int(h, "hung", 0);
+			tp->dead = (int)ctl_get_int(h, "dead", 0);
+			tp->culprit_rank = (int)ctl_get_int(h, "culprit_rank", -1);
+			m->peers_hung += tp->hung > 0;
+		}
 	}
 }
 
@@ -919,6 +942,8 @@ void top_render_main(struct top_model *m, struct top_frame *f, int width, int he
 	}
 	if (height > 0)
 		top_frame_add(f, TA_KEYS, "%s", top_keys_line(width));
+	else if (m->mesh_on)
+		top_render_peers(m, f);
 }
 
 /* An array field, or NULL (absent, null, another type) */
@@ -1060,6 +1085,38 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 	}
 }
 
+void top_render_peers(const struct top_model *m, struct top_frame *f)
+{
+	char age[16], cul[16];
+
+	top_frame_add(f, TA_TITLE, "PEERS of %s (heartbeat mesh)", m->mesh_self);
+	if (!m->mesh_on) {
+		top_frame_add(f, TA_NORMAL, "  the heartbeat mesh is off (ftbpfd without --bind)");
+		return;
+	}
+	top_frame_add(f, TA_TITLE, "  %-21s %-8s %5s %7s %6s %5s %5s %s", "PEER", "STATE", "INC",
+		      "FOR", "RANKS", "HUNG", "DEAD", "CULPRIT");
+	for (int i = 0; i < m->npeers; i++) {
+		const struct top_peer *p = &m->peers[i];
+		int bad = strcmp(p->state, "alive") && strcmp(p->state, "left");
+
+		fmt_age(p->state_for_s, age, sizeof(age));
+		if (p->culprit_rank >= 0)
+			snprintf(cul, sizeof(cul), "rank %d", p->culprit_rank);
+		else
+			snprintf(cul, sizeof(cul), "-");
+		if (p->has_health)
+			top_frame_add(f, bad || p->hung ? TA_WARN : TA_NORMAL,
+				      "%c %-21s %-8s %5lld %7s %6d %5d %5d %s", p->hung ? '*' : ' ',
+				      p->addr, p->state, (long long)p->incarnation, age, p->ranks,
+				      p->hung, p->dead, cul);
+		else
+			top_frame_add(f, bad ? TA_WARN : TA_NORMAL,
+				      "  %-21s %-8s %5lld %7s %6s %5s %5s ?", p->addr, p->state,
+				      (long long)p->incarnation, age, "?", "?", "?");
+	}
+}
+
 void top_render_help(struct top_frame *f, int width)
 {
 	static const char *const lines[] = {
@@ -1072,6 +1129,8 @@ void top_render_help(struct top_frame *f, int width)
 	    "  /               filter by job (substring; empty clears)",
 	    "  t T             cycle the state filter: all, problems, each state, hung, culprit",
 	    "  c               clear the filters      e  show/hide events    p  pause updates",
+	    "  P               the heartbeat mesh's peers: state, incarnation, hung/dead ranks, "
+	    "culprit",
 	    "  q               quit (Esc leaves the detail and help views)",
 	    "",
 	    "Markers: '!' the culprit rank, '*' a rank of a hung job, 'x' an exited rank.",

@@ -67,6 +67,15 @@ struct top_job {
 	double no_progress_s;
 };
 
+struct top_peer {
+	char addr[32];
+	char state[12];
+	int64_t incarnation;
+	double state_for_s;
+	int has_health;
+	int ranks, hung, dead, culprit_rank; /* culprit_rank < 0: none */
+};
+
 struct top_event {
 	uint64_t seq;
 	int warn;
@@ -104,8 +113,11 @@ struct top_model {
 	} * prev;
 	int nprev;
 	double prev_t;
-	/* the heartbeat mesh */
+	/* the heartbeat mesh; peers owned */
 	int mesh_on, peers_alive, peers_suspect, peers_dead, peers_left, peers_hung;
+	char mesh_self[32];
+	struct top_peer *peers;
+	int npeers;
 	/* events: a ring of the newest TOP_EVENTS */
 	struct top_event ev[TOP_EVENTS];
 	int nev, ev_head;
@@ -181,6 +193,9 @@ void top_render_main(struct top_model *m, struct top_frame *f, int width, int he
 /* One rank in detail, from an "explain" reply (NULL: not available, error says why). */
 void top_render_detail(const struct top_model *m, struct json_object *explain, const char *error,
 		       struct top_frame *f, int width);
+
+/* Append the heartbeat mesh's peers, one line each (the `P` view; --once ends with them). */
+void top_render_peers(const struct top_model *m, struct top_frame *f);
 
 /* The help screen. */
 void top_render_help(struct top_frame *f, int width);

@@ -51,6 +51,11 @@ FTBPF_JOB=node2-hang FTBPF_RANK=0 FTBPF_WORLD_SIZE=2 ring_job node2-hang 2 --fau
 wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' peers --json | jq -e '.cluster.peers[] | select(.addr==\"10.77.0.2:7946\") | .health.hung >= 1 and .health.culprit_rank == 1' >/dev/null" &&
 	pass "node 2's hung job (culprit rank 1) is in node 1's cluster view" || fail "cluster view: $(peers 1 | jq -c '.cluster.peers[] | {addr, health}')"
 "$B/ftbpf" --socket "$T/n1/s.sock" status --cluster | grep -q "10.77.0.2:7946 *alive .* rank 1" && pass "status --cluster shows it" || fail "status --cluster: $("$B/ftbpf" --socket "$T/n1/s.sock" status --cluster | tail -3)"
+"$B/ftbpf-top" --socket "$T/n1/s.sock" --once > "$T/top1.txt"
+grep -q "^Peers 2 alive, 0 suspect, 0 dead, 0 left; 1 with hung ranks" "$T/top1.txt" &&
+	grep -qE "^\* 10\.77\.0\.2:7946 +alive .* rank 1$" "$T/top1.txt" &&
+	pass "ftbpf-top: peer counts in the header, node 2 marked with its culprit" ||
+	fail "ftbpf-top --once: $(grep -iA4 peers "$T/top1.txt")"
 
 # hostile packets: counted, nothing changes
 before=$(peers 2 | jq -c '[.cluster.peers[] | {addr, state, incarnation}]')

@@ -86,6 +86,12 @@ fi
 keys Escape
 wait_screen 3 "Sort severity" && pass "Esc back to the table" || fail "Esc: $(cap | head -3)"
 
+# the peers view (this agent has no mesh: it says so)
+keys P
+screen_has "PEERS of" && screen_has "the heartbeat mesh is off" && pass "P: peers view" || fail "P: $(cap | head -3)"
+keys Escape
+screen_has "Sort severity" && pass "back from the peers view" || fail "peers view stuck"
+
 # the agent goes away and comes back
 OLD=$AGENT_PID
 stop_agent

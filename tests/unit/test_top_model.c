@@ -252,6 +252,16 @@ static void test_frame_80x24(void)
 	top_render_main(&m, &f, 160, 0, "/run/x.sock", 1);
 	CU_ASSERT(find_line(&f, "eval-b") >= 0);
 	CU_ASSERT(f.lines[f.n - 1].attr != TA_KEYS);
+	/* ... and ends with the mesh's peers */
+	CU_ASSERT(find_line(&f, "PEERS of 10.0.0.1:7946") >= 0);
+	CU_ASSERT_EQUAL(m.npeers, 3);
+	i = find_line(&f, "suspect ");
+	CU_ASSERT_FATAL(i >= 0);
+	CU_ASSERT_EQUAL(f.lines[i].attr, TA_WARN);
+	CU_ASSERT(strstr(f.lines[i].text, "?") != NULL); /* no health from it yet */
+	i = find_line(&f, "alive ");
+	CU_ASSERT_FATAL(i >= 0);
+	CU_ASSERT_EQUAL(f.lines[i].text[0], '*'); /* it reports hung ranks */
 	top_frame_fini(&f);
 	top_model_fini(&m);
 }
