@@ -521,8 +521,12 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 
 		m->boot = u->boot;
 		m->incarnation = u->incarnation;
-		if (u->state == MESH_ALIVE && known) { /* (first contact is not news) */
-			set_state(s, m, MESH_ALIVE, now);
+		if (known) { /* (first contact is not news) */
+			/* a new life, whatever the news says of it (a restarted node may be
+			 * suspected before it answers its first probe): restarted, alive, and
+			 * then the news applies to it below */
+			if (m->state != MESH_ALIVE)
+				set_state(s, m, MESH_ALIVE, now);
 			enqueue_member(s, m);
 			event(s, SWIM_EV_RESTARTED, m, now);
 		}

@@ -88,7 +88,8 @@ wait_until 10 peer_is 1 10.77.0.3:7946 alive && pass "and alive again" || fail "
 # partition node 2 (its link down): suspected, then dead; heal: rejoins
 ip link set veth-ftm2 down
 wait_until 10 bash -c "$(declare -f nevents); T='$T'; [ \"\$(nevents 1 peer_suspect 10.77.0.2:7946)\" -ge 1 ]" && pass "partitioned node suspected" || fail "not suspected"
-wait_until 10 peer_is 1 10.77.0.2:7946 dead && peer_is 3 10.77.0.2:7946 dead && pass "then declared dead" || fail "not dead: $(peers 1 | jq -c '[.cluster.peers[] | {addr, state}]')"
+wait_until 10 bash -c "$(declare -f peers peer_is); B='$B' T='$T'; peer_is 1 10.77.0.2:7946 dead && peer_is 3 10.77.0.2:7946 dead" &&
+	pass "then declared dead (by both others)" || fail "not dead: node 1 $(peers 1 | jq -c '[.cluster.peers[] | {addr, state}]'), node 3 $(peers 3 | jq -c '[.cluster.peers[] | {addr, state}]')"
 wait_until 10 peer_is 2 10.77.0.1:7946 dead && pass "the partitioned node holds the others dead" || fail "node 2 view: $(peers 2 | jq -c '[.cluster.peers[] | {addr, state}]')"
 ip link set veth-ftm2 up
 if wait_until 30 all_alive; then

@@ -239,6 +239,52 @@ static void test_cluster(void)
 		swim_free(nodes[i]);
 }
 
+/* A restart learned second-hand: the first news of a known node's new boot says it is suspect
+ * (someone probed the new life before it answered). It is still a restart. */
+static void test_restart_news_suspect(void)
+{
+	struct swim_config c;
+	struct swim_io io = {.send = net_send, .event = net_event, .rand = rnd};
+	struct mesh_addr a = {0x0a000001, 7946}, b = {0x0a000002, 7946}, cc = {0x0a000003, 7946};
+	struct mesh_packet p = {.type = MESH_PING};
+	struct swim *s;
+
+	swim_config_default(&c);
+	s = swim_new(&c, &a, 1, &io);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	memset(ev_restarted, 0, sizeof(ev_restarted));
+	cur = 0;
+	nq = 0;
+	/* b talks to a: known, first life (boot 100) */
+	p.from = b;
+	p.boot = 100;
+	p.seq = 1;
+	swim_receive(s, &p, 1000);
+	CU_ASSERT_EQUAL(swim_find(s, &b)->boot, 100);
+	/* c says b (boot 200) is suspect */
+	p.from = cc;
+	p.boot = 300;
+	p.seq = 1;
+	p.nupdates = 1;
+	p.updates[0] = (struct mesh_update){
+	    .node = b, .state = MESH_SUSPECT, .incarnation = 0, .boot = 200, .accuser = cc};
+	swim_receive(s, &p, 2000);
+	CU_ASSERT_EQUAL(ev_restarted[0][1], 1);
+	CU_ASSERT_EQUAL(swim_find(s, &b)->boot, 200);
+	CU_ASSERT_EQUAL(swim_find(s, &b)->state, MESH_SUSPECT);
+	/* its own alive news later is not a second restart */
+	p.from = b;
+	p.boot = 200;
+	p.seq = 1;
+	p.incarnation = 1;
+	p.nupdates = 0;
+	swim_receive(s, &p, 3000);
+	CU_ASSERT_EQUAL(ev_restarted[0][1], 1);
+	CU_ASSERT_EQUAL(swim_find(s, &b)->state, MESH_ALIVE);
+	nq = 0;
+	swim_free(s);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -250,6 +296,7 @@ int main(void)
 	CU_add_test(s, "replay window", test_replay);
 	CU_add_test(s, "addresses", test_addr);
 	CU_add_test(s, "cluster: health, death, restart, partition and heal", test_cluster);
+	CU_add_test(s, "restart first heard of as a suspicion", test_restart_news_suspect);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	{
