@@ -122,6 +122,10 @@ LC_ALL=C grep -qP '\x1b' "$T/once.txt" && fail "--once has escape sequences" || 
 "$B/ftbpf-top" --socket "$T/nope.sock" --once > "$T/once2.txt"; RC=$?
 [ $RC -eq 3 ] && grep -q "cannot reach ftbpfd" "$T/once2.txt" && pass "--once without agent: exit 3, says why" ||
 	fail "--once without agent: rc $RC $(cat "$T/once2.txt")"
+# another user sees none of root's ranks, nor their events (the agent checks SO_PEERCRED)
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$B/ftbpf-top" --socket "$SOCK" --once > "$T/once3.txt"; RC=$?
+[ $RC -eq 0 ] && grep -q "Ranks 0: none adopted" "$T/once3.txt" && ! grep -q "hungjob\|okjob" "$T/once3.txt" &&
+	pass "unprivileged user: no ranks, no events of root's jobs" || fail "unprivileged view (rc $RC): $(cat "$T/once3.txt")"
 "$B/ftbpf-top" --delay 0 >/dev/null 2>&1; [ $? -eq 2 ] && pass "bad --delay rejected" || fail "bad --delay accepted"
 "$B/ftbpf-top" --help | grep -q "Enter detail" && pass "--help lists the keys" || fail "--help without keys"
 
