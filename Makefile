@@ -16,7 +16,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -W
 
 CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detector.c user/timers.c \
               user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c \
-              user/gpuapi.c user/mesh_proto.c user/swim.c user/ctl_client.c \
+              user/gpuapi.c user/mesh_proto.c user/swim.c user/swim_config.c user/ctl_client.c \
               user/top_model.c user/top_collect.c
 AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c user/mesh.c user/elfsym.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)

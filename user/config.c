@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "swim.h"
+
 enum key_type { T_DOUBLE, T_STRING, T_ACTION, T_SIGNAL, T_BOOL, T_INT, T_BYTES };
 
 struct key_def {
@@ -101,6 +103,19 @@ static const struct key_def keys[] = {
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
+/* The mesh's timing defaults are the protocol's own (one place: swim_config_default). */
+static void mesh_defaults(struct ftbpf_config *c)
+{
+	struct swim_config s;
+
+	swim_config_default(&s);
+	c->probe_interval_s = s.probe_interval_ms / 1000.0;
+	c->probe_timeout_s = s.probe_timeout_ms / 1000.0;
+	c->indirect_checks = s.indirect_checks;
+	c->suspicion_mult = s.suspicion_mult;
+	c->suspicion_max_mult = s.suspicion_max_mult;
+}
+
 void config_defaults(struct ftbpf_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -120,11 +135,7 @@ void config_defaults(struct ftbpf_config *c)
 	c->spin_threshold_s = 2;
 	c->events_keep = 4096;
 	c->gpu_probes = 1;
-	c->probe_interval_s = 0.5; /* the mesh defaults: user/swim.c swim_config_default */
-	c->probe_timeout_s = 0.2;
-	c->indirect_checks = 5;
-	c->suspicion_mult = 1.5;
-	c->suspicion_max_mult = 4;
+	mesh_defaults(c);
 	c->verbose = 2;
 	snprintf(c->bpf_programs, sizeof(c->bpf_programs), "auto");
 	snprintf(c->task_iter, sizeof(c->task_iter), "auto");
