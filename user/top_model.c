@@ -13,6 +13,8 @@ const char *const top_state_filters[] = {
     "zombie", "gpu_driver", "gpu_sync", "nccl",	   "exited",   "hung",	  "culprit",
 };
 const int top_nstate_filters = sizeof(top_state_filters) / sizeof(top_state_filters[0]);
+/* the filters that are rank states (det_state_name's), for the header's counts */
+enum { FILTER_STATES_FIRST = 2, FILTER_STATES_END = 12 };
 
 static const char *const col_names[TC_N] = {
     [TC_SEVERITY] = "severity", [TC_JOB] = "job",     [TC_RANK] = "rank",     [TC_PID] = "pid",
@@ -20,7 +22,7 @@ static const char *const col_names[TC_N] = {
     [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_REASON] = "reason",
 };
 
-const char top_keys_help[] =
+static const char top_keys_help[] =
     "q quit  Up/Down select  Enter detail  < > sort  r reverse  "
     "/ job filter  t state filter  c clear  e events  P peers  p pause  ? help";
 
@@ -274,7 +276,6 @@ int top_model_update(struct top_model *m, struct json_object *status, double now
 	m->connected = 1;
 	m->ever = 1;
 	m->error[0] = 0;
-	m->stale_s = now_s;
 	rebuild_view(m);
 	return 0;
 }
@@ -797,9 +798,6 @@ static void header_lines(struct top_model *m, struct top_frame *f, const char *s
 {
 	char up[16], counts[256] = "";
 	int nc = 0, hung = 0, failed = 0;
-	static const char *const states[] = {"running", "blocked", "spinning",	 "stopped",
-					     "dstate",	"zombie",  "gpu_driver", "gpu_sync",
-					     "nccl",	"exited"};
 
 	fmt_age(m->uptime_s, up, sizeof(up));
 	if (!m->ever)
@@ -819,14 +817,15 @@ static void header_lines(struct top_model *m, struct top_frame *f, const char *s
 		hung += !strcmp(m->jobs[i].state, "hung");
 		failed += !strcmp(m->jobs[i].state, "failed");
 	}
-	for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
+	for (int s = FILTER_STATES_FIRST; s < FILTER_STATES_END; s++) {
+		const char *state = top_state_filters[s];
 		int k = 0;
 
 		for (int i = 0; i < m->nrows; i++)
-			k += !strcmp(m->rows[i].state, states[s]);
+			k += !strcmp(m->rows[i].state, state);
 		if (k)
-			nc += snprintf(counts + nc, sizeof(counts) - (size_t)nc, " %s %d",
-				       states[s], k);
+			nc +=
+			    snprintf(counts + nc, sizeof(counts) - (size_t)nc, " %s %d", state, k);
 		if (nc >= (int)sizeof(counts))
 			break;
 	}

@@ -93,7 +93,6 @@ struct top_model {
 	int connected;	 /* the last request succeeded */
 	int ever;	 /* some status was received */
 	char error[160]; /* why the last request failed */
-	double stale_s;	 /* monotonic time of the last good status */
 	/* the agent */
 	int agent_pid;
 	char version[32], programs[16], action[24];
@@ -200,8 +199,7 @@ void top_render_peers(const struct top_model *m, struct top_frame *f);
 /* The help screen. */
 void top_render_help(struct top_frame *f, int width);
 
-/* The key line: in full, and the one that fits width. */
-extern const char top_keys_help[];
+/* The key line that fits width (in full from 132 columns). */
 const char *top_keys_line(int width);
 
 #endif
