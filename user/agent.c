@@ -746,6 +746,15 @@ static void gpu_call_json(struct json_object *o, const struct rank *k, uint64_t 
 	json_object_object_add(o, "nccl", arr);
 }
 
+/* The deadline of a slot timer that is armed, else 0 (the slot is shared with the process and
+ * the kernel: read with atomic loads). */
+static uint64_t slot_timer_armed(const struct ftbpf_slot_timer *t)
+{
+	uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_RELAXED);
+
+	return __atomic_load_n(&t->state, __ATOMIC_RELAXED) == FTBPF_TS_ARMED ? d : 0;
+}
+
 /* Progress reported by the client library (ping, step) and the rank's armed countdown timers
  * (slot and agent-held): how many, and the time left on the earliest. */
 static void rank_client_json(struct json_object *o, struct agent *a, const struct rank *k,
@@ -759,10 +768,9 @@ static void rank_client_json(struct json_object *o, struct agent *a, const struc
 		step_ns = __atomic_load_n(&k->slot->step_ns, __ATOMIC_RELAXED);
 		step = __atomic_load_n(&k->slot->step, __ATOMIC_RELAXED);
 		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
-			const struct ftbpf_slot_timer *t = &k->slot->timers[j];
-			uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_RELAXED);
+			uint64_t d = slot_timer_armed(&k->slot->timers[j]);
 
-			if (__atomic_load_n(&t->state, __ATOMIC_RELAXED) != FTBPF_TS_ARMED || !d)
+			if (!d)
 				continue;
 			ntimers++;
 			if (!earliest || d < earliest)
@@ -1819,13 +1827,14 @@ static struct json_object *do_timers(struct agent *a, const struct ctl_peer *pee
 		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
 			const struct ftbpf_slot_timer *t = &k->slot->timers[j];
 			char scope[FTBPF_SLOT_SCOPE_LEN + 1];
+			uint64_t d = slot_timer_armed(t);
 
-			if (t->state != FTBPF_TS_ARMED || !t->deadline_ns)
+			if (!d)
 				continue;
 			memcpy(scope, t->scope, FTBPF_SLOT_SCOPE_LEN);
 			scope[FTBPF_SLOT_SCOPE_LEN] = 0;
-			json_object_array_add(arr, timer_json(k->pid, k->uid, k->comm, scope,
-							      t->deadline_ns, now, (int)t->sig,
+			json_object_array_add(arr, timer_json(k->pid, k->uid, k->comm, scope, d,
+							      now, (int)t->sig,
 							      timers_source_name(TIMER_SRC_SLOT)));
 		}
 	}
