@@ -197,18 +197,22 @@ stop_ranks64() {
 }
 cpu() { awk '{print $14 + $15}' "/proc/$AG/stat"; }
 HZ=$(getconf CLK_TCK)
+# agent_cpu_pct SECONDS: the agent's CPU over that window, in % of one core
+agent_cpu_pct() {
+	local c0 c1 t0 t1
+	c0=$(cpu); t0=$(date +%s.%N); sleep "$1"; c1=$(cpu); t1=$(date +%s.%N)
+	awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" 'BEGIN { printf "%.3f", 100 * (b - a) / hz / (t1 - t0) }'
+}
 if want ranks; then
 echo "== ftbpfd with 64 ranks"
 start_ranks64 40
 W=15
-c0=$(cpu); t0=$(date +%s.%N)
-sleep $W
-c1=$(cpu); t1=$(date +%s.%N)
+PCT=$(agent_cpu_pct $W)
 RSS=$(awk '/VmRSS/ {print $2}' "/proc/$AG/status")
 SCANS=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.agent.counters.scans')
 HUNG=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '[.jobs[] | select(.hung)] | length')
-awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" -v rss="$RSS" -v scans="$SCANS" -v hung="$HUNG" 'BEGIN {
-	printf "   agent CPU: %.2f%% of one core over %.0f s (scan every 0.2 s, %d scans so far)\n", 100 * (c1 - c0) / hz / (t1 - t0), t1 - t0, scans
+awk -v pct="$PCT" -v w=$W -v rss="$RSS" -v scans="$SCANS" -v hung="$HUNG" 'BEGIN {
+	printf "   agent CPU: %.2f%% of one core over %.0f s (scan every 0.2 s, %d scans so far)\n", pct, w, scans
 	printf "   agent RSS: %.1f MiB\n", rss / 1024
 	printf "   jobs flagged hung during the run: %d\n", hung
 }'
@@ -232,12 +236,10 @@ TS=ftbpf-bench-$$
 W=15
 off=(); on=()
 for round in 1 2; do
-	c0=$(cpu); t0=$(date +%s.%N); sleep $W; c1=$(cpu); t1=$(date +%s.%N)
-	off+=("$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" 'BEGIN { printf "%.3f", 100 * (b - a) / hz / (t1 - t0) }')")
+	off+=("$(agent_cpu_pct $W)")
 	tmux -L "$TS" new-session -d -s top -x 160 -y 50 "$B/ftbpf-top --socket $T/s.sock --delay 1"
 	sleep 2
-	c0=$(cpu); t0=$(date +%s.%N); sleep $W; c1=$(cpu); t1=$(date +%s.%N)
-	on+=("$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" -v hz="$HZ" 'BEGIN { printf "%.3f", 100 * (b - a) / hz / (t1 - t0) }')")
+	on+=("$(agent_cpu_pct $W)")
 	tmux -L "$TS" kill-server 2>/dev/null
 	echo "   round $round: agent CPU without ftbpf-top ${off[-1]}%, with it (1 s refresh) ${on[-1]}%"
 done
