@@ -9,20 +9,32 @@ VERSION    := 0.1.0
 
 CFLAGS     ?= -O2 -g
 CFLAGS     += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-missing-field-initializers \
-              -Iinclude -Iuser -I$(BUILD) -DFTBPF_VERSION=\"$(VERSION)\" -fstack-protector-strong
+              -Iinclude -Iuser -I$(BUILD) -DFTBPF_VERSION=\"$(VERSION)\" -fstack-protector-strong \
+              $(EXTRA_CFLAGS)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_JSON:= -ljson-c
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -Wall -Werror
 
-CORE_SRCS  := user/log.c user/config.c user/syscalls.c user/ident.c user/detector.c user/timers.c \
-              user/eventlog.c user/ctl_proto.c user/ctl.c user/procfs.c user/ksyms.c user/fifo_proto.c \
-              user/gpuapi.c user/mesh_proto.c user/swim.c user/swim_config.c user/ctl_client.c \
-              user/top_model.c user/top_collect.c
-AGENT_SRCS := user/tracker.c user/ranks.c user/agent.c user/gpuprobe.c user/mesh.c user/elfsym.c
+# The layers (docs/architecture.md): user/lib pure logic, user/os small OS interfaces,
+# user/proto wire formats and protocols, user/watch the kernel side's user half (BPF loader,
+# probes, sampling, stacks), user/agent ftbpfd, user/client libftbpf and the control client,
+# user/top and user/ci the tools' own parts; entry points in tools/.
+CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
+              user/os/log.c user/os/procfs.c user/os/pidfd.c user/os/safefs.c user/os/statefile.c \
+              user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
+              user/agent/eventlog.c user/agent/ctl.c
+WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/os/elfsym.c
+# ftbpfd's own modules, and the etcd client (libcurl) only it links
+AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
+              user/os/etcdv3.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
+WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
+HEADERS    := $(wildcard user/*/*.h) $(wildcard include/ftbpf/*.h)
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+# BPF programs tested in-process through the skeleton (root; real kernel)
+BPF_TESTS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%,$(wildcard tests/bpf/test_*.c))
 WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
@@ -32,15 +44,16 @@ BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/ben
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
-               libjson-c-dev libcunit1-dev libncurses-dev tmux jq python3-torch openmpi-bin procps util-linux iproute2
+               libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
+               tmux jq python3-torch openmpi-bin procps util-linux iproute2
 
-.PHONY: all deps run test unit integration fuzz bench format format-check clean install
-all: $(BINS) $(UNIT_TESTS) $(WORKLOADS)
+.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install
+all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop
 
 deps:
 	@scripts/deps.sh $(DEBIAN_DEPS)
 
-$(BUILD) $(BUILD)/obj $(BUILD)/tests $(BUILD)/workloads $(BUILD)/fuzz:
+$(BUILD) $(BUILD)/tests $(BUILD)/workloads $(BUILD)/fuzz:
 	@mkdir -p $@
 
 $(BUILD)/vmlinux.h: | $(BUILD)
@@ -50,30 +63,35 @@ $(BUILD)/vmlinux.h: | $(BUILD)
 $(BUILD)/syscall_names.h: scripts/gen-syscalls.sh | $(BUILD)
 	CC=$(CC) scripts/gen-syscalls.sh > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c include/ftbpf/tracker.h $(BUILD)/vmlinux.h
+$(BUILD)/%.bpf.o: bpf/%.bpf.c include/ftbpf/abi.h include/ftbpf/slot.h $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/obj/%.o: user/%.c $(wildcard user/*.h) include/ftbpf/tracker.h $(BUILD)/syscall_names.h | $(BUILD)/obj
+$(BUILD)/obj/%.o: user/%.c $(HEADERS) $(BUILD)/syscall_names.h
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/tracker.o: $(BUILD)/tracker.skel.h
-$(BUILD)/obj/agent.o: $(BUILD)/tracker.skel.h
+$(BUILD)/obj/watch/tracker.o $(BUILD)/obj/watch/slots.o: $(BUILD)/tracker.skel.h
 
 $(BUILD)/libftbpfcore.a: $(CORE_OBJS)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/ftbpfd: user/main.c $(AGENT_OBJS) $(BUILD)/libftbpfcore.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lsodium -lm
+# what ftbpfd and ftbpf-ci share to watch processes from the kernel
+$(BUILD)/libftbpfwatch.a: $(WATCH_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/ftbpfd: tools/ftbpfd.c $(AGENT_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lcurl -lsodium -lpthread -lm
 
 # ftbpf-ci: the tracker (same BPF programs, loaded privately), user stacks (libdw), Python stacks
-CI_OBJS := $(BUILD)/obj/ustack.o $(BUILD)/obj/pystack.o $(BUILD)/obj/elfsym.o
-$(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(BUILD)/obj/tracker.o $(CI_OBJS) $(BUILD)/libftbpfcore.a
+CI_SRCS := $(wildcard user/ci/*.c) user/watch/ustack.c user/watch/pystack.c
+CI_OBJS := $(CI_SRCS:user/%.c=$(BUILD)/obj/%.o)
+$(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(CI_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -ldw -lm
 
-# the heartbeat mesh's simulator: the protocol code of user/swim.c under virtual time
+# the heartbeat mesh's simulator: the protocol code of user/proto/swim.c under virtual time
 $(BUILD)/mesh_sim: tools/mesh_sim.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ -lsodium -lm
 
@@ -81,18 +99,19 @@ $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
 
 # ftbpf-top: the model and collection are in the core library (unit-tested), curses only here
-$(BUILD)/ftbpf-top: tools/ftbpf_top.c $(BUILD)/obj/top_draw.o $(BUILD)/libftbpfcore.a
+$(BUILD)/ftbpf-top: tools/ftbpf_top.c $(BUILD)/obj/top/top_draw.o $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lncurses -lm
 
 # libftbpf: the client library (no dependency beyond libc and pthreads)
-$(BUILD)/obj/libftbpf.o: user/client/libftbpf.c include/ftbpf/ftbpf.h include/ftbpf/slot.h | $(BUILD)/obj
+$(BUILD)/obj/client/libftbpf.pic.o: user/client/libftbpf.c include/ftbpf/ftbpf.h include/ftbpf/slot.h
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
-$(BUILD)/libftbpf.so: $(BUILD)/obj/libftbpf.o
+$(BUILD)/libftbpf.so: $(BUILD)/obj/client/libftbpf.pic.o
 	$(CC) -shared -Wl,-soname,libftbpf.so.0 $< -o $@ -lpthread
 
-$(BUILD)/libftbpf.a: $(BUILD)/obj/libftbpf.o
-	ar rcs $@ $<
+$(BUILD)/libftbpf.a: $(BUILD)/obj/client/libftbpf.pic.o
+	rm -f $@ && ar rcs $@ $<
 
 $(BUILD)/workloads/mesh_send: tests/workloads/mesh_send.c $(BUILD)/libftbpfcore.a | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $^ -o $@ -lsodium
@@ -129,17 +148,31 @@ $(BUILD)/bench_timers: tools/bench_timers.c $(BUILD)/libftbpf.a tools/bench_util
 $(BUILD)/bench_syscall: tools/bench_syscall.c tools/bench_util.h
 	$(CC) $(CFLAGS) $< -o $@
 
-$(BUILD)/bench_floor: tools/bench_floor.c $(BUILD)/floor.skel.h $(BUILD)/obj/tracker.o $(BUILD)/libftbpfcore.a
-	$(CC) $(CFLAGS) tools/bench_floor.c $(BUILD)/obj/tracker.o $(BUILD)/libftbpfcore.a -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+$(BUILD)/bench_floor: tools/bench_floor.c $(BUILD)/floor.skel.h $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) tools/bench_floor.c $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+
+# the control server under a randomized multi-client harness: AddressSanitizer and UBSan
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+$(BUILD)/tests/test_ctl_server: tests/unit/test_ctl_server.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/tests
+	$(CC) $(filter-out -fstack-protector-strong,$(CFLAGS)) $(SAN_FLAGS) tests/unit/test_ctl_server.c $(CORE_SRCS) -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
 
+$(BUILD)/tests/bpf/%: tests/bpf/%.c $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+
+# the worked examples of docs/examples, built as a user would (the public header, libftbpf)
+$(BUILD)/examples/c_loop: docs/examples/c_loop.c $(BUILD)/libftbpf.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(BUILD)/libftbpf.a -o $@ -lpthread
+
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
-	$(CC) $(CFLAGS) $< -o $@ -lpthread
+	$(CC) $(CFLAGS) $< -o $@ -lpthread -ldl
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
-$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/pystack.c user/elfsym.c | $(BUILD)/fuzz
+$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/watch/pystack.c user/os/elfsym.c | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $^ -o $@ -lelf
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
@@ -150,6 +183,9 @@ run: deps all
 unit: $(UNIT_TESTS)
 	@tests/run-unit.sh $(UNIT_TESTS)
 
+bpf-test: $(BPF_TESTS)
+	@tests/run-unit.sh $(BPF_TESTS)
+
 FUZZ_SECONDS ?= 20
 fuzz: $(FUZZERS)
 	@tests/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
@@ -157,17 +193,47 @@ fuzz: $(FUZZERS)
 integration: all
 	@tests/integration/run.sh
 
+# The agent built with AddressSanitizer and UBSan (its own build folder), run through the
+# adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
+ASAN_BUILD := build-asan
+ASAN_TESTS := t_b t_f t_i t_l t_n t_u t_v t_w
+asan-agent:
+	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
+# The detection and timer tests again, on a busy host (a CPU hog per core, a fork loop)
+BUSY_TESTS := t_b t_c t_d t_e t_g t_h t_m t_n t_o t_q t_y
+integration-busy: all
+	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
+
+integration-asan: all asan-agent
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		FTBPFD=$(abspath $(ASAN_BUILD)/ftbpfd) tests/integration/run.sh $(ASAN_TESTS)
+
 test: deps
 	$(MAKE) all $(FUZZERS)
 	$(MAKE) format-check
 	$(MAKE) unit
+	$(MAKE) bpf-test
 	$(MAKE) fuzz
 	$(MAKE) integration
+	$(MAKE) integration-busy
+	$(MAKE) integration-asan
+
+# ftbpfd, ftbpf, the shared libraries they need and tests/gpu, for a GPU host without a
+# compiler or libbpf (tests/gpu/run.sh says how to run it there)
+gpu-bundle: all
+	rm -rf $(BUILD)/gpu-bundle && mkdir -p $(BUILD)/gpu-bundle/bin/lib $(BUILD)/gpu-bundle/tests/gpu
+	cp $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/gpu-bundle/bin/
+	ldd $(BUILD)/ftbpfd $(BUILD)/ftbpf | awk '/=> \// {print $$3}' | sort -u | \
+		grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | \
+		xargs -r -I{} cp -L {} $(BUILD)/gpu-bundle/bin/lib/
+	cp tests/gpu/run.sh tests/gpu/gpu_work.py $(BUILD)/gpu-bundle/tests/gpu/
+	tar -C $(BUILD) -czf $(BUILD)/gpu-bundle.tar.gz gpu-bundle
+	@echo "$(BUILD)/gpu-bundle.tar.gz: unpack on the GPU host, run sudo gpu-bundle/tests/gpu/run.sh gpu-bundle/bin"
 
 bench: all
 	@tools/bench.sh
 
-FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*.c user/*.h tools/*.c tools/*.h tests/unit/*.c tests/fuzz/*.c tests/workloads/*.c)
+FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
@@ -188,5 +254,5 @@ install: all
 	test -e $(DESTDIR)/etc/ftbpf/ftbpfd.conf || install -D -m 0644 contrib/ftbpfd.conf $(DESTDIR)/etc/ftbpf/ftbpfd.conf
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)
 .SECONDARY:

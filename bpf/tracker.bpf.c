@@ -8,7 +8,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "ftbpf/tracker.h"
+#include "ftbpf/abi.h"
 #include "ftbpf/slot.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -26,6 +26,19 @@ const volatile __u64 ns_per_jiffy = 0;
 volatile __u64 jiffies_offset_ns = 0;
 /* Set by the agent: timers expire with SIGTERM; the agent sends SIGKILL after its grace. */
 const volatile __u32 timer_term_first = 0;
+/*
+ * What one rank (with its children) may make us send: events past the budget are folded
+ * (counted in its procs entry). Execs of untracked processes have a budget per user; the agent
+ * rescans /proc when it sees folded execs. The rank's own exit is never folded.
+ */
+const volatile __u64 ev_interval_ns = 62500000; /* 16 events a second, sustained */
+const volatile __u64 ev_burst = 64;
+const volatile __u64 exec_interval_ns = 3906250; /* 256 execs a second per user */
+const volatile __u64 exec_burst = 1024;
+const volatile __u32 max_children = 4096; /* tracked descendants of one rank */
+const volatile __u32 max_threads = 4096;  /* thread records of one process */
+/* procs entries kept for ranks: children are not tracked past FTBPF_MAX_PROCS - this */
+const volatile __u32 children_reserve = 1024;
 /* ioctl's and mmap's syscall numbers on this architecture (set by the agent) */
 const volatile __s32 ioctl_nr = -1;
 const volatile __s32 mmap_nr = -1;
@@ -137,6 +150,14 @@ struct {
 	__uint(max_entries, 512); /* resized with rank_bits */
 } slot_bits SEC(".maps");
 
+/* Exec-event budget per user: uid -> the limiter's theoretical arrival time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1024);
+} exec_budget SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct ftbpf_timer_key);
@@ -162,12 +183,86 @@ static __always_inline void stat_inc(__u32 idx)
 		__sync_fetch_and_add(v, 1);
 }
 
+static __always_inline __u64 *stat_ptr(__u32 idx)
+{
+	return bpf_map_lookup_elem(&stats, &idx);
+}
+
+/* Generic cell-rate limiter: may one more event go at now? (racy across CPUs: approximate) */
+static __always_inline int budget_take(__u64 *tat, __u64 interval, __u64 burst, __u64 now)
+{
+	__u64 t = *tat;
+
+	if (t < now)
+		t = now;
+	if (t > now + burst * interval)
+		return 0;
+	*tat = t + interval;
+	return 1;
+}
+
+/* The rank a tracked process belongs to (its own entry for a rank). */
+static __always_inline struct ftbpf_proc *owner_of(struct ftbpf_proc *pp)
+{
+	struct ftbpf_proc *op;
+	__u32 o;
+
+	if (pp->owner == pp->tgid)
+		return pp;
+	o = pp->owner;
+	op = bpf_map_lookup_elem(&procs, &o);
+	return op ? op : pp;
+}
+
+/* May an event about this process go out, within its rank's budget? Else count it folded. */
+static __always_inline int ev_allowed(struct ftbpf_proc *pp)
+{
+	struct ftbpf_proc *op = owner_of(pp);
+
+	if (budget_take(&op->ev_tat, ev_interval_ns, ev_burst, bpf_ktime_get_ns()))
+		return 1;
+	__sync_fetch_and_add(&op->ev_folded, 1);
+	stat_inc(FTBPF_STAT_FOLDED);
+	return 0;
+}
+
 static __always_inline int tracked(__u32 tgid)
 {
 	__u32 idx = tgid >> 6;
 	__u64 *w = bpf_map_lookup_elem(&rank_bits, &idx);
 
 	return w && (*w & (1ULL << (tgid & 63)));
+}
+
+/*
+ * The syscall path's cache. A syscall tracepoint fires for every thread of the host, so the
+ * question "is the current process tracked?" is asked twice per syscall of every process. It
+ * is answered per CPU for the last task seen there, identified by its pt_regs pointer (the top
+ * of its kernel stack: unique while it lives): a non-rank process making syscalls in a loop
+ * pays one per-CPU load and compare instead of a helper call and a lookup. The answer holds
+ * while track_gen is unchanged; it changes whenever what is tracked may have (a bit set or
+ * cleared by us or the agent; a thread of a tracked process created or gone, whose stack may be
+ * reused).
+ */
+volatile __u64 track_gen = 0;
+
+struct syscall_cache {
+	__u64 regs;
+	__u64 gen;
+	__u64 pid_tgid; /* of the task, when tracked */
+	__u64 tracked;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct syscall_cache);
+	__uint(max_entries, 1);
+} syscall_cache SEC(".maps");
+
+static __always_inline void track_changed(void)
+{
+	__sync_fetch_and_add(&track_gen, 1);
 }
 
 static __always_inline void track(__u32 tgid)
@@ -177,6 +272,7 @@ static __always_inline void track(__u32 tgid)
 
 	if (w)
 		__sync_fetch_and_or(w, 1ULL << (tgid & 63));
+	track_changed();
 }
 
 static __always_inline void untrack(__u32 tgid)
@@ -186,6 +282,28 @@ static __always_inline void untrack(__u32 tgid)
 
 	if (w)
 		__sync_fetch_and_and(w, ~(1ULL << (tgid & 63)));
+	track_changed();
+}
+
+/* pid_tgid of the current task if its process is tracked, else 0 (see syscall_cache). */
+static __always_inline __u64 current_tracked(const void *regs)
+{
+	__u32 zero = 0;
+	struct syscall_cache *c = bpf_map_lookup_elem(&syscall_cache, &zero);
+	__u64 gen = track_gen, pid_tgid;
+	int tr;
+
+	if (c && c->regs == (__u64)regs && c->gen == gen)
+		return c->tracked ? c->pid_tgid : 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	tr = tracked(pid_tgid >> 32);
+	if (c) {
+		c->regs = (__u64)regs;
+		c->gen = gen;
+		c->pid_tgid = pid_tgid;
+		c->tracked = tr;
+	}
+	return tr ? pid_tgid : 0;
 }
 
 static __always_inline __u64 hot_now(void)
@@ -201,6 +319,15 @@ static __always_inline int has_slot(__u32 tgid)
 	__u64 *w = bpf_map_lookup_elem(&slot_bits, &idx);
 
 	return w && (*w & (1ULL << (tgid & 63)));
+}
+
+/* Is the slot the current process's? (its owner's start time, see slot.h) */
+static __always_inline int slot_is_ours(const struct ftbpf_slot *s)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 st = BPF_CORE_READ(task, group_leader, start_boottime), o = s->owner_start_ns;
+
+	return !o || (st > o ? st - o : o - st) < FTBPF_START_SLACK_NS;
 }
 
 /*
@@ -230,6 +357,8 @@ static __always_inline void check_slot(__u32 tgid, __u32 tid, long nr)
 
 		if (t->state != (__u64)FTBPF_TS_ARMED || !t->deadline_ns || t->deadline_ns > now)
 			continue;
+		if (!slot_is_ours(s))
+			return; /* an earlier process's slot at this pid: never fire at this one */
 		if (__sync_val_compare_and_swap(&t->state, (__u64)FTBPF_TS_ARMED,
 						(__u64)FTBPF_TS_FIRED) != (__u64)FTBPF_TS_ARMED)
 			continue;
@@ -279,15 +408,24 @@ static __always_inline void gpu_ioctl_enter(struct ftbpf_thread *t, struct pt_re
 	t->gpu_req = (__u32)PT_REGS_PARM2_CORE_SYSCALL(regs);
 }
 
+/* The thread's record, created at its first event. A process may hold max_threads records
+ * (its main thread always gets one), so that no process can fill the map for the others. */
 static __always_inline struct ftbpf_thread *thread_get(__u32 tgid, __u32 tid, __u64 now)
 {
 	struct ftbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct ftbpf_proc *pp;
 
 	if (!t) {
 		struct ftbpf_thread init = {
 		    .tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now};
 
-		bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST);
+		pp = bpf_map_lookup_elem(&procs, &tgid);
+		if (pp && tid != tgid && pp->nthreads >= max_threads) {
+			stat_inc(FTBPF_STAT_THREAD_CAP);
+			return NULL;
+		}
+		if (bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST) == 0 && pp)
+			__sync_fetch_and_add(&pp->nthreads, 1);
 		t = bpf_map_lookup_elem(&threads, &tid);
 		if (!t)
 			stat_inc(FTBPF_STAT_THREAD_FULL);
@@ -306,12 +444,12 @@ static __always_inline void set_bit(void *bits, __u32 tgid)
 
 static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_tracked(regs);
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct ftbpf_thread *t;
 	__u64 now;
 
-	if (!tracked(tgid))
+	if (!pid_tgid)
 		return;
 	now = hot_now();
 	t = thread_get(tgid, tid, now);
@@ -328,15 +466,15 @@ static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 		check_slot(tgid, tid, id);
 }
 
-static __always_inline void on_sys_exit(long ret)
+static __always_inline void on_sys_exit(struct pt_regs *regs, long ret)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = current_tracked(regs);
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 	struct ftbpf_thread *t;
 	__u64 now;
 	__s32 nr;
 
-	if (!tracked(tgid))
+	if (!pid_tgid)
 		return;
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
@@ -356,7 +494,10 @@ static __always_inline void on_sys_exit(long ret)
 		t->mmap_exec = 0;
 		set_bit(&maps_dirty, tgid);
 	}
-	if (tid == tgid) {
+	/* Inside a probed CUDA/NCCL call (one with a return probe) the driver's own syscalls are
+	 * not the program's progress: a wait on the GPU completes an ioctl about once a second
+	 * for as long as it waits. The call's return is the progress (gpu_exit). */
+	if (tid == tgid && !t->api_depth) {
 		__u32 k = (__u32)nr;
 		__u8 *cls = bpf_map_lookup_elem(&sysclass, &k);
 		__u8 c = cls ? *cls : FTBPF_SC_PROGRESS;
@@ -391,6 +532,24 @@ static __always_inline void on_exec(struct task_struct *p, struct linux_binprm *
 
 	if (tgid == agent_tgid)
 		return;
+	if (tracked(tgid)) { /* a rank's child ran a program: within its rank's budget */
+		struct ftbpf_proc *pp = bpf_map_lookup_elem(&procs, &tgid);
+
+		if (pp && !ev_allowed(pp))
+			return;
+	} else { /* a candidate rank: within its user's budget */
+		__u32 uid = (__u32)bpf_get_current_uid_gid();
+		__u64 now = bpf_ktime_get_ns(), *tat = bpf_map_lookup_elem(&exec_budget, &uid);
+
+		if (!tat) {
+			bpf_map_update_elem(&exec_budget, &uid, &now, BPF_NOEXIST);
+			tat = bpf_map_lookup_elem(&exec_budget, &uid);
+		}
+		if (tat && !budget_take(tat, exec_interval_ns, exec_burst, now)) {
+			stat_inc(FTBPF_STAT_EXEC_FOLDED);
+			return;
+		}
+	}
 	e = ev_reserve(FTBPF_EV_EXEC);
 	if (!e)
 		return;
@@ -411,11 +570,25 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 	struct ftbpf_proc *pp, np = {};
 	struct ftbpf_event *e;
 
-	if (ptgid == ctgid || !tracked(ptgid))
+	struct ftbpf_proc *op;
+	__u64 *live;
+
+	if (!tracked(ptgid))
 		return;
+	if (ptgid == ctgid) { /* a new thread: its stack may be one the cache remembers */
+		track_changed();
+		return;
+	}
 	pp = bpf_map_lookup_elem(&procs, &ptgid);
 	if (!pp)
 		return;
+	op = owner_of(pp);
+	live = stat_ptr(FTBPF_STAT_CHILDREN);
+	if (op->nchildren >= max_children ||
+	    (live && *live >= FTBPF_MAX_PROCS - children_reserve)) {
+		stat_inc(FTBPF_STAT_CHILD_CAP);
+		return;
+	}
 	np.tgid = ctgid;
 	np.owner = pp->owner;
 	np.ppid = ptgid;
@@ -434,52 +607,90 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 		return;
 	}
 	track(ctgid);
+	__sync_fetch_and_add(&op->nchildren, 1);
+	if (live)
+		__sync_fetch_and_add(live, 1);
+	if (!ev_allowed(pp))
+		return;
 	e = ev_reserve(FTBPF_EV_FORK);
 	if (!e)
 		return;
 	e->tgid = ctgid;
 	e->tid = ctgid;
 	e->ppid = ptgid;
+	e->owner = np.owner;
 	e->flags = FTBPF_PROC_CHILD;
 	__builtin_memcpy(e->comm, np.comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
 }
 
+static __always_inline void clear_bit(void *bits, __u32 tgid)
+{
+	__u32 idx = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(bits, &idx);
+
+	if (w && (*w & (1ULL << (tgid & 63))))
+		__sync_fetch_and_and(w, ~(1ULL << (tgid & 63)));
+}
+
+/*
+ * A thread ends: its record goes. The last thread of a group: the process is untracked and its
+ * slot disarmed (a later process at the pid must not inherit either); a rank's exit is recorded
+ * in its procs entry and always sent; a child's is sent within its rank's budget and its entry
+ * deleted here (the event names its rank), so children cannot fill the map.
+ */
 static __always_inline void on_exit(struct task_struct *p)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
-	struct ftbpf_proc *pp;
+	struct ftbpf_proc *pp, *op = NULL;
 	struct ftbpf_event *e;
+	int child, send = 1;
 
 	if (!tracked(tgid))
 		return;
-	bpf_map_delete_elem(&threads, &tid);
+	track_changed(); /* its stack may be reused by a task the cache would take for it */
+	pp = bpf_map_lookup_elem(&procs, &tgid);
+	if (bpf_map_delete_elem(&threads, &tid) == 0 && pp && pp->nthreads)
+		__sync_fetch_and_add(&pp->nthreads, (__u32)-1);
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return; /* not the last thread of the group */
 	untrack(tgid);
-	pp = bpf_map_lookup_elem(&procs, &tgid);
-	e = ev_reserve(FTBPF_EV_EXIT);
-	if (pp) {
+	clear_bit(&slot_bits, tgid);
+	child = pp && (pp->flags & FTBPF_PROC_CHILD);
+	if (pp && child) {
+		__u64 *live = stat_ptr(FTBPF_STAT_CHILDREN);
+
+		op = owner_of(pp);
+		if (op != pp && op->nchildren)
+			__sync_fetch_and_add(&op->nchildren, (__u32)-1);
+		if (live && *live)
+			__sync_fetch_and_add(live, (__u64)-1);
+		send = ev_allowed(pp);
+	} else if (pp) {
 		pp->flags |= FTBPF_PROC_EXITED;
 		pp->exit_ns = bpf_ktime_get_ns();
 		pp->exit_code = BPF_CORE_READ(p, exit_code);
 	}
-	if (!e)
-		return;
-	e->tgid = tgid;
-	e->tid = tid;
-	e->code = BPF_CORE_READ(p, exit_code);
-	e->sig = e->code & 0x7f;
-	if (pp) {
-		e->flags = pp->flags;
-		if (e->sig && pp->fatal_sig == (__u32)e->sig) {
-			e->sender_pid = pp->fatal_sender_pid;
-			__builtin_memcpy(e->sender_comm, pp->fatal_sender_comm,
-					 sizeof(e->sender_comm));
+	e = send ? ev_reserve(FTBPF_EV_EXIT) : NULL;
+	if (e) {
+		e->tgid = tgid;
+		e->tid = tid;
+		e->code = BPF_CORE_READ(p, exit_code);
+		e->sig = e->code & 0x7f;
+		if (pp) {
+			e->flags = pp->flags;
+			e->owner = pp->owner;
+			if (e->sig && pp->fatal_sig == (__u32)e->sig) {
+				e->sender_pid = pp->fatal_sender_pid;
+				__builtin_memcpy(e->sender_comm, pp->fatal_sender_comm,
+						 sizeof(e->sender_comm));
+			}
 		}
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
+		bpf_ringbuf_submit(e, 0);
 	}
-	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
-	bpf_ringbuf_submit(e, 0);
+	if (child)
+		bpf_map_delete_elem(&procs, &tgid);
 }
 
 /* Signals whose default action ends the process. */
@@ -525,16 +736,22 @@ static __always_inline void on_signal_generate(int sig, struct kernel_siginfo *i
 	if ((unsigned long)info > 1)
 		si_code = BPF_CORE_READ(info, si_code);
 	pp = bpf_map_lookup_elem(&procs, &tgid);
-	if (pp) {
-		__sync_fetch_and_add(&pp->sig_generated, 1);
-		if (result == 0 && fatal_by_default(sig)) {
-			pp->fatal_sig = sig;
-			pp->fatal_sender_pid = sender >> 32;
-			pp->fatal_si_code = si_code;
-			pp->fatal_ns = bpf_ktime_get_ns();
-			bpf_get_current_comm(pp->fatal_sender_comm, sizeof(pp->fatal_sender_comm));
-		}
+	if (!pp)
+		return;
+	__sync_fetch_and_add(&pp->sig_generated, 1);
+	if (result == 0 && fatal_by_default(sig)) {
+		pp->fatal_sig = sig;
+		pp->fatal_sender_pid = sender >> 32;
+		pp->fatal_si_code = si_code;
+		pp->fatal_ns = bpf_ktime_get_ns();
+		bpf_get_current_comm(pp->fatal_sender_comm, sizeof(pp->fatal_sender_comm));
 	}
+	if (result != 0) { /* ignored, or merged with one pending: nothing happens to the rank */
+		stat_inc(FTBPF_STAT_SIG_IGNORED);
+		return;
+	}
+	if (!ev_allowed(pp))
+		return;
 	e = ev_reserve(FTBPF_EV_SIGNAL);
 	if (!e)
 		return;
@@ -559,9 +776,15 @@ static __always_inline void on_signal_deliver(int sig, struct kernel_siginfo *in
 
 	if (!tracked(tgid))
 		return;
+	/* a group exit kills the other threads: SIGKILL with no siginfo, sent by nobody */
+	if (sig == 9 && (unsigned long)info == 0)
+		return;
 	pp = bpf_map_lookup_elem(&procs, &tgid);
-	if (pp)
-		__sync_fetch_and_add(&pp->sig_delivered, 1);
+	if (!pp)
+		return;
+	__sync_fetch_and_add(&pp->sig_delivered, 1);
+	if (!ev_allowed(pp))
+		return;
 	e = ev_reserve(FTBPF_EV_DELIVER);
 	if (!e)
 		return;
@@ -614,7 +837,7 @@ static __always_inline void on_mark_victim(struct task_struct *p)
 	}
 
 FTBPF_TP(sys_enter, sys_enter, on_sys_enter(regs, id), struct pt_regs *regs, long id)
-FTBPF_TP(sys_exit, sys_exit, on_sys_exit(ret), struct pt_regs *regs, long ret)
+FTBPF_TP(sys_exit, sys_exit, on_sys_exit(regs, ret), struct pt_regs *regs, long ret)
 FTBPF_TP(sched_process_exec, exec, on_exec(p, bprm), struct task_struct *p, pid_t old_pid,
 	 struct linux_binprm *bprm)
 FTBPF_TP(sched_process_fork, fork, on_fork(parent, child), struct task_struct *parent,
@@ -704,11 +927,19 @@ static __always_inline void nccl_comm_call(struct pt_regs *ctx, struct ftbpf_thr
 		}
 	}
 	if (FTBPF_API_IS_COLL(api)) {
+		struct ftbpf_coll *h;
+
 		seq = __sync_fetch_and_add(&c->seq, 1) + 1;
 		c->api = api;
 		c->count = arg_n(ctx, (cookie >> 12) & 0xf);
 		c->dtype = (__u32)arg_n(ctx, (cookie >> 16) & 0xf);
 		c->op = (cookie >> 20) & 0xf ? (__u32)arg_n(ctx, (cookie >> 20) & 0xf) : 0;
+		/* kept, so that a hang can name the first collective a lagging rank missed */
+		h = &c->hist[seq & (FTBPF_COMM_HIST - 1)];
+		h->seq = seq;
+		h->count = c->count;
+		h->api = api;
+		h->dtype = c->dtype;
 	} else {
 		seq = __sync_fetch_and_add(&c->p2p, 1) + 1;
 	}

@@ -64,6 +64,13 @@ awk -v n="$N" -v f="$F" -v nr="$NR" -v rk="$RK" -v prog="$PROG" -v adopted="$ADO
 	printf "   %-34s %8.1f ns  (+%.1f ns = %.2fx the floor; target <= 2x) %s\n", "ftbpfd, rank process", rk, b, b / fl, (b / fl <= 2 ? "MET" : "MISSED")
 	printf "   (rank path check: the measured rank process was adopted: %s)\n", adopted == 1 ? "yes" : "NO"
 }'
+# the spread: each round's own ratios (its configurations ran back to back), and how many met
+for i in "${!none[@]}"; do echo "${none[$i]} ${floor[$i]} ${nonrank[$i]} ${rank[$i]}"; done | awk '
+	{ fl = $2 - $1; if (fl < 1) fl = 1; a = ($3 - $1) / fl; b = ($4 - $1) / fl
+	  if (NR == 1 || a < amin) amin = a; if (NR == 1 || a > amax) amax = a
+	  if (NR == 1 || b < bmin) bmin = b; if (NR == 1 || b > bmax) bmax = b
+	  am += a <= 1.25; bm += b <= 2 }
+	END { printf "   per round: non-rank %.2fx..%.2fx, target met in %d of %d rounds; rank %.2fx..%.2fx, met in %d of %d\n", amin, amax, am, NR, bmin, bmax, bm, NR }'
 
 fi
 if want timers; then
@@ -154,7 +161,7 @@ awk -v n="$(median "${c_none[@]}")" -v c="$(median "${c_ci[@]}")" 'BEGIN {
 }'
 fi
 if want mesh; then
-echo "== heartbeat mesh, simulated (mesh_sim: the code of user/swim.c under virtual time; 2 +- 2 ms delay)"
+echo "== heartbeat mesh, simulated (mesh_sim: the code of user/proto/swim.c under virtual time; 2 +- 2 ms delay)"
 echo "   detection: one node killed per trial after 20 s; time until each live node declares it dead"
 # 10,000 nodes: ~10 GB of memory and 1-3 min per run (every node holds the whole member table)
 MESH_NS=${BENCH_MESH_NODES:-100 1000 10000}

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "floor.skel.h"
-#include "tracker.h"
+#include "watch/tracker.h"
 
 static volatile sig_atomic_t stop;
 

@@ -7,41 +7,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "config.h"
-#include "ctl_client.h"
+#include "lib/config.h"
+#include "client/ctl_client.h"
+#include "proto/ctl_proto.h"
 
 #define EXIT_USAGE   2
 #define EXIT_CONNECT 3
 
+/* The commands and their synopses come from the protocol's table (proto/ctl_proto.c). */
 static void usage(FILE *f)
 {
-	fprintf(
-	    f,
-	    "Usage: ftbpf [--socket PATH] COMMAND [ARGS]\n\n"
-	    "Commands:\n"
-	    "  status [--json]             every rank on this host: job, rank, pid, state, "
-	    "reason,\n"
-	    "                              time in state, hung, culprit; and each job's verdict\n"
-	    "  events [--follow] [--json] [--limit N]\n"
-	    "                              the agent's event log (adoptions, exits with the "
-	    "signal\n"
-	    "                              and its sender, signals, hangs, actions)\n"
-	    "  explain PID [--json]        full diagnosis of one rank (or a rank's child): "
-	    "threads,\n"
-	    "                              syscalls, wchan, kernel stacks, signals, its job\n"
-	    "  signal PID SIGNAL           send SIGNAL to a rank you own, through the agent's "
-	    "pidfd\n"
-	    "  timers [--json]             active countdown timers: pid, scope, time left, "
-	    "signal,\n"
-	    "                              owner\n"
-	    "  peers [--json]              the heartbeat mesh: every peer's state, incarnation,\n"
-	    "                              and its jobs' health (hung and dead ranks, culprit)\n"
-	    "  status --cluster            status, then the cluster view (as peers)\n"
-	    "  version                     agent and protocol version\n\n"
-	    "The socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
-	    "Unprivileged users see and act on their own processes only.\n"
-	    "Exit status: 0 ok, 1 the agent refused or failed the request, 2 usage, 3 no agent.\n");
+	fprintf(f, "Usage: ftbpf [--socket PATH] COMMAND [ARGS]\n\nCommands:\n");
+	for (int i = 0; i < ctl_ncmds; i++) {
+		const char *h = ctl_cmds[i].help, *nl;
+		int first = 1;
+
+		if (!ctl_cmds[i].synopsis)
+			continue;
+		if (strlen(ctl_cmds[i].synopsis) > 28) { /* the description on the next line */
+			fprintf(f, "  %s\n", ctl_cmds[i].synopsis);
+			first = 0;
+		}
+		do { /* the description's lines, aligned after the synopsis */
+			nl = strchr(h, '\n');
+			fprintf(f, "  %-28s %.*s\n", first ? ctl_cmds[i].synopsis : "",
+				nl ? (int)(nl - h) : (int)strlen(h), h);
+			h = nl ? nl + 1 : h;
+			first = 0;
+		} while (nl);
+	}
+	fprintf(f, "\nThe socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
+		   "Unprivileged users see and act on their own processes only.\n"
+		   "Exit status: 0 ok, 1 the agent refused or failed the request, 2 usage,\n"
+		   "3 no agent.\n");
 }
 
 /* Short names for the field getters (absent or null: NULL / 0 / def). */
@@ -149,6 +149,15 @@ static void print_status(struct json_object *o)
 			       gs(j, "state"), gd(j, "no_progress_s"), cul);
 			if (gs(j, "why"))
 				printf("  why: %s\n", gs(j, "why"));
+			if (json_object_object_get_ex(j, "checkpoint", &c) && c)
+				printf("  generation %lld, checkpoint #%lld at step %lld: %s "
+				       "(%lld of %lld ranks here saved)\n",
+				       (long long)gi(j, "generation", 0), (long long)gi(c, "id", 0),
+				       (long long)gi(c, "target", -1), gs(c, "state"),
+				       (long long)gi(c, "ranks_saved", 0),
+				       (long long)gi(c, "ranks", 0));
+			else if (gi(j, "generation", 0) > 0)
+				printf("  generation %lld\n", (long long)gi(j, "generation", 0));
 		}
 	}
 	if (json_object_object_get_ex(o, "ranks", &ranks) &&
@@ -269,10 +278,48 @@ static void print_explain(struct json_object *o)
 	}
 }
 
+static void print_decisions(struct json_object *o)
+{
+	struct json_object *arr;
+	size_t n;
+
+	if (!json_object_object_get_ex(o, "decisions", &arr) ||
+	    !(n = json_object_array_length(arr))) {
+		printf("no decisions\n");
+		return;
+	}
+	printf("%-24s %-20s %4s %-20s %8s %-11s %-16s %s\n", "WHEN", "JOB", "GEN", "KIND", "STEP",
+	       "CAUSE", "BY", "WHY");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *d = json_object_array_get_idx(arr, i), *ex;
+		int64_t ms = gi(d, "at_ms", 0), step = gi(d, "step", gi(d, "resume_step", -1));
+		time_t t = (time_t)(ms / 1000);
+		char when[32] = "-", kind[32];
+		struct tm tm;
+
+		if (ms && gmtime_r(&t, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		snprintf(kind, sizeof(kind), "%s%s", gs(d, "kind"), gb(d, "stop") ? " (stop)" : "");
+		printf("%-24s %-20.20s %4lld %-20s %8lld %-11s %-16.16s %s", when, gs(d, "job"),
+		       (long long)gi(d, "generation", 0), kind, (long long)step,
+		       gs(d, "cause") && *gs(d, "cause") ? gs(d, "cause") : "-",
+		       gs(d, "by") ? gs(d, "by") : "-", gs(d, "why") ? gs(d, "why") : "");
+		if (json_object_object_get_ex(d, "excluded", &ex) && json_object_array_length(ex)) {
+			printf(" [left out:");
+			for (size_t k = 0; k < json_object_array_length(ex); k++)
+				printf(" %s",
+				       json_object_get_string(json_object_array_get_idx(ex, k)));
+			printf("]");
+		}
+		printf("\n");
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("FTBPF_SOCKET");
 	int json = 0, follow = 0, limit = 0, cluster = 0, i = 1, rc;
+	const struct ctl_cmd_info *info;
 	const char *cmd;
 	struct json_object *req, *o = NULL;
 	struct ctl_conn *conn;
@@ -301,6 +348,12 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	info = ctl_cmd_find(cmd);
+	if (!info || !info->synopsis) {
+		fprintf(stderr, "ftbpf: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
 	req = json_object_new_object();
 	json_object_object_add(req, "cmd", json_object_new_string(cmd));
 	for (; i < argc; i++) {
@@ -312,7 +365,7 @@ int main(int argc, char **argv)
 			cluster = 1;
 		else if (!strcmp(argv[i], "--limit") && i + 1 < argc)
 			limit = atoi(argv[++i]);
-		else if ((!strcmp(cmd, "explain") || !strcmp(cmd, "signal")) &&
+		else if (info && (info->args & CTL_ARG_PID) &&
 			 !json_object_object_get_ex(req, "pid", NULL)) {
 			long pid = strtol(argv[i], &end, 10);
 
@@ -321,7 +374,10 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			json_object_object_add(req, "pid", json_object_new_int((int)pid));
-		} else if (!strcmp(cmd, "signal") &&
+		} else if (info && (info->args & CTL_ARG_JOB) &&
+			   !json_object_object_get_ex(req, "job", NULL)) {
+			json_object_object_add(req, "job", json_object_new_string(argv[i]));
+		} else if (info && (info->args & CTL_ARG_SIGNAL) &&
 			   !json_object_object_get_ex(req, "signal", NULL)) {
 			json_object_object_add(req, "signal", json_object_new_string(argv[i]));
 		} else {
@@ -330,20 +386,16 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (strcmp(cmd, "status") && strcmp(cmd, "events") && strcmp(cmd, "explain") &&
-	    strcmp(cmd, "signal") && strcmp(cmd, "version") && strcmp(cmd, "timers") &&
-	    strcmp(cmd, "peers")) {
-		fprintf(stderr, "ftbpf: unknown command '%s'\n", cmd);
-		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if ((!strcmp(cmd, "explain") || !strcmp(cmd, "signal")) &&
-	    !json_object_object_get_ex(req, "pid", NULL)) {
+	if ((info->args & CTL_ARG_PID) && !json_object_object_get_ex(req, "pid", NULL)) {
 		fprintf(stderr, "ftbpf: %s needs a PID\n", cmd);
 		return EXIT_USAGE;
 	}
-	if (!strcmp(cmd, "signal") && !json_object_object_get_ex(req, "signal", NULL)) {
-		fprintf(stderr, "ftbpf: signal needs a SIGNAL\n");
+	if ((info->args & CTL_ARG_JOB) && !json_object_object_get_ex(req, "job", NULL)) {
+		fprintf(stderr, "ftbpf: %s needs a JOB\n", cmd);
+		return EXIT_USAGE;
+	}
+	if ((info->args & CTL_ARG_SIGNAL) && !json_object_object_get_ex(req, "signal", NULL)) {
+		fprintf(stderr, "ftbpf: %s needs a SIGNAL\n", cmd);
 		return EXIT_USAGE;
 	}
 	if (!strcmp(cmd, "events")) {
@@ -408,6 +460,11 @@ int main(int argc, char **argv)
 		print_timers(o);
 	else if (!strcmp(cmd, "signal"))
 		printf("sent\n");
+	else if (!strcmp(cmd, "checkpoint"))
+		printf("checkpoint of %s requested: every rank saves at step %lld\n", gs(o, "job"),
+		       (long long)gi(o, "step", -1));
+	else if (!strcmp(cmd, "decisions"))
+		print_decisions(o);
 	if (!json && cluster) /* status --cluster: the cluster view after the status */
 		print_cluster(o);
 	json_object_put(o);

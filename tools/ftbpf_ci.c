@@ -20,14 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "detector.h"
-#include "ksyms.h"
-#include "log.h"
-#include "procfs.h"
-#include "pystack.h"
-#include "syscalls.h"
-#include "tracker.h"
-#include "ustack.h"
+#include "ci/report.h"
+#include "ci/tree.h"
+#include "os/log.h"
+#include "watch/tracker.h"
 
 #define EXIT_INTERNAL 122
 #define EXIT_HANG     124
@@ -35,7 +31,6 @@
 #define EXIT_NOEXEC   126
 #define EXIT_NOTFOUND 127
 #define NS	      1000000000ull
-#define MAX_PROCS     1024
 #define POLL_MS	      250
 
 struct opts {
@@ -46,30 +41,14 @@ struct opts {
 	char **argv;
 };
 
-/* What ftbpf-ci remembers of one descendant between polls. */
-struct cproc {
-	int pid;
-	int live;
-	uint64_t io;	       /* fallback progress: read+write syscalls (/proc/PID/io) */
-	uint64_t io_change_ns; /* when io last changed */
-	int nr;		       /* fallback: syscall in flight (/proc/PID/syscall), -1 none */
-	uint64_t nr_since_ns;
-	struct det_sample s;
-	struct det_rank d;
-	struct proc_stat st;
-};
-
 struct ci {
 	struct opts o;
 	struct tracker *tr; /* owned; NULL in /proc fallback */
-	char pin_dir[128];
-	char cgroup[256]; /* our cgroup directory, "" when none */
-	int root;	  /* COMMAND's pid */
+	struct tree tree;   /* the command's processes */
+	char cgroup[256];   /* our cgroup directory, "" when none */
+	int root;	    /* COMMAND's pid */
 	int root_status, root_done;
-	uint64_t start_ns, activity_ns; /* activity: last fork/exec/exit in the tree */
-	struct cproc p[MAX_PROCS];
-	int np;
-	struct ksyms *ksyms; /* owned, loaded on first use */
+	uint64_t start_ns;
 };
 
 static uint64_t now_ns(void)
@@ -206,28 +185,26 @@ static void on_event(void *ctx, const struct ftbpf_event *e)
 {
 	struct ci *c = ctx;
 
-	if (e->type == FTBPF_EV_FORK || e->type == FTBPF_EV_EXEC || e->type == FTBPF_EV_EXIT)
-		c->activity_ns = now_ns();
+	/* Only the tree's own: exec events come for every process of the host (flags says
+	 * whether it was tracked, i.e. ours); fork and exit events only for tracked ones. */
+	if ((e->type == FTBPF_EV_EXEC && e->flags) || e->type == FTBPF_EV_FORK ||
+	    e->type == FTBPF_EV_EXIT)
+		tree_activity(&c->tree, now_ns());
 }
 
 static int bpf_setup(struct ci *c, char *err, size_t errlen)
 {
 	struct tracker_opts to = {0};
 
-	snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/ftbpf-ci-%d", (int)getpid());
-	to.pin_dir = c->pin_dir;
-	to.reset = 1;
+	/* nothing pinned: our programs and maps live as long as we do, so that a ftbpf-ci
+	 * killed with SIGKILL (a CI job timeout) leaves nothing attached */
+	to.pin_dir = NULL;
 	to.agent_tgid = (uint32_t)getpid();
 	to.on_event = on_event;
 	to.ctx = c;
 	to.programs = "auto";
 	c->tr = tracker_open(&to, err, errlen);
-	if (!c->tr) { /* whatever it got to pin before failing */
-		tracker_unpin_all(c->pin_dir);
-		rmdir(c->pin_dir);
-		return -1;
-	}
-	return 0;
+	return c->tr ? 0 : -1;
 }
 
 static void cgroup_setup(struct ci *c)
@@ -254,500 +231,6 @@ static int write_str(const char *path, const char *s)
 	return r;
 }
 
-/* Is pid a descendant of ours? (parent chain through /proc) */
-static int descendant(int pid, int self)
-{
-	struct proc_stat st;
-
-	for (int depth = 0; pid > 1 && depth < 256; depth++) {
-		if (procfs_stat(pid, -1, &st) < 0)
-			return 0;
-		if (st.ppid == self)
-			return 1;
-		pid = st.ppid;
-	}
-	return 0;
-}
-
-struct scan_ctx {
-	struct ci *c;
-	int self;
-	int seen[MAX_PROCS];
-	int nseen;
-	uint32_t gone[MAX_PROCS];
-	int ngone;
-};
-
-static int scan_one(void *ctx, int pid)
-{
-	struct scan_ctx *sc = ctx;
-
-	if (sc->nseen < MAX_PROCS && pid != sc->self && descendant(pid, sc->self))
-		sc->seen[sc->nseen++] = pid;
-	return 0;
-}
-
-static struct cproc *cproc_get(struct ci *c, int pid)
-{
-	for (int i = 0; i < c->np; i++)
-		if (c->p[i].pid == pid)
-			return &c->p[i];
-	if (c->np == MAX_PROCS)
-		return NULL;
-	memset(&c->p[c->np], 0, sizeof(c->p[0]));
-	c->p[c->np].pid = pid;
-	c->p[c->np].nr = -1;
-	return &c->p[c->np++];
-}
-
-static uint64_t read_io(int pid)
-{
-	char p[64], buf[1024];
-	unsigned long long r = 0, w = 0;
-	const char *s;
-
-	snprintf(p, sizeof(p), "/proc/%d/io", pid);
-	if (procfs_read(p, buf, sizeof(buf) - 1) <= 0)
-		return 0;
-	s = strstr(buf, "syscr:");
-	if (s)
-		r = strtoull(s + 6, NULL, 10);
-	s = strstr(buf, "syscw:");
-	if (s)
-		w = strtoull(s + 6, NULL, 10);
-	return r + w;
-}
-
-static int read_syscall_nr(int pid)
-{
-	char p[64], buf[256];
-
-	snprintf(p, sizeof(p), "/proc/%d/syscall", pid);
-	if (procfs_read(p, buf, sizeof(buf) - 1) <= 0 || buf[0] < '0' || buf[0] > '9')
-		return -1; /* "running" or unreadable */
-	return atoi(buf);
-}
-
-/* With BPF the tree is the tracked processes (the kernel follows every fork); forget exited ones */
-static int tracked_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
-{
-	struct scan_ctx *sc = ctx;
-
-	if (p->flags & FTBPF_PROC_EXITED) {
-		if (sc->ngone < MAX_PROCS) /* deleted after the walk, not under it */
-			sc->gone[sc->ngone++] = tgid;
-	} else if (sc->nseen < MAX_PROCS)
-		sc->seen[sc->nseen++] = (int)tgid;
-	return 0;
-}
-
-/* Refresh the descendants; returns the latest progress time of the tree. */
-static uint64_t scan_tree(struct ci *c, uint64_t now)
-{
-	struct scan_ctx sc = {.c = c, .self = (int)getpid()};
-	uint64_t progress = c->activity_ns;
-
-	if (c->tr) {
-		tracker_foreach_proc(c->tr, tracked_one, &sc);
-		for (int i = 0; i < sc.ngone; i++)
-			tracker_proc_delete(c->tr, sc.gone[i]);
-	} else
-		procfs_foreach_pid(-1, scan_one, &sc);
-	for (int i = 0; i < c->np; i++)
-		c->p[i].live = 0;
-	for (int i = 0; i < sc.nseen; i++) {
-		struct cproc *p = cproc_get(c, sc.seen[i]);
-		struct ftbpf_thread t;
-
-		if (!p)
-			continue;
-		if (procfs_stat(p->pid, -1, &p->st) < 0)
-			continue;
-		if (!p->s.adopted_ns) { /* new in the tree: progress */
-			p->s.adopted_ns = now;
-			c->activity_ns = now;
-			progress = now;
-		}
-		p->live = 1;
-		p->s.pid = p->pid;
-		p->s.rank = p->pid;
-		p->s.task_state = p->st.state;
-		p->s.cpu_ns = p->st.utime_ns + p->st.stime_ns;
-		p->s.cpu_valid = 1;
-		if (c->tr && tracker_thread_get(c->tr, (uint32_t)p->pid, &t) == 0) {
-			p->s.cur_nr = t.cur_nr;
-			p->s.enter_ns = t.enter_ns;
-			p->s.last_exit_ns = t.last_exit_ns;
-			p->s.progress_ns = t.progress_ns;
-		} else if (!c->tr) {
-			uint64_t io = read_io(p->pid);
-			int nr = read_syscall_nr(p->pid);
-
-			if (io != p->io) {
-				p->io = io;
-				p->io_change_ns = now;
-			}
-			if (nr != p->nr) {
-				p->nr = nr;
-				p->nr_since_ns = now;
-			}
-			p->s.cur_nr = nr;
-			p->s.enter_ns = p->nr_since_ns;
-			p->s.progress_ns = p->io_change_ns;
-		} else {
-			p->s.cur_nr = -1;
-		}
-		p->s.wchan[0] = 0;
-		if (p->s.cur_nr >= 0 || p->s.task_state == 'D')
-			procfs_wchan(p->pid, p->pid, p->s.wchan, sizeof(p->s.wchan));
-		if (p->s.progress_ns > progress)
-			progress = p->s.progress_ns;
-	}
-	return progress;
-}
-
-/* ---- diagnosis ---- */
-static void jstr(struct json_object *o, const char *k, const char *v)
-{
-	json_object_object_add(o, k, v ? json_object_new_string(v) : NULL);
-}
-
-static void text_add(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void text_add(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if (*buf && *len + (size_t)n < *cap) {
-			*len += (size_t)n;
-			return;
-		}
-		char *nb = realloc(*buf, *cap * 2 + (size_t)n + 256);
-
-		if (!nb)
-			return;
-		*buf = nb;
-		*cap = *cap * 2 + (size_t)n + 256;
-	}
-}
-
-static void cmdline(int pid, char *buf, size_t len)
-{
-	char p[64];
-	ssize_t n;
-
-	snprintf(p, sizeof(p), "/proc/%d/cmdline", pid);
-	n = procfs_read(p, buf, len - 1);
-	if (n <= 0) {
-		buf[0] = 0;
-		return;
-	}
-	for (ssize_t i = 0; i < n - 1; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	buf[n] = 0;
-}
-
-struct diag {
-	struct json_object *root; /* owned */
-	char *text;		  /* owned */
-	size_t len, cap;
-};
-
-#define T(...) text_add(&dg->text, &dg->len, &dg->cap, __VA_ARGS__)
-
-static void diag_kstack(struct ci *c, struct diag *dg, struct json_object *po, int pid,
-			const struct ftbpf_task_snap *snap, size_t nsnap)
-{
-	struct json_object *arr = json_object_new_array();
-	char buf[4096], sym[160];
-	int found = 0;
-
-	for (size_t i = 0; i < nsnap; i++) {
-		if (snap[i].tid != (uint32_t)pid || snap[i].nr_stack <= 0)
-			continue;
-		if (!c->ksyms)
-			c->ksyms = ksyms_load();
-		for (int k = 0; c->ksyms && k < snap[i].nr_stack && k < FTBPF_STACK_DEPTH; k++) {
-			ksyms_format(c->ksyms, snap[i].stack[k], sym, sizeof(sym));
-			json_object_array_add(arr, json_object_new_string(sym));
-			found = 1;
-		}
-	}
-	if (!found && procfs_kstack(pid, pid, buf, sizeof(buf)) == 0) {
-		char *save, *line = strtok_r(buf, "\n", &save);
-
-		for (; line; line = strtok_r(NULL, "\n", &save)) {
-			char *sp = strchr(line, ' ');
-
-			json_object_array_add(arr, json_object_new_string(sp ? sp + 1 : line));
-		}
-	}
-	if (json_object_array_length(arr)) {
-		T("      kernel stack:\n");
-		for (size_t i = 0; i < json_object_array_length(arr); i++)
-			T("        %s\n",
-			  json_object_get_string(json_object_array_get_idx(arr, i)));
-	}
-	json_object_object_add(po, "kernel_stack", arr);
-}
-
-static void diag_ustack(struct diag *dg, struct json_object *po, int pid)
-{
-	struct ustack_thread *th = calloc(8, sizeof(*th));
-	struct json_object *arr = json_object_new_array();
-	char err[256] = "";
-	int n;
-
-	if (!th) {
-		json_object_put(arr);
-		return;
-	}
-	n = ustack_process(pid, th, 8, err, sizeof(err));
-	if (n < 0)
-		T("      user stack: unavailable (%s)\n", err);
-	for (int i = 0; i < n; i++) {
-		struct json_object *t = json_object_new_object(), *fr = json_object_new_array();
-
-		json_object_object_add(t, "tid", json_object_new_int(th[i].tid));
-		T("      user stack, thread %d:\n", th[i].tid);
-		for (int k = 0; k < th[i].n; k++) {
-			json_object_array_add(fr, json_object_new_string(th[i].frame[k]));
-			T("        #%-2d %s\n", k, th[i].frame[k]);
-		}
-		json_object_object_add(t, "frames", fr);
-		json_object_array_add(arr, t);
-	}
-	json_object_object_add(po, "user_stacks", arr);
-	free(th);
-}
-
-static void diag_pystack(struct diag *dg, struct json_object *po, int pid)
-{
-	struct py_frame *fr = calloc(128, sizeof(*fr));
-	char why[128] = "";
-	int n;
-
-	if (!fr)
-		return;
-	n = pystack_read(pid, fr, 128, why, sizeof(why));
-	if (n == -ENOENT && !strcmp(why, "not a CPython process")) {
-		free(fr);
-		return;
-	}
-	if (n < 0) {
-		T("      python stack: unavailable (%s)\n", why);
-		jstr(po, "python_stack_error", why);
-	} else {
-		struct json_object *arr = json_object_new_array();
-
-		T("      python stack (most recent call first):\n");
-		for (int i = 0; i < n; i++) {
-			struct json_object *f = json_object_new_object();
-
-			if (fr[i].line == -2) {
-				T("        -- next thread --\n");
-				continue;
-			}
-			jstr(f, "file", fr[i].file);
-			jstr(f, "function", fr[i].func);
-			json_object_object_add(f, "line", json_object_new_int(fr[i].line));
-			json_object_array_add(arr, f);
-			T("        File \"%s\", line %d, in %s\n", fr[i].file, fr[i].line,
-			  fr[i].func);
-		}
-		json_object_object_add(po, "python_stack", arr);
-	}
-	free(fr);
-}
-
-/* Rank-like evaluation of the live descendants: states, and the most likely cause. */
-static int evaluate(struct ci *c, uint64_t now, int update, struct det_job *job)
-{
-	struct det_params dp;
-	struct det_rank d[MAX_PROCS];
-	struct det_sample s[MAX_PROCS];
-	int idx[MAX_PROCS], n = 0;
-
-	det_params_from_seconds(&dp, c->o.hang_timeout, c->o.hang_timeout * 10, 2);
-	for (int i = 0; i < c->np; i++) {
-		if (!c->p[i].live)
-			continue;
-		if (update) /* not twice at nearly the same time: CPU shares need an interval */
-			det_rank_update(&c->p[i].d, &c->p[i].s, now, &dp);
-		idx[n] = i;
-		d[n] = c->p[i].d;
-		s[n] = c->p[i].s;
-		n++;
-	}
-	det_job_eval(d, s, n, now, &dp, job);
-	if (job->n_culprits)
-		return idx[job->culprits[0]];
-	/* no odd one out (one process, or all alike): the most suspicious, then the youngest */
-	{
-		int best = -1;
-
-		for (int k = 0; k < n; k++) {
-			const struct cproc *p = &c->p[idx[k]];
-
-			if (best < 0 || p->d.score > c->p[best].d.score ||
-			    (p->d.score == c->p[best].d.score &&
-			     p->st.start_ns > c->p[best].st.start_ns))
-				best = idx[k];
-		}
-		return best;
-	}
-}
-
-static void diagnose(struct ci *c, const char *kind, uint64_t now, uint64_t progress,
-		     struct diag *dg)
-{
-	struct json_object *procs = json_object_new_array();
-	struct ftbpf_task_snap *snap = NULL;
-	size_t nsnap = 0;
-	struct det_job job;
-	int cause;
-	char nm[32];
-
-	if (c->tr)
-		tracker_snapshot(c->tr, 1, &snap, &nsnap);
-	cause = evaluate(c, now, 0, &job);
-	/* the detector speaks of ranks; here they are the processes of the tree */
-	if (job.n_culprits && cause >= 0)
-		snprintf(job.why, sizeof(job.why),
-			 "pid %d is not where the other processes are: %s", c->p[cause].pid,
-			 c->p[cause].d.reason);
-	else if (cause >= 0)
-		snprintf(job.why, sizeof(job.why),
-			 "no process stands out from the others; the most suspicious is pid %d: %s",
-			 c->p[cause].pid, c->p[cause].d.reason);
-	dg->root = json_object_new_object();
-	jstr(dg->root, "verdict", kind);
-	json_object_object_add(dg->root, "hang_timeout_s",
-			       json_object_new_double(c->o.hang_timeout));
-	json_object_object_add(dg->root, "timeout_s", json_object_new_double(c->o.timeout));
-	json_object_object_add(dg->root, "elapsed_s",
-			       json_object_new_double((double)(now - c->start_ns) / NS));
-	json_object_object_add(dg->root, "no_progress_s",
-			       json_object_new_double((double)(now - progress) / NS));
-	jstr(dg->root, "watch", c->tr ? "bpf" : "proc");
-	if (!strcmp(kind, "hang"))
-		T("ftbpf-ci: HANG: no progress in the process tree for %.1fs (--hang-timeout %g)\n",
-		  (double)(now - progress) / NS, c->o.hang_timeout);
-	else
-		T("ftbpf-ci: TIMEOUT: the run exceeded --timeout %g s (no progress for %.1fs)\n",
-		  c->o.timeout, (double)(now - progress) / NS);
-	if (cause >= 0) {
-		T("ftbpf-ci: most likely cause: pid %d (%s): %s\n", c->p[cause].pid,
-		  c->p[cause].st.comm, c->p[cause].d.reason);
-		json_object_object_add(dg->root, "cause_pid", json_object_new_int(c->p[cause].pid));
-	} else {
-		json_object_object_add(dg->root, "cause_pid", NULL);
-	}
-	jstr(dg->root, "why", job.why);
-	T("ftbpf-ci: %s\nprocess tree:\n", job.why);
-	for (int i = 0; i < c->np; i++) {
-		struct cproc *p = &c->p[i];
-		struct json_object *po;
-		char cmd[512];
-		double in = p->s.cur_nr >= 0 && now > p->s.enter_ns
-				? (double)(now - p->s.enter_ns) / NS
-				: 0;
-
-		if (!p->live)
-			continue;
-		po = json_object_new_object();
-		cmdline(p->pid, cmd, sizeof(cmd));
-		json_object_object_add(po, "pid", json_object_new_int(p->pid));
-		json_object_object_add(po, "ppid", json_object_new_int(p->st.ppid));
-		jstr(po, "comm", p->st.comm);
-		jstr(po, "cmdline", cmd);
-		jstr(po, "state", det_state_name(p->d.state));
-		jstr(po, "reason", p->d.reason);
-		jstr(po, "syscall",
-		     p->s.cur_nr >= 0 ? syscalls_format(p->s.cur_nr, nm, sizeof(nm)) : NULL);
-		json_object_object_add(po, "syscall_s", json_object_new_double(in));
-		jstr(po, "wchan", *p->s.wchan ? p->s.wchan : NULL);
-		json_object_object_add(po, "cpu", json_object_new_double(p->d.cpu_frac));
-		json_object_object_add(po, "cause", json_object_new_boolean(i == cause));
-		T("  pid %d ppid %d %s [%c] %s%s\n    %s\n", p->pid, p->st.ppid, p->st.comm,
-		  p->s.task_state ? p->s.task_state : '?', p->d.reason,
-		  i == cause ? "   <== most likely cause" : "", cmd);
-		diag_kstack(c, dg, po, p->pid, snap, nsnap);
-		diag_ustack(dg, po, p->pid);
-		diag_pystack(dg, po, p->pid);
-		json_object_array_add(procs, po);
-	}
-	json_object_object_add(dg->root, "processes", procs);
-	free(snap);
-}
-
-static void xml_escape(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-				fputc(*s, f);
-		}
-	}
-}
-
-static void write_junit(const struct ci *c, const char *path, const char *kind, int code,
-			const char *text, double secs)
-{
-	FILE *f = fopen(path, "w");
-	char name[512] = "";
-
-	if (!f) {
-		fprintf(stderr, "ftbpf-ci: --junit %s: %s\n", path, strerror(errno));
-		return;
-	}
-	for (char **a = c->o.argv; *a && strlen(name) < 400; a++) {
-		strcat(name, a == c->o.argv ? "" : " ");
-		strncat(name, *a, sizeof(name) - strlen(name) - 1);
-	}
-	fprintf(f,
-		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
-		"  <testsuite name=\"ftbpf-ci\" tests=\"1\" failures=\"%d\" errors=\"0\" "
-		"time=\"%.3f\">\n"
-		"    <testcase classname=\"ftbpf-ci\" name=\"",
-		kind || code ? 1 : 0, secs);
-	xml_escape(f, name);
-	fprintf(f, "\" time=\"%.3f\">\n", secs);
-	if (kind) {
-		fprintf(f, "      <failure type=\"%s\" message=\"", kind);
-		xml_escape(f, !strcmp(kind, "hang") ? "hang: no progress in the process tree"
-						    : "timeout: the run exceeded --timeout");
-		fprintf(f, "\">");
-		xml_escape(f, text ? text : "");
-		fprintf(f, "</failure>\n");
-	} else if (code) {
-		fprintf(f, "      <failure type=\"exit\" message=\"exit code %d\"/>\n", code);
-	}
-	fprintf(f, "    </testcase>\n  </testsuite>\n</testsuites>\n");
-	fclose(f);
-}
-
 /* ---- running and ending ---- */
 static void reap(struct ci *c)
 {
@@ -758,7 +241,7 @@ static void reap(struct ci *c)
 			c->root_done = 1;
 			c->root_status = st;
 		}
-		c->activity_ns = now_ns();
+		tree_activity(&c->tree, now_ns());
 	}
 }
 
@@ -772,13 +255,13 @@ static void terminate_tree(struct ci *c, int first_sig)
 {
 	uint64_t end;
 
-	scan_tree(c, now_ns());
+	tree_scan(&c->tree, now_ns(), 0);
 	kill(-c->root, SIGCONT);
 	kill(-c->root, first_sig);
-	for (int i = 0; i < c->np; i++)
-		if (c->p[i].live) {
-			kill(c->p[i].pid, SIGCONT);
-			kill(c->p[i].pid, first_sig);
+	for (int i = 0; i < c->tree.np; i++)
+		if (c->tree.p[i].live) {
+			kill(c->tree.p[i].pid, SIGCONT);
+			kill(c->tree.p[i].pid, first_sig);
 		}
 	end = now_ns() + (uint64_t)(c->o.grace * NS);
 	while (have_children() && now_ns() < end) {
@@ -788,11 +271,11 @@ static void terminate_tree(struct ci *c, int first_sig)
 	if (have_children()) {
 		char p[300];
 
-		scan_tree(c, now_ns());
+		tree_scan(&c->tree, now_ns(), 0);
 		kill(-c->root, SIGKILL);
-		for (int i = 0; i < c->np; i++)
-			if (c->p[i].live)
-				kill(c->p[i].pid, SIGKILL);
+		for (int i = 0; i < c->tree.np; i++)
+			if (c->tree.p[i].live)
+				kill(c->tree.p[i].pid, SIGKILL);
 		if (*c->cgroup) {
 			snprintf(p, sizeof(p), "%s/cgroup.kill", c->cgroup);
 			write_str(p, "1");
@@ -812,14 +295,10 @@ static int exit_code_of(int st)
 
 static void cleanup(struct ci *c)
 {
-	if (c->tr) {
-		tracker_close(c->tr);
-		tracker_unpin_all(c->pin_dir);
-		rmdir(c->pin_dir);
-	}
+	tree_fini(&c->tree);
+	tracker_close(c->tr);
 	if (*c->cgroup)
 		rmdir(c->cgroup);
-	ksyms_free(c->ksyms);
 }
 
 /* fork + exec COMMAND, held at a pipe until it is tracked; returns 0 or an exit code */
@@ -893,8 +372,9 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int r, sig = 0, code;
 	const char *verdict = NULL;
-	struct diag dg = {0};
-	uint64_t progress = 0, now;
+	struct report rep = {0};
+	struct det_job job;
+	uint64_t now;
 
 	if (parse_args(argc, argv, &c->o) < 0)
 		return EXIT_INTERNAL;
@@ -916,7 +396,9 @@ int main(int argc, char **argv)
 	}
 	if (geteuid() == 0)
 		cgroup_setup(c);
-	c->start_ns = c->activity_ns = now_ns();
+	tree_init(&c->tree, c->tr, c->o.hang_timeout);
+	c->start_ns = now_ns();
+	tree_activity(&c->tree, c->start_ns);
 	r = start(c);
 	if (r) {
 		cleanup(c);
@@ -937,29 +419,15 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (c->tr)
-			tracker_consume(c->tr);
+			while (tracker_consume(c->tr, 4096) == 1)
+				;
 		reap(c);
 		if (c->root_done && (!c->o.wait_orphans || !have_children()))
 			break;
 		now = now_ns();
-		if (c->tr) { /* the iterator also keeps the tick clock of syscall times calibrated */
-			struct ftbpf_task_snap *snap = NULL;
-			size_t nsnap;
-
-			if (tracker_snapshot(c->tr, 0, &snap, &nsnap) == 0)
-				free(snap);
-		}
-		progress = scan_tree(c, now);
-		{
-			struct det_job job;
-
-			evaluate(c, now, 1, &job); /* keeps each process's CPU history (spinning) */
-		}
-		if (progress < c->start_ns)
-			progress = c->start_ns;
-		if (progress > now) /* syscall times are tick-precise: may be a tick ahead */
-			progress = now;
-		if (now - progress >= (uint64_t)(c->o.hang_timeout * NS))
+		tree_scan(&c->tree, now, 1); /* updates each process's CPU history (spinning) */
+		tree_eval(&c->tree, now, &job);
+		if (job.hung)
 			verdict = "hang";
 		else if (c->o.timeout > 0 && now - c->start_ns >= (uint64_t)(c->o.timeout * NS))
 			verdict = "timeout";
@@ -967,11 +435,14 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (verdict) {
-		diagnose(c, verdict, now, progress, &dg); /* at the time of the last scan */
-		fputs(dg.text ? dg.text : "", stderr);
+		struct report_opts ro = {verdict, c->o.hang_timeout, c->o.timeout, c->start_ns,
+					 now};
+
+		report_diagnose(&rep, &c->tree, &ro); /* at the time of the last scan */
+		fputs(rep.text ? rep.text : "", stderr);
 		if (c->o.report) {
-			if (json_object_to_file_ext(c->o.report, dg.root, JSON_C_TO_STRING_PRETTY) <
-			    0)
+			if (json_object_to_file_ext(c->o.report, rep.root,
+						    JSON_C_TO_STRING_PRETTY) < 0)
 				fprintf(stderr, "ftbpf-ci: --report %s: %s\n", c->o.report,
 					strerror(errno));
 		}
@@ -987,11 +458,10 @@ int main(int argc, char **argv)
 			terminate_tree(c, SIGTERM);
 		code = exit_code_of(c->root_status);
 	}
-	if (c->o.junit)
-		write_junit(c, c->o.junit, verdict, code, dg.text,
-			    (double)(now_ns() - c->start_ns) / NS);
-	json_object_put(dg.root);
-	free(dg.text);
+	if (c->o.junit && (r = report_junit(c->o.junit, c->o.argv, verdict, code, rep.text,
+					    (double)(now_ns() - c->start_ns) / NS)) < 0)
+		fprintf(stderr, "ftbpf-ci: --junit %s: %s\n", c->o.junit, strerror(-r));
+	report_free(&rep);
 	cleanup(c);
 	return code;
 }

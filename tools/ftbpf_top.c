@@ -1,7 +1,8 @@
 /*
- * ftbpf-top: the live operator view of ftbpfd. Collection (user/top_collect.c), the table
- * model (user/top_model.c) and drawing (user/top_draw.c) are separate; this file holds the
- * options, the refresh loop and the keys.
+ * ftbpf-top: the live operator view of ftbpfd. Collection (user/top/top_collect.c), the
+ * table model (user/top/top_model.c), rendering into text frames (user/top/top_render.c) and
+ * drawing them (user/top/top_draw.c) are separate; this file holds the options, the refresh
+ * loop and the keys.
  */
 #include <curses.h>
 #include <errno.h>
@@ -13,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "ctl_client.h"
-#include "top_collect.h"
-#include "top_draw.h"
-#include "top_model.h"
+#include "lib/config.h"
+#include "client/ctl_client.h"
+#include "top/top_collect.h"
+#include "top/top_draw.h"
+#include "top/top_render.h"
 
 #define EXIT_USAGE   2
 #define EXIT_CONNECT 3

@@ -1,6 +1,6 @@
 /*
  * mesh_sim: deterministic simulator of the heartbeat mesh. Runs the protocol code of
- * user/swim.c unchanged, N nodes under virtual time, with a network that loses each packet with
+ * user/proto/swim.c unchanged, N nodes under virtual time, with a network that loses each packet with
  * probability LOSS and delays it uniformly in [1, 2 * DELAY] ms. Packets are passed decoded; their
  * wire size (header, updates, MAC) is counted.
  *
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "swim.h"
+#include "proto/swim.h"
 
 #define BASE_IP 0x0a000001u
 #define PORT	7946

@@ -63,6 +63,67 @@ void ftbpf_step(struct ftbpf *h, uint64_t step);
 /* ftbpf_slot_timers_in_use - timers armed in the slot now (for tests and diagnostics). */
 int ftbpf_slot_timers_in_use(const struct ftbpf *h);
 
+/*
+ * Coordinated checkpoints and restarts. The agents of the job's hosts agree on one step at
+ * which every rank saves (after a preemption signal, `ftbpf checkpoint JOB`, ...) and on how the
+ * job restarts after a failure (a new generation, the nodes left out, the step to resume from).
+ * The training loop asks at each step; every call reads the process's slot (no syscall, no
+ * lock). With no agent (h NULL: ftbpf_open failed) they answer "nothing requested".
+ *
+ *	for (step = resume; ; step++) {
+ *		train_one_step();
+ *		if (ftbpf_should_save(h, step) == 1) {
+ *			save_checkpoint(step);
+ *			ftbpf_saved(h, step);
+ *		}
+ *		if (ftbpf_action(h) != FTBPF_ACTION_NONE)
+ *			exit(ftbpf_exit_code(h));   // 42: restart (requeue), 93: do not requeue
+ *	}
+ */
+#define FTBPF_ACTION_NONE    0 /* keep training */
+#define FTBPF_ACTION_RESTART 1 /* exit with ftbpf_exit_code() (42): the job restarts */
+#define FTBPF_ACTION_STOP    2 /* exit with ftbpf_exit_code() (93): do not requeue */
+
+/* ftbpf_checkpoint_requested - 1 when a checkpoint (or an exit) was requested and not yet
+ * done, else 0. */
+int ftbpf_checkpoint_requested(const struct ftbpf *h);
+
+/*
+ * ftbpf_should_save - record that this rank reached @step (a step boundary) and say whether to
+ * save now: 1 when @step is the agreed checkpoint step and this rank has not saved it yet, 0
+ * otherwise, -EINVAL for a negative step.
+ */
+int ftbpf_should_save(struct ftbpf *h, int64_t step);
+
+/* ftbpf_saved - this rank saved its checkpoint of @step. -EINVAL for a negative step. */
+int ftbpf_saved(struct ftbpf *h, int64_t step);
+
+/* ftbpf_generation - the job's restart generation: 0 for the first run, +1 per restart. */
+uint64_t ftbpf_generation(const struct ftbpf *h);
+
+/* ftbpf_action - what to do now: FTBPF_ACTION_NONE, _RESTART or _STOP. */
+int ftbpf_action(const struct ftbpf *h);
+
+/* ftbpf_exit_code - the exit status for the action: 42 (restart) unless the agents decided to
+ * stop (93: do not requeue). */
+int ftbpf_exit_code(const struct ftbpf *h);
+
+struct ftbpf_restart_info {
+	uint64_t generation;
+	int64_t resume_step; /* the last complete agreed checkpoint, -1 none */
+	int64_t ckpt_step;   /* the agreed checkpoint step in progress or done, -1 none */
+	int ckpt_state;	     /* 0 none, 1 requested, 2 complete */
+	int action;	     /* FTBPF_ACTION_* */
+	int exit_code;
+	char cause[24]; /* "", "preemption", "rank_died", "hang", "node_dead", "operator" */
+	int nexcluded;
+	char excluded[4][32]; /* nodes left out of this generation */
+};
+
+/* ftbpf_restart_info - a consistent copy of the decisions. 0, or -EINVAL for a NULL @ri. With
+ * no agent: generation 0, nothing to resume from. */
+int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,47 @@ struct ftbpf_slot_timer {
 	char scope[FTBPF_SLOT_SCOPE_LEN];
 };
 
+/*
+ * What the agents decided for the process's job (written by the agent, read by the process):
+ * the checkpoint step every rank saves at, and how the job restarts. The agent writes it under a
+ * sequence lock (seq odd while writing); a reader retries while seq is odd or changed.
+ */
+#define FTBPF_NODE_LEN	   32
+#define FTBPF_MAX_EXCLUDED 4
+
+/* ftbpf_slot_decision.ckpt_state */
+#define FTBPF_CK_NONE	   0u
+#define FTBPF_CK_REQUESTED 1u /* save at ckpt_step */
+#define FTBPF_CK_COMPLETE  2u /* every rank of the job saved ckpt_step */
+
+/* ftbpf_slot_decision.action: what the process should do now */
+#define FTBPF_ACT_NONE	  0u
+#define FTBPF_ACT_RESTART 1u /* exit with exit_code (42): the job restarts (requeue) */
+#define FTBPF_ACT_STOP	  2u /* exit with exit_code (93): do not requeue (restart budget spent) */
+
+/* ftbpf_slot_decision.cause: why the current generation began */
+#define FTBPF_CAUSE_NONE       0u
+#define FTBPF_CAUSE_PREEMPTION 1u
+#define FTBPF_CAUSE_RANK_DIED  2u
+#define FTBPF_CAUSE_HANG       3u
+#define FTBPF_CAUSE_NODE_DEAD  4u
+#define FTBPF_CAUSE_OPERATOR   5u
+
+struct ftbpf_slot_decision {
+	__u64 seq;	   /* odd while the agent writes */
+	__u64 generation;  /* restart generation of the job (0: the first run) */
+	__s64 ckpt_step;   /* the agreed checkpoint step, -1 none */
+	__u64 ckpt_id;	   /* which request (a new one when the step is re-targeted) */
+	__u32 ckpt_state;  /* FTBPF_CK_* */
+	__u32 action;	   /* FTBPF_ACT_* */
+	__s64 resume_step; /* the last complete agreed checkpoint, -1 none */
+	__u32 cause;	   /* FTBPF_CAUSE_* of the current generation */
+	__u32 exit_code;   /* what the process exits with for the action (42, 93) */
+	__u32 nexcluded;
+	__u32 pad;
+	char excluded[FTBPF_MAX_EXCLUDED][FTBPF_NODE_LEN]; /* nodes left out of this generation */
+};
+
 struct ftbpf_slot {
 	__u32 magic;
 	__u32 version;
@@ -38,9 +79,14 @@ struct ftbpf_slot {
 	__u64 ping_ns;
 	__u64 step;
 	__u64 step_ns;
-	__u64 fired; /* timers fired by the kernel at syscall entry */
-	__u64 pad;
+	__u64 fired;	      /* timers fired by the kernel at syscall entry */
+	__u64 owner_start_ns; /* start time (since boot) of the process the slot is for: a later
+				 process at its pid is never signalled through it */
 	struct ftbpf_slot_timer timers[FTBPF_SLOT_TIMERS];
+	/* appended (the layout above is unchanged: an older library still works) */
+	struct ftbpf_slot_decision dec;
+	__s64 saved_step; /* written by the process: the last checkpoint step it saved, -1 none */
+	__u64 saved_ns;
 };
 
 #endif

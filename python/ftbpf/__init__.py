@@ -25,7 +25,9 @@ import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["expires", "acquire", "release", "ping", "step", "TimerClient", "FtbpfError"]
+__all__ = ["expires", "acquire", "release", "ping", "step", "TimerClient", "FtbpfError",
+           "install_preemption_handler", "checkpoint_requested", "should_save", "saved",
+           "generation", "restart_info", "action", "await_checkpoint", "exit_for_restart"]
 
 
 class FtbpfError(OSError):
@@ -47,6 +49,14 @@ def _find_library():
         except OSError as e:
             errors.append("%s: %s" % (c, e))
     raise FtbpfError("cannot load libftbpf: " + "; ".join(errors))
+
+
+class _RestartInfo(ctypes.Structure):
+    _fields_ = [("generation", ctypes.c_uint64), ("resume_step", ctypes.c_int64),
+                ("ckpt_step", ctypes.c_int64), ("ckpt_state", ctypes.c_int),
+                ("action", ctypes.c_int), ("exit_code", ctypes.c_int),
+                ("cause", ctypes.c_char * 24), ("nexcluded", ctypes.c_int),
+                ("excluded", (ctypes.c_char * 32) * 4)]
 
 
 _lock = threading.Lock()
@@ -74,6 +84,14 @@ def _h():
             lib.ftbpf_ping.restype = None
             lib.ftbpf_step.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
             lib.ftbpf_step.restype = None
+            lib.ftbpf_checkpoint_requested.argtypes = [ctypes.c_void_p]
+            lib.ftbpf_should_save.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+            lib.ftbpf_saved.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+            lib.ftbpf_generation.argtypes = [ctypes.c_void_p]
+            lib.ftbpf_generation.restype = ctypes.c_uint64
+            lib.ftbpf_action.argtypes = [ctypes.c_void_p]
+            lib.ftbpf_exit_code.argtypes = [ctypes.c_void_p]
+            lib.ftbpf_restart_info.argtypes = [ctypes.c_void_p, ctypes.POINTER(_RestartInfo)]
             _lib = lib
         h = ctypes.c_void_p()
         job = os.environ.get("FTBPF_JOB")
@@ -130,6 +148,129 @@ def ping():
 def step(n):
     """Record the training step reached (also progress)."""
     _lib_call().ftbpf_step(_h(), int(n))
+
+
+# ---- coordinated checkpoints and restarts ----
+# Every call reads the process's slot through libftbpf: no syscall on the hot path. Without an
+# agent they answer "nothing requested" (and the library is looked for again every few seconds).
+_no_agent_until = 0.0
+_preempt_signal = None
+
+
+def _handle_or_none():
+    global _no_agent_until
+    if _handle is not None and _pid == os.getpid():
+        return _handle
+    if time.monotonic() < _no_agent_until:
+        return None
+    try:
+        return _h()
+    except (FtbpfError, OSError):
+        _no_agent_until = time.monotonic() + 5.0
+        return None
+
+
+def install_preemption_handler(signals=(_signal.SIGTERM,)):
+    """Survive a preemption signal (SIGTERM by default) and learn of it: checkpoint_requested()
+    becomes true and the agents agree on a step at which every rank saves. With no agent
+    running, the signal keeps its default action (the rank ends as it would have)."""
+    def on_signal(signum, frame):
+        global _preempt_signal
+        if _handle_or_none() is None:
+            _signal.signal(signum, _signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        _preempt_signal = signum
+    for s in signals:
+        _signal.signal(s, on_signal)
+    _handle_or_none()  # register now: the agent must know this rank before the signal
+
+
+def checkpoint_requested():
+    """True when a checkpoint (or an exit) was requested and not yet done, or a preemption
+    signal arrived and the agents are agreeing on the step."""
+    h = _handle_or_none()
+    if h is None:
+        return False
+    return bool(_lib.ftbpf_checkpoint_requested(h)) or (
+        _preempt_signal is not None and _lib.ftbpf_action(h) == 0 and
+        restart_info()["ckpt_state"] != "complete")
+
+
+def should_save(step):
+    """Record that this rank reached `step` (a step boundary) and say whether to save now:
+    True only at the step the agents agreed on, once."""
+    step = int(step)
+    if step < 0:
+        raise ValueError("should_save: step must be >= 0, not %d" % step)
+    h = _handle_or_none()
+    return h is not None and _lib.ftbpf_should_save(h, step) == 1
+
+
+def saved(step):
+    """This rank saved its checkpoint of `step`."""
+    step = int(step)
+    if step < 0:
+        raise ValueError("saved: step must be >= 0, not %d" % step)
+    h = _handle_or_none()
+    if h is not None:
+        _lib.ftbpf_saved(h, step)
+
+
+def generation():
+    """The job's restart generation: 0 for the first run, +1 per restart the agents decided."""
+    h = _handle_or_none()
+    return 0 if h is None else int(_lib.ftbpf_generation(h))
+
+
+_ACTIONS = {0: "none", 1: "restart", 2: "stop"}
+_CK_STATES = {0: "none", 1: "requested", 2: "complete"}
+
+
+def action():
+    """What to do now: "none" (keep training), "restart" or "stop" (then exit_for_restart())."""
+    h = _handle_or_none()
+    return "none" if h is None else _ACTIONS.get(_lib.ftbpf_action(h), "none")
+
+
+def restart_info():
+    """The decisions for this rank's job: generation, resume_step (the last complete agreed
+    checkpoint, -1 none), cause, excluded nodes, the checkpoint in progress, the action."""
+    h = _handle_or_none()
+    ri = _RestartInfo()
+    if h is not None:
+        _lib.ftbpf_restart_info(h, ctypes.byref(ri))
+    else:
+        ri.resume_step = ri.ckpt_step = -1
+        ri.exit_code = 42
+    return {"generation": int(ri.generation), "resume_step": int(ri.resume_step),
+            "checkpoint_step": int(ri.ckpt_step),
+            "ckpt_state": _CK_STATES.get(ri.ckpt_state, "none"),
+            "action": _ACTIONS.get(ri.action, "none"), "exit_code": int(ri.exit_code),
+            "cause": ri.cause.decode(errors="replace"),
+            "excluded": [ri.excluded[i].value.decode(errors="replace")
+                         for i in range(min(ri.nexcluded, 4))]}
+
+
+def await_checkpoint(timeout=600.0):
+    """After saving the agreed step: wait until every rank of the job saved it (on every node),
+    then return action(): "restart"/"stop" (exit_for_restart() now) or "none" (keep training:
+    an operator's checkpoint, or a preemption with a grace period). Every rank waits at the same
+    step, so none enters a collective that another has left. Returns "none" on timeout."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        info = restart_info()
+        if info["ckpt_state"] != "requested" or info["action"] != "none":
+            return info["action"]
+        time.sleep(0.01)
+    return "none"
+
+
+def exit_for_restart():
+    """Exit with the status the agents decided: 42 (the job restarts) unless they decided to
+    stop (93: do not requeue)."""
+    h = _handle_or_none()
+    sys.exit(42 if h is None else int(_lib.ftbpf_exit_code(h)))
 
 
 try:  # a real torch TimerClient when torch is importable

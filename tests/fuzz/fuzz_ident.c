@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ident.h"
+#include "lib/ident.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

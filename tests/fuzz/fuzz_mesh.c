@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mesh_proto.h"
-#include "swim.h"
+#include "proto/mesh_proto.h"
+#include "proto/swim.h"
 
 static const uint8_t key[MESH_KEY_BYTES] = "ftbpf-fuzz-key-0123456789abcdef";
 

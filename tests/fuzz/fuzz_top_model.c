@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "top_model.h"
+#include "top/top_render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,6 +4,8 @@
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 B=$ROOT/build
+# the agent under test: the build's, or another (make test runs some tests with an ASan build)
+FTBPFD=${FTBPFD:-$B/ftbpfd}
 NAME=$(basename "$0" .sh)
 T=$(mktemp -d /tmp/ftbpf-it-$NAME.XXXXXX)
 chmod 755 "$T"
@@ -19,7 +21,7 @@ fail() { echo "[$NAME] FAIL: $*"; FAILS=$((FAILS + 1)); }
 pass() { echo "[$NAME] ok: $*"; }
 
 start_agent() {
-	"$B/ftbpfd" --socket "$SOCK" --state-dir "$T/state" --pin-dir "$PIN" --log-file "$LOG" \
+	"$FTBPFD" --socket "$SOCK" --state-dir "$T/state" --pin-dir "$PIN" --log-file "$LOG" \
 		--verbose 1 "$@" >>"$T/agent.out" 2>&1 &
 	AGENT_PID=$!
 	for _ in $(seq 100); do
@@ -74,14 +76,23 @@ rank_pid() { cat "$T/$1/pid.$2"; }
 wall() { date +%s.%N; }
 
 cleanup() {
+	local rc=$? san=0
 	for p in "${WORKLOAD_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
 	stop_agent
 	rm -rf "$PIN"
-	[ -n "${KEEP:-}" ] || [ "$FAILS" -gt 0 ] || rm -rf "$T"
+	# a sanitizer build reports memory errors, leaks and undefined behaviour on its stderr
+	if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$T/agent.out" 2>/dev/null; then
+		echo "[$NAME] FAIL: the agent's sanitizer reported:"
+		grep -A12 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$T/agent.out" | head -40
+		FAILS=$((FAILS + 1)); san=1
+	fi
 	if [ "$FAILS" -gt 0 ]; then
 		echo "[$NAME] --- agent output ---"; tail -n 30 "$T/agent.out"
 		echo "[$NAME] --- status ---"; status_json 2>/dev/null | head -c 4000
 	fi
+	[ -n "${KEEP:-}" ] || [ "$FAILS" -gt 0 ] || rm -rf "$T"
+	[ $san -eq 1 ] && [ $rc -eq 0 ] && exit 1
+	return 0
 }
 trap cleanup EXIT
 [ -n "${KEEP:-}" ] && echo "[$NAME] dir $T"
@@ -90,3 +101,33 @@ finish() {
 	if [ "$FAILS" -eq 0 ]; then echo "[$NAME] PASS"; exit 0; fi
 	echo "[$NAME] FAILED ($FAILS)"; exit 1
 }
+
+# ---- an unprivileged local user, for the adversarial tests ----
+# as_nobody CMD...: run as nobody:nogroup without supplementary groups. In the background use
+# "$NOBODY" CMD & instead: then $! is the process itself (a function would be a subshell).
+NOBODY="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+as_nobody() { $NOBODY "$@"; }
+# for_nobody FILE: a copy of FILE that nobody can execute ($T is 0755; the checkout may not be)
+for_nobody() { cp "$1" "$T/$(basename "$1")" && chmod 755 "$T/$(basename "$1")" && echo "$T/$(basename "$1")"; }
+# agent_alive: the agent process is there and answers
+agent_alive() { kill -0 "$AGENT_PID" 2>/dev/null && ftbpf version >/dev/null 2>&1; }
+# ms CMD...: run CMD, print how many milliseconds it took
+ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); }
+# agent_rss_kb: the agent's resident set
+agent_rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
+# take_pid PID CMD...: start CMD in the background as the process with pid PID (root only:
+# the next pid is set through ns_last_pid, retried while other processes take it first);
+# sets TAKEN_PID (empty when it could not)
+take_pid() {
+	local want=$1 got; shift
+	TAKEN_PID=
+	for _ in $(seq 50); do
+		echo $((want - 1)) > /proc/sys/kernel/ns_last_pid
+		"$@" >/dev/null 2>&1 & got=$!
+		if [ "$got" = "$want" ]; then TAKEN_PID=$got; WORKLOAD_PIDS+=($got); return 0; fi
+		kill -9 "$got" 2>/dev/null; wait "$got" 2>/dev/null
+	done
+	return 1
+}
+# alive PID: the process exists and is not a zombie (kill -0 succeeds on a zombie)
+alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]; }

@@ -1,16 +1,36 @@
 #!/bin/bash
 # Runs every integration test (as root: real BPF programs, real processes) and prints
-# "N passed, M failed". ONLY=pattern selects tests. The FAIL lines of failed tests are
+# "N passed, M failed". Arguments name tests (t_b or t_b_sleeping_culprit.sh); ONLY=pattern
+# selects tests too; FTBPFD=path runs another agent binary (make test: an ASan/UBSan build). The FAIL lines of failed tests are
 # printed again at the end, so that a log cut to its tail still says what failed.
 cd "$(dirname "$0")"
 if [ "$(id -u)" != 0 ]; then echo "integration tests need root"; exit 1; fi
 pass=0; failed=0; names=()
+# BUSY=1: the host is busy meanwhile, as a training node or CI runner is: a CPU hog per core
+# and a loop forking /bin/true 20 times a second, for the whole run
+BUSY_PIDS=()
+if [ -n "${BUSY:-}" ]; then
+	for _ in $(seq "$(nproc)"); do sh -c 'while :; do :; done' & BUSY_PIDS+=($!); done
+	sh -c 'while :; do /bin/true; sleep 0.05; done' & BUSY_PIDS+=($!)
+	trap 'kill ${BUSY_PIDS[*]} 2>/dev/null' EXIT
+	echo "busy host: $(nproc) CPU hogs and a fork loop beside the tests"
+fi
 outs=$(mktemp -d /tmp/ftbpf-it-run.XXXXXX)
-for t in t_*.sh; do
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(t_*.sh)
+for t in "${tests[@]}"; do
+	t=$(basename "$t"); [ -e "$t" ] || t=$(ls "$t"*.sh 2>/dev/null | head -1)
+	[ -n "$t" ] && [ -e "$t" ] || { echo "no test $t"; failed=$((failed + 1)); continue; }
 	[ -n "${ONLY:-}" ] && [[ "$t" != *$ONLY* ]] && continue
 	start=$(date +%s)
-	./"$t" 2>&1 | tee "$outs/$t.out"
-	if [ "${PIPESTATUS[0]}" -eq 0 ]; then pass=$((pass + 1)); else failed=$((failed + 1)); names+=("$t"); fi
+	# every test has its own time limit: one that hangs fails with a message, the suite goes on
+	limit=$(sed -n 's/^# time-limit: *\([0-9]*\).*/\1/p' "$t"); limit=${limit:-${TEST_TIMEOUT:-300}}
+	timeout --kill-after=15 "$limit" ./"$t" 2>&1 | tee "$outs/$t.out"
+	rc=${PIPESTATUS[0]}
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "[$t] FAIL: timed out after ${limit}s (# time-limit in the test, or TEST_TIMEOUT)" | tee -a "$outs/$t.out"
+	fi
+	if [ "$rc" -eq 0 ]; then pass=$((pass + 1)); else failed=$((failed + 1)); names+=("$t"); fi
 	echo "--- $t took $(( $(date +%s) - start ))s"
 done
 if [ $failed -gt 0 ]; then

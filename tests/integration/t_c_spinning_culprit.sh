@@ -14,6 +14,8 @@ DELAY=$(awk "BEGIN{print $(date -d "$(echo "$HANG" | jq -r .ts)" +%s.%N) - $FAUL
 log "hang reported ${DELAY}s after the fault"
 awk "BEGIN{exit !($DELAY <= $SOFT + 1)}" && pass "within soft + 1 s" || fail "late: ${DELAY}s"
 echo "$HANG" | jq -e ".culprit_ranks == [1]" >/dev/null && pass "rank 1 is the culprit" || fail "culprit: $(echo "$HANG" | jq -c .why)"
-jq_status ".ranks[] | select(.pid==$CUL) | .state==\"spinning\" and .culprit and .cpu > 0.5" &&
+# a busy host gives a spinning rank less than a core: its CPU share proves nothing, its
+# runnable state without a syscall does
+jq_status ".ranks[] | select(.pid==$CUL) | .state==\"spinning\" and .culprit and .cpu > 0.05" &&
 	pass "culprit state spinning" || fail "culprit state wrong"
 finish

@@ -63,10 +63,18 @@ for mode in garbage oversized; do ip netns exec ftm1 "$B/workloads/mesh_send" "$
 ip netns exec ftm1 "$B/workloads/mesh_send" "$T/key" 10.77.0.2:7946 forged 10.77.0.1:7946
 ip netns exec ftm1 "$B/workloads/mesh_send" "$T/key" 10.77.0.2:7946 forged 10.77.0.9:7946
 ip netns exec ftm1 "$B/workloads/mesh_send" "$T/key" 10.77.0.2:7946 replay 10.77.0.1:7946
+# captures replayed: one of node 1 to node 3 sent to node 2; one to an earlier life of node 2;
+# a first contact from 10 minutes ago (all under the right key: what a capture is)
+ip netns exec ftm1 "$B/workloads/mesh_send" "$T/key" 10.77.0.2:7946 misdirected 10.77.0.1:7946 10.77.0.3:7946
+ip netns exec ftm1 "$B/workloads/mesh_send" "$T/key" 10.77.0.2:7946 stale 10.77.0.1:7946
+ip netns exec ftm1 "$B/workloads/mesh_send" "$T/key" 10.77.0.2:7946 old 10.77.0.9:7946
 sleep 1
 C=$(peers 2 | jq -c .cluster.counters)
 echo "$C" | jq -e '.bad_magic + .bad_size >= 2 and .bad_mac >= 2 and .replayed >= 1' >/dev/null &&
 	pass "garbage, oversized, forged and replayed packets counted: $(echo "$C" | jq -c '{bad_size, bad_magic, bad_mac, replayed}')" || fail "counters: $C"
+echo "$C" | jq -e '.misdirected >= 1 and .stale >= 2' >/dev/null &&
+	pass "a capture replayed to another node, to a restarted node, or 10 minutes late: refused $(echo "$C" | jq -c '{misdirected, stale}')" ||
+	fail "replays accepted: $C"
 after=$(peers 2 | jq -c '[.cluster.peers[] | {addr, state, incarnation}]')
 [ "$before" = "$after" ] && pass "they changed nothing (no new member, no state change)" || fail "changed: $before -> $after"
 kill -0 "${AG[2]}" && pass "node 2 alive" || fail "node 2 died"

@@ -1,17 +1,28 @@
 /*
- * Mock libcuda.so.1 for the tests: a "device" per process whose streams are queues of work.
- * Kernel launches complete at once, unless the test makes one hang: FTBPF_MOCK_HANG_AT_LAUNCH=N
- * makes the Nth cuLaunchKernel of the process never finish, so that everything queued after it
- * on that stream never runs and cuStreamSynchronize on it never returns (what a GPU kernel
- * spinning forever does). Work queued by the mock NCCL completes when every rank's device has
- * reached the same collective. Memory is host memory. Synchronisation waits like the driver's
- * blocking-sync mode: it sleeps (1 ms polls) instead of returning.
+ * Mock libcuda.so.1 for the tests: a "device" per process whose streams are queues of work. It
+ * behaves as a real NVIDIA driver was measured to (../shared/design/GPU-FACTS.md):
+ *  - synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize, synchronous
+ *    copies) spins on the CPU in the default schedule mode: no syscall while it waits, except a
+ *    driver ioctl on the device file about once per second of waiting, on the waiting thread;
+ *  - cuGetProcAddress (what the CUDA runtime uses to reach the driver) hands out the newest
+ *    versioned entry point: cuCtxSynchronize_v2 for CUDA 12+, exported apart from
+ *    cuCtxSynchronize at another address, as the real library does.
+ * The device file is FTBPF_MOCK_GPU_DEV (default /dev/null): the tests register its major as
+ * a GPU's (--gpu-majors 1). Kernels take FTBPF_MOCK_KERNEL_US of device time (default 0); the
+ * FTBPF_MOCK_HANG_AT_LAUNCH=N-th launch never finishes, so that everything after it on that
+ * stream never runs and a synchronisation on it never returns (what a kernel that spins
+ * forever does). Work queued by the mock NCCL completes when every rank's device has reached
+ * the same collective. Memory is host memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mock_gpu.h"
 
@@ -39,16 +50,59 @@ struct CUctx_st {
 static struct CUstream_st default_stream;
 static CUstream streams[MAX_STREAMS];
 static int nstreams;
-static long launches, hang_at = -1;
-static int inited;
+static long launches, hang_at = -1, kernel_us;
+static int inited, devfd = -1;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void nap_ms(long ms)
+static uint64_t mono_ns(void)
 {
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	struct timespec ts;
 
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the vDSO: no syscall */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Spin until done(arg, seq), as the driver does, with its ioctl once a second of waiting. */
+static void spin_wait(ftbpf_mock_done_fn done, void *arg, uint64_t seq)
+{
+	uint64_t next = mono_ns() + 1000000000ull;
+	int n;
+
+	while (!done || !done(arg, seq)) {
+		if (mono_ns() >= next) {
+			if (devfd >= 0 && ioctl(devfd, FIONREAD, &n) < 0)
+				(void)0; /* the device file need not know the request */
+			next += 1000000000ull;
+		}
+	}
+}
+
+/* For the tests: when the hung kernel was launched (wall clock), in FTBPF_MOCK_DIR/hang.ts. */
+static void note_hang(void)
+{
+	const char *dir = getenv("FTBPF_MOCK_DIR");
+	struct timespec ts;
+	char p[512], line[64];
+	int fd, n;
+
+	if (!dir || !*dir)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(p, sizeof(p), "%s/hang.ts", dir);
+	n = snprintf(line, sizeof(line), "%ld.%03ld\n", (long)ts.tv_sec, ts.tv_nsec / 1000000);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		if (write(fd, line, (size_t)n) != n)
+			(void)0;
+		close(fd);
+	}
+}
+
+/* A kernel's work is done once the device clock passes its end. */
+static int time_reached(void *arg, uint64_t end_ns)
+{
+	(void)arg;
+	return mono_ns() >= end_ns;
 }
 
 static CUstream S(CUstream s)
@@ -58,11 +112,16 @@ static CUstream S(CUstream s)
 
 CUresult cuInit(unsigned int flags)
 {
-	const char *h = getenv("FTBPF_MOCK_HANG_AT_LAUNCH");
+	const char *h = getenv("FTBPF_MOCK_HANG_AT_LAUNCH"), *k = getenv("FTBPF_MOCK_KERNEL_US");
+	const char *dev = getenv("FTBPF_MOCK_GPU_DEV");
 
 	(void)flags;
 	if (h && *h)
 		hang_at = atol(h);
+	if (k && *k)
+		kernel_us = atol(k);
+	if (devfd < 0)
+		devfd = open(dev && *dev ? dev : "/dev/null", O_RDWR | O_CLOEXEC);
 	inited = 1;
 	return CUDA_SUCCESS;
 }
@@ -135,11 +194,9 @@ static CUresult sync_stream(CUstream s)
 {
 	s = S(s);
 	if (s->hung)
-		for (;;)
-			nap_ms(50); /* the kernel in front never finishes */
+		spin_wait(NULL, NULL, 0); /* the kernel in front never finishes */
 	for (int i = 0; i < s->n; i++)
-		while (!s->q[i].done(s->q[i].arg, s->q[i].seq))
-			nap_ms(1);
+		spin_wait(s->q[i].done, s->q[i].arg, s->q[i].seq);
 	s->n = 0;
 	return CUDA_SUCCESS;
 }
@@ -149,12 +206,28 @@ CUresult cuStreamSynchronize(CUstream stream)
 	return sync_stream(stream);
 }
 
-CUresult cuCtxSynchronize(void)
+CUresult cuStreamSynchronize_ptsz(CUstream stream)
+{
+	return sync_stream(stream);
+}
+
+static CUresult ctx_sync(void)
 {
 	sync_stream(&default_stream);
 	for (int i = 0; i < nstreams; i++)
 		sync_stream(streams[i]);
 	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	return ctx_sync();
+}
+
+/* What cuGetProcAddress gives CUDA 12+ callers: a function of its own, at its own address. */
+CUresult cuCtxSynchronize_v2(void)
+{
+	return ctx_sync();
 }
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
@@ -235,9 +308,65 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY, un
 {
 	(void)f, (void)gridX, (void)gridY, (void)gridZ, (void)blockX, (void)blockY, (void)blockZ;
 	(void)sharedMemBytes, (void)kernelParams, (void)extra;
-	if (++launches == hang_at)
+	if (++launches == hang_at) {
 		S(stream)->hung = 1;
+		note_hang();
+	} else if (kernel_us > 0) {
+		CUstream st = S(stream);
+		uint64_t start = mono_ns();
+
+		/* the device runs the stream's work in order: this kernel starts after the last */
+		if (st->n && st->q[st->n - 1].done == time_reached && st->q[st->n - 1].seq > start)
+			start = st->q[st->n - 1].seq;
+		ftbpf_mock_stream_enqueue(stream, time_reached, NULL,
+					  start + (uint64_t)kernel_us * 1000);
+	}
 	return CUDA_SUCCESS;
+}
+
+/* The driver's entry points by name, as the CUDA runtime asks for them: the newest version. */
+static const struct {
+	const char *name;
+	void *fn;
+} procs[] = {
+    {"cuInit", (void *)cuInit},
+    {"cuDriverGetVersion", (void *)cuDriverGetVersion},
+    {"cuDeviceGet", (void *)cuDeviceGet},
+    {"cuDeviceGetCount", (void *)cuDeviceGetCount},
+    {"cuCtxCreate", (void *)cuCtxCreate_v2},
+    {"cuCtxSynchronize", (void *)cuCtxSynchronize_v2},
+    {"cuStreamCreate", (void *)cuStreamCreate},
+    {"cuStreamSynchronize", (void *)cuStreamSynchronize},
+    {"cuEventSynchronize", (void *)cuEventSynchronize},
+    {"cuMemAlloc", (void *)cuMemAlloc_v2},
+    {"cuMemcpyDtoH", (void *)cuMemcpyDtoH_v2},
+    {"cuMemcpyHtoD", (void *)cuMemcpyHtoD_v2},
+    {"cuLaunchKernel", (void *)cuLaunchKernel},
+};
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+			     unsigned long long flags, int *symbolStatus)
+{
+	(void)flags;
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++)
+		if (!strcmp(procs[i].name, symbol)) {
+			*pfn = procs[i].fn;
+			if (!strcmp(symbol, "cuCtxSynchronize") && cudaVersion < 12000)
+				*pfn = (void *)cuCtxSynchronize;
+			if (symbolStatus)
+				*symbolStatus = 0; /* CU_GET_PROC_ADDRESS_SUCCESS */
+			return CUDA_SUCCESS;
+		}
+	*pfn = NULL;
+	if (symbolStatus)
+		*symbolStatus = 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+			  unsigned long long flags)
+{
+	return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
 }
 
 CUresult cuGetErrorString(CUresult error, const char **str)

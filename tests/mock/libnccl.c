@@ -260,3 +260,20 @@ ncclResult_t ncclGroupEnd(void)
 	group_depth--;
 	return ncclSuccess;
 }
+
+/* The real library defines each entry point once and exports it twice (NCCL_API: the weak
+ * public name and the p-prefixed profiling one, at the same address). So does the mock. */
+#define ALIAS(f) __typeof__(f) p##f __attribute__((alias(#f)))
+ALIAS(ncclAllReduce);
+ALIAS(ncclBroadcast);
+ALIAS(ncclReduce);
+ALIAS(ncclAllGather);
+ALIAS(ncclReduceScatter);
+ALIAS(ncclSend);
+ALIAS(ncclRecv);
+ALIAS(ncclGroupStart);
+ALIAS(ncclGroupEnd);
+ALIAS(ncclCommInitRank);
+ALIAS(ncclCommInitRankConfig);
+ALIAS(ncclCommDestroy);
+ALIAS(ncclCommAbort);

@@ -27,6 +27,13 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal);
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuCtxSynchronize(void);
+CUresult cuCtxSynchronize_v2(void);
+CUresult cuStreamSynchronize_ptsz(CUstream stream);
+/* CUDA 12: how the runtime reaches the driver (the CUDA 11.3 form without symbolStatus too) */
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+			     unsigned long long flags, int *symbolStatus);
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+			  unsigned long long flags);
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags);
 CUresult cuStreamDestroy_v2(CUstream stream);
 CUresult cuStreamSynchronize(CUstream stream);

@@ -3,8 +3,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#include "detector.h"
-#include "ftbpf/tracker.h"
+#include "lib/detector.h"
+#include "ftbpf/abi.h"
 
 #define S 1000000000ull
 
@@ -28,7 +28,7 @@ static void run(struct det_rank *d, struct det_sample *s, int n, uint64_t now, s
 {
 	for (int i = 0; i < n; i++)
 		det_rank_update(&d[i], &s[i], now, &P);
-	det_job_eval(d, s, n, now, &P, j);
+	det_job_eval(d, s, n, now, 0, &P, j);
 }
 
 static void test_healthy_not_hung(void)
@@ -76,6 +76,27 @@ static void test_minority_is_culprit(void)
 	CU_ASSERT_EQUAL(j.n_culprits, 1);
 	CU_ASSERT_EQUAL(j.culprits[0], 3);
 	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "3 of 4"));
+}
+
+/* On a busy host a spinning rank gets a fraction of a core: runnable without a syscall is
+ * spinning all the same. A rank asleep in user space (not runnable) is not. */
+static void test_spinning_busy_host(void)
+{
+	struct det_rank d[1] = {};
+	struct det_sample s[1] = {blocked_in(10, 0, SYS_read, 5 * S)};
+	struct det_job j;
+
+	s[0].cur_nr = -1;
+	s[0].task_state = 'R';
+	s[0].cpu_ns = 1 * S;
+	run(d, s, 1, 69 * S, &j);
+	s[0].cpu_ns = 1 * S + 300000000ull; /* 30% of a core over the last second */
+	run(d, s, 1, 70 * S, &j);
+	CU_ASSERT_EQUAL(d[0].state, RS_SPINNING);
+	s[0].task_state = 'S';
+	s[0].cpu_ns += 300000000ull;
+	run(d, s, 1, 71 * S, &j);
+	CU_ASSERT_NOT_EQUAL(d[0].state, RS_SPINNING);
 }
 
 static void test_spinning(void)
@@ -249,6 +270,56 @@ static void test_nccl_lagging_rank_is_culprit(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "ncclAllReduce #122 (1024 x float32)"));
 }
 
+/* As measured on an H100: rank 1 skipped a step (200 issued) while the others issued the
+ * gradient all-reduce #201 (1024 x float32) and the loss all-reduce #202 (1 x float32): the why
+ * names #201, the first it missed, with its real element count, not the others' latest. */
+static void test_nccl_first_missed(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 202, 10 * S),
+				  in_sync(11, 1, 0xabc, 200, 10 * S)};
+	struct det_job j;
+
+	for (int r = 0; r < 2; r++) {
+		for (uint64_t q = s[r].comm[0].seq - 7; q <= s[r].comm[0].seq; q++) {
+			int h = (int)(q % DET_COMM_HIST);
+
+			s[r].comm[0].hist[h].seq = q;
+			s[r].comm[0].hist[h].api = FTBPF_API_NCCL_ALLREDUCE;
+			s[r].comm[0].hist[h].count =
+			    q % 2 ? 1024 : 1; /* gradients odd, loss even */
+			s[r].comm[0].hist[h].dtype = 7;
+		}
+		s[r].comm[0].count = 1; /* the latest: the loss */
+	}
+	run(d, s, 2, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "never entered ncclAllReduce #201 (1024 x float32)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "they wait in #202"));
+	if (!strstr(j.why, "#201 (1024"))
+		printf("\n  why: %s\n", j.why);
+}
+
+/* A job of one rank stuck in its own GPU kernel: it is the culprit, nothing outside. */
+static void test_single_rank_gpu_hang(void)
+{
+	struct det_rank d[1] = {};
+	struct det_sample s[1] = {in_sync(10, 0, 0, 0, 10 * S)};
+	struct det_job j;
+
+	s[0].ncomm = 0;
+	s[0].api = FTBPF_API_CU_CTX_SYNC;
+	s[0].world_size = 1;
+	run(d, s, 1, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_PTR_NULL(strstr(j.why, "outside this host"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "only rank"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "cuCtxSynchronize"));
+}
+
 static void test_nccl_equal_seq_no_culprit(void)
 {
 	struct det_rank d[3] = {};
@@ -342,6 +413,7 @@ int main(void)
 		    test_sleeping_rank_is_culprit_two_ranks);
 	CU_add_test(s, "minority posture is culprit", test_minority_is_culprit);
 	CU_add_test(s, "spinning rank", test_spinning);
+	CU_add_test(s, "spinning rank on a busy host", test_spinning_busy_host);
 	CU_add_test(s, "stopped beats blocked", test_stopped_beats_blocked);
 	CU_add_test(s, "first dead is culprit", test_first_dead_is_culprit);
 	CU_add_test(s, "finished job is not hung", test_all_finished_not_hung);
@@ -351,6 +423,8 @@ int main(void)
 	CU_add_test(s, "inside the GPU driver", test_gpu_driver_state);
 	CU_add_test(s, "exit text", test_exit_text);
 	CU_add_test(s, "NCCL: lagging rank is culprit", test_nccl_lagging_rank_is_culprit);
+	CU_add_test(s, "NCCL: the first collective missed, with its count", test_nccl_first_missed);
+	CU_add_test(s, "a single rank's GPU hang", test_single_rank_gpu_hang);
 	CU_add_test(s, "NCCL: equal sequence numbers, no culprit", test_nccl_equal_seq_no_culprit);
 	CU_add_test(s, "NCCL: ahead rank not waiting", test_nccl_ahead_rank_not_waiting);
 	CU_add_test(s, "NCCL: unidentified communicators", test_nccl_unidentified_comms);

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mesh_proto.h"
-#include "swim.h"
+#include "proto/mesh_proto.h"
+#include "proto/swim.h"
 
 static const uint8_t key[MESH_KEY_BYTES] = "unit-test-key-0123456789abcdefgh";
 
@@ -49,10 +49,37 @@ static void test_roundtrip(void)
 	}
 	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len - 1, key, &q), MESH_E_SIZE);
 	CU_ASSERT_EQUAL(mesh_decode(buf, 10, key, &q), MESH_E_SIZE);
-	buf[2] = 2;
+	buf[2] = 1; /* version 1 had no destination in the MAC */
 	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_E_VERSION);
 	buf[0] = 'X';
 	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_E_MAGIC);
+}
+
+/* A packet is bound to its receiver and to the receiver's life: replayed to another node, or
+ * to the same node after a restart, it is refused; a first contact only while fresh. */
+static void test_destination(void)
+{
+	uint8_t key[MESH_KEY_BYTES] = {7}, buf[MESH_MAX_PACKET];
+	struct mesh_packet p = {.type = MESH_PING, .seq = 1, .boot = 5, .sent_ms = 1000000};
+	struct mesh_addr m2 = {0x0a000002, 7946}, m3 = {0x0a000003, 7946};
+	struct mesh_packet q;
+	int len;
+
+	p.from = (struct mesh_addr){0x0a000001, 7946};
+	p.to = m3;
+	p.to_boot = 33;
+	len = mesh_encode(&p, key, buf, sizeof(buf));
+	CU_ASSERT_EQUAL_FATAL(mesh_decode(buf, (size_t)len, key, &q), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 33, 1000000), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m2, 33, 1000000), MESH_E_DEST); /* m1->m3 sent to m2 */
+	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 34, 1000000), MESH_E_STALE); /* m3 restarted */
+	buf[48] ^= 1; /* the destination is under the MAC */
+	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_E_MAC);
+	p.to_boot = 0; /* first contact: only while recent */
+	len = mesh_encode(&p, key, buf, sizeof(buf));
+	CU_ASSERT_EQUAL_FATAL(mesh_decode(buf, (size_t)len, key, &q), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 34, 1000000 + MESH_MAX_SKEW_MS), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 34, 1000001 + MESH_MAX_SKEW_MS), MESH_E_STALE);
 }
 
 static void test_replay(void)
@@ -95,6 +122,7 @@ static struct {
 	int len;
 } q[4096];
 static int nq, cur;
+static uint64_t clock_ms; /* virtual wall clock of the cluster */
 static int ev_dead[N][N], ev_restarted[N][N], ev_alive[N][N], ev_health[N][N];
 static uint64_t seed = 1;
 
@@ -112,8 +140,11 @@ static void net_send(void *ctx, const struct mesh_addr *to, const struct mesh_pa
 	(void)ctx;
 	if (dst < 0 || dst >= N || nq == 4096 || cut[cur] || cut[dst])
 		return;
+	struct mesh_packet sp = *p;
+
+	sp.sent_ms = clock_ms; /* as mesh.c does with the wall clock */
 	q[nq].to = dst;
-	q[nq].len = mesh_encode(p, key, q[nq].buf, sizeof(q[nq].buf));
+	q[nq].len = mesh_encode(&sp, key, q[nq].buf, sizeof(q[nq].buf));
 	nq++;
 }
 
@@ -157,13 +188,18 @@ static void run(uint64_t from, uint64_t to)
 		for (int k = 0; k < nq; k++) { /* deliver; answers sent meanwhile follow in order */
 			struct mesh_packet p;
 
+			struct mesh_addr self = {0x0a000001 + (uint32_t)q[k].to, 7946};
+
+			clock_ms = t;
 			if (up[q[k].to] &&
-			    mesh_decode(q[k].buf, (size_t)q[k].len, key, &p) == MESH_OK) {
+			    mesh_decode(q[k].buf, (size_t)q[k].len, key, &p) == MESH_OK &&
+			    mesh_check_dest(&p, &self, boots[q[k].to], t) == MESH_OK) {
 				cur = q[k].to;
 				swim_receive(nodes[cur], &p, t);
 			}
 		}
 		nq = 0;
+		clock_ms = t;
 		for (int i = 0; i < N; i++)
 			if (up[i]) {
 				cur = i;
@@ -293,6 +329,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("mesh", NULL, NULL);
 	CU_add_test(s, "encode/decode, MAC, checks", test_roundtrip);
+	CU_add_test(s, "destination and receiver's life under the MAC", test_destination);
 	CU_add_test(s, "replay window", test_replay);
 	CU_add_test(s, "addresses", test_addr);
 	CU_add_test(s, "cluster: health, death, restart, partition and heal", test_cluster);

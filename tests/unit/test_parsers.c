@@ -10,13 +10,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "ctl_proto.h"
-#include "eventlog.h"
-#include "ident.h"
-#include "log.h"
-#include "procfs.h"
-#include "syscalls.h"
+#include "lib/config.h"
+#include "proto/ctl_proto.h"
+#include "agent/eventlog.h"
+#include "lib/gpuapi.h"
+#include "lib/ident.h"
+#include "os/log.h"
+#include "os/procfs.h"
+#include "lib/syscalls.h"
 
 #define ENV(s) s, sizeof(s) - 1
 
@@ -50,7 +51,6 @@ static void test_config_errors(void)
 	    {"soft_timeout = 1e999\n", "t.conf:1: soft_timeout: '1e999' is not a number"},
 	    {"log_keep = 1.5\n", "t.conf:1: log_keep: '1.5' is not a whole number"},
 	    {"soft_signal = SIGFOO\n", "t.conf:1: soft_signal: 'SIGFOO' is not a signal"},
-	    {"soft_timeout = 100\nhard_timeout = 10\n", "hard_timeout (10) is shorter"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -63,6 +63,31 @@ static void test_config_errors(void)
 		if (!strstr(err, cases[i].msg))
 			printf("\n  got: %s\n", err);
 	}
+}
+
+/* Cross-key checks run once, on the final configuration (file, then flags): a file's
+ * hard_timeout that a flag's soft_timeout makes valid is valid. */
+static void test_config_cross_checks(void)
+{
+	struct ftbpf_config c;
+	char err[256];
+	const char *f = "hard_timeout = 30\n";
+
+	config_defaults(&c); /* soft 60 */
+	CU_ASSERT_EQUAL(config_parse_buffer(&c, "t.conf", f, strlen(f), err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), -EINVAL); /* 30 < 60 */
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "hard_timeout (30) is shorter"));
+	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout", "10", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), 0);
+	/* mesh addresses are checked before anything is loaded */
+	CU_ASSERT_EQUAL(config_set(&c, "bind", "10.0.0.1:99999", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "key_file", "/k", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "bind"));
+	CU_ASSERT_EQUAL(config_set(&c, "bind", "10.0.0.1:7946", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_set(&c, "peers", "10.0.0.2:7946,nohost", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "nohost"));
 }
 
 static void test_config_long_line_and_nul(void)
@@ -107,6 +132,12 @@ static void test_ident(void)
 					   &r),
 			0);
 	CU_ASSERT_STRING_EQUAL(r.job, "torch:10.0.0.1:29500");
+	/* torchrun's default run id "none" names no job: two such jobs stay apart */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=0\0WORLD_SIZE=2\0TORCHELASTIC_RUN_ID=none\0"
+					       "MASTER_ADDR=127.0.0.1\0MASTER_PORT=29501\0"),
+					   &r),
+			0);
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:127.0.0.1:29501");
 	/* RANK alone (no WORLD_SIZE) is too common a name to mean torch */
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0"), &r), -ENOENT);
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("OMPI_COMM_WORLD_RANK=5\0OMPI_COMM_WORLD_SIZE=6\0"
@@ -210,6 +241,44 @@ static void test_syscalls(void)
 	CU_ASSERT_TRUE(syscalls_is_comm_wait(SYS_recvfrom));
 	CU_ASSERT_FALSE(syscalls_is_comm_wait(SYS_clock_nanosleep));
 	CU_ASSERT_TRUE(syscalls_is_sleep(SYS_nanosleep));
+#if defined(__x86_64__)
+	/* the syscall a return probe makes (x86-64, Linux 6.11+) is never progress */
+	CU_ASSERT_EQUAL(syscalls_class(335), 2u);
+	CU_ASSERT_STRING_EQUAL(syscalls_name(335), "uretprobe");
+#endif
+}
+
+/* Every variant the driver exports is one of ours; other functions are not. */
+static void test_gpuapi_match(void)
+{
+	static const struct {
+		const char *name;
+		int kind;
+		const char *base; /* NULL: not probed */
+	} cases[] = {
+	    {"cuCtxSynchronize", GPUAPI_LIB_CUDA, "cuCtxSynchronize"},
+	    {"cuCtxSynchronize_v2", GPUAPI_LIB_CUDA, "cuCtxSynchronize"}, /* CUDA 13 */
+	    {"cuStreamSynchronize_ptsz", GPUAPI_LIB_CUDA, "cuStreamSynchronize"},
+	    {"cuMemcpyDtoH_v2_ptds", GPUAPI_LIB_CUDA, "cuMemcpyDtoH"},
+	    {"cuMemcpy3D_v2", GPUAPI_LIB_CUDA, "cuMemcpy3D"},
+	    {"cuLaunchKernelEx_ptsz", GPUAPI_LIB_CUDA, "cuLaunchKernelEx"},
+	    {"cuMemcpyDtoHAsync_v2", GPUAPI_LIB_CUDA, NULL}, /* asynchronous: not a wait */
+	    {"cuStreamSynchronizeX", GPUAPI_LIB_CUDA, NULL},
+	    {"cuCtxSynchronize_v", GPUAPI_LIB_CUDA, NULL},
+	    {"ncclAllReduce", GPUAPI_LIB_NCCL, "ncclAllReduce"},
+	    {"ncclAllReduce_v2", GPUAPI_LIB_NCCL, NULL}, /* NCCL: exact names */
+	    {"cuCtxSynchronize", GPUAPI_LIB_NCCL, NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int k = gpuapi_match(cases[i].name, cases[i].kind);
+
+		if (!cases[i].base) {
+			CU_ASSERT_EQUAL(k, -1);
+		} else {
+			CU_ASSERT_TRUE(k >= 0 && !strcmp(gpuapi_syms[k].name, cases[i].base));
+		}
+	}
 }
 
 static int count_cb(void *ctx, const char *line, int64_t uid, uint64_t seq)
@@ -228,10 +297,28 @@ static void test_eventlog_rotation(void)
 	struct stat st;
 	int n = 0;
 
+	struct eventlog_opts eo = {.max_bytes = 4096, .keep = 2, .mem_keep = 16};
+	char err[300], link[160];
+
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/ev.jsonl", dir);
-	el = eventlog_new(path, 4096, 2, 16);
+	eo.path = path;
+	/* a symbolic link planted where the log goes is refused, its target untouched */
+	snprintf(link, sizeof(link), "%s/planted", dir);
+	CU_ASSERT_EQUAL(symlink(link, path), 0);
+	CU_ASSERT_PTR_NULL(eventlog_new(&eo, err, sizeof(err)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "symbolic link"));
+	CU_ASSERT_NOT_EQUAL(access(link, F_OK), 0);
+	unlink(path);
+	/* a directory others can write is refused */
+	chmod(dir, 01777);
+	CU_ASSERT_PTR_NULL(eventlog_new(&eo, err, sizeof(err)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "writable by other users"));
+	chmod(dir, 0700);
+	el = eventlog_new(&eo, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(el);
+	CU_ASSERT_EQUAL(stat(path, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0600); /* root's alone: it holds kernel stacks */
 	for (int i = 0; i < 200; i++) {
 		struct json_object *o = json_object_new_object();
 
@@ -251,8 +338,10 @@ static void test_eventlog_rotation(void)
 	CU_ASSERT_EQUAL(n, 16);
 	CU_ASSERT_EQUAL(eventlog_count(el), 200u);
 	eventlog_free(el);
+	CU_ASSERT_EQUAL(stat(p1, &st), 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0600);
 	/* a restarted agent continues the sequence from the file */
-	el = eventlog_new(path, 4096, 2, 16);
+	el = eventlog_new(&eo, err, sizeof(err));
 	CU_ASSERT_EQUAL(eventlog_load_tail(el), 0);
 	CU_ASSERT_EQUAL(eventlog_count(el), 200u);
 	eventlog_free(el);
@@ -273,12 +362,14 @@ int main(void)
 	s = CU_add_suite("parsers", NULL, NULL);
 	CU_add_test(s, "config: values", test_config_ok);
 	CU_add_test(s, "config: errors with file:line", test_config_errors);
+	CU_add_test(s, "config: cross checks after the flags", test_config_cross_checks);
 	CU_add_test(s, "config: long line, NUL", test_config_long_line_and_nul);
 	CU_add_test(s, "signal names", test_signals);
 	CU_add_test(s, "rank identity from environment", test_ident);
 	CU_add_test(s, "control requests", test_ctl_proto);
 	CU_add_test(s, "/proc/PID/stat", test_proc_stat);
 	CU_add_test(s, "syscall tables", test_syscalls);
+	CU_add_test(s, "CUDA/NCCL symbols to probe", test_gpuapi_match);
 	CU_add_test(s, "event log rotation and resume", test_eventlog_rotation);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

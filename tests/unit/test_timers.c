@@ -5,8 +5,8 @@
 #include <signal.h>
 #include <string.h>
 
-#include "fifo_proto.h"
-#include "timers.h"
+#include "proto/fifo_proto.h"
+#include "lib/timers.h"
 
 static void test_table(void)
 {

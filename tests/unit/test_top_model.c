@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "top_model.h"
+#include "top/top_render.h"
 
 static const char *rank_fmt =
     "{\"job\":\"%s\",\"rank\":%d,\"pid\":%d,\"comm\":\"ring\",\"state\":\"%s\","

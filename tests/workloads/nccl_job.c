@@ -5,7 +5,8 @@
  *   ncclAllReduce(gradients: 1024 x float32), ncclAllReduce(loss: 1 x float32),
  *   cuStreamSynchronize, cuMemcpyDtoH (loss.item()).
  * Faults: --skip-at K: this rank skips the gradient all-reduce at step K (a rank that took
- * another code path). A hung kernel comes from the mock (FTBPF_MOCK_HANG_AT_LAUNCH=K).
+ * another code path); --stall-step K: at step K, before its all-reduces, it sleeps (a data
+ * loader that never returns). A hung kernel comes from the mock (FTBPF_MOCK_HANG_AT_LAUNCH=K).
  * --init-delay-ms M: time before CUDA/NCCL init (what importing a framework takes).
  * Rank 0 writes the NCCL unique id to DIR/ncclid; the others read it (as torch's store would).
  */
@@ -52,7 +53,7 @@ static void write_file(const char *dir, const char *name, const void *buf, size_
 int main(int argc, char **argv)
 {
 	int rank = 0, world = 1, interval_ms = 20, init_delay_ms = 0;
-	long steps = 0, skip_at = -1;
+	long steps = 0, skip_at = -1, stall_step = -1;
 	const char *dir = ".";
 	char name[64], path[512];
 	ncclUniqueId id;
@@ -72,6 +73,8 @@ int main(int argc, char **argv)
 			steps = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--skip-at"))
 			skip_at = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--stall-step"))
+			stall_step = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--init-delay-ms"))
 			init_delay_ms = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--interval-ms"))
@@ -79,9 +82,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--dir"))
 			dir = argv[i + 1];
 		else {
-			fprintf(stderr,
-				"usage: nccl_job --rank R --world N [--steps S] [--skip-at K] "
-				"[--interval-ms M] [--init-delay-ms M] [--dir D]\n");
+			fprintf(stderr, "usage: nccl_job --rank R --world N [--steps S] [--skip-at "
+					"K] [--stall-step K] "
+					"[--interval-ms M] [--init-delay-ms M] [--dir D]\n");
 			return 2;
 		}
 	}
@@ -114,6 +117,8 @@ int main(int argc, char **argv)
 	for (long step = 0; !steps || step < steps; step++) {
 		CHECK(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL));
 		CHECK(cuStreamSynchronize(stream));
+		if (step == stall_step)
+			nap_ms(3600 * 1000);
 		if (step != skip_at)
 			CHECK(ncclAllReduce((void *)grad, (void *)grad, 1024, ncclFloat32, ncclSum,
 					    comm, stream));

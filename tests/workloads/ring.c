@@ -5,9 +5,17 @@
  *
  *   ring --rank R --world N --dir DIR [--fault sleep|spin|stop|exit|abort --fault-rank K
  *        --fault-after SEC] [--seconds S] [--hang-on-peer-loss 1] [--work N] [--interval-ms MS]
+ *        [--gpu-kernel-us US]
+ *
+ * With --gpu-kernel-us, every step also runs a GPU kernel of that length and waits for it the
+ * way torch.cuda.synchronize() does: libcuda.so.1 is loaded at run time and its entry points
+ * taken from cuGetProcAddress_v2 for CUDA 13 (so the wait is cuCtxSynchronize_v2), as the CUDA
+ * runtime does. The tests point it at the mock driver (LD_LIBRARY_PATH), which measures like a
+ * real one (tests/mock/libcuda.c).
  *
  * Writes DIR/pid.R, and DIR/fault.ts (wall-clock seconds) when the fault begins.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +64,27 @@ static void put_file(const char *dir, const char *name, const char *fmt, double 
 	}
 }
 
+/* The CUDA driver as the runtime reaches it (the mock's or a real one). */
+typedef int (*cu_get_proc_fn)(const char *, void **, int, unsigned long long, int *);
+static int (*cu_init)(unsigned);
+static int (*cu_launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			unsigned, void *, void **, void **);
+static int (*cu_sync)(void);
+
+static int gpu_open(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+	cu_get_proc_fn gp = lib ? (cu_get_proc_fn)dlsym(lib, "cuGetProcAddress_v2") : NULL;
+
+	if (!gp || gp("cuInit", (void **)&cu_init, 13000, 0, NULL) ||
+	    gp("cuLaunchKernel", (void **)&cu_launch, 13000, 0, NULL) ||
+	    gp("cuCtxSynchronize", (void **)&cu_sync, 13000, 0, NULL) || cu_init(0)) {
+		fprintf(stderr, "ring: no CUDA driver: %s\n", dlerror() ? dlerror() : "");
+		return -1;
+	}
+	return 0;
+}
+
 #define STOP (-1e300)
 
 static volatile unsigned long sink;
@@ -98,7 +127,7 @@ int main(int argc, char **argv)
 	const char *dir = ".", *mode = NULL;
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	int *peers = NULL, fd = -1, faulted = 0, interval_ms = 10;
-	long work = 200000;
+	long work = 200000, gpu_us = -1;
 	char name[32];
 
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -122,6 +151,16 @@ int main(int argc, char **argv)
 			interval_ms = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--hang-on-peer-loss"))
 			hang_on_peer_loss = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--gpu-kernel-us"))
+			gpu_us = atol(argv[i + 1]);
+	}
+	if (gpu_us >= 0) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%ld", gpu_us);
+		setenv("FTBPF_MOCK_KERNEL_US", v, 0); /* the mock's kernel length */
+		if (gpu_open() < 0)
+			return 2;
 	}
 	if (rank < 0 && getenv("OMPI_COMM_WORLD_RANK")) { /* launched by mpirun */
 		rank = atoi(getenv("OMPI_COMM_WORLD_RANK"));
@@ -169,7 +208,11 @@ int main(int argc, char **argv)
 
 		for (long k = 0; k < work; k++) /* "compute" */
 			sink += k;
-		usleep(interval_ms * 1000);
+		if (gpu_us >= 0 && (cu_launch(NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) ||
+				    cu_sync())) /* forward/backward on the GPU, then wait for it */
+			return 3;
+		if (interval_ms)
+			usleep(interval_ms * 1000);
 		if (mode && rank == fault_rank && !faulted &&
 		    now(CLOCK_MONOTONIC) - start >= fault_after) {
 			faulted = 1;

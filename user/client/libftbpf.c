@@ -19,13 +19,13 @@
 #include "ftbpf/slot.h"
 
 #define REMOTE_BASE 1000
-#define REMOTE_MAX 256
-#define SCOPE_MAX 128
+#define REMOTE_MAX  256
+#define SCOPE_MAX   128
 
 struct ftbpf {
 	int sock;
-	struct ftbpf_slot *slot; /* owned mapping */
-	pthread_mutex_t lock;	 /* the socket and the remote table */
+	struct ftbpf_slot *slot;  /* owned mapping */
+	pthread_mutex_t lock;	  /* the socket and the remote table */
 	char *remote[REMOTE_MAX]; /* owned scope names of socket-held timers */
 };
 
@@ -117,8 +117,8 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 	}
 	if (job)
 		escape(job, ej, sizeof(ej));
-	snprintf(req, sizeof(req), "{\"v\":1,\"cmd\":\"register\"%s%s%s%s}\n", job ? ",\"job\":\"" : "",
-		 ej, job ? "\"" : "", "");
+	snprintf(req, sizeof(req), "{\"v\":1,\"cmd\":\"register\"%s%s%s%s}\n",
+		 job ? ",\"job\":\"" : "", ej, job ? "\"" : "", "");
 	if (rank >= 0) {
 		size_t l = strlen(req);
 
@@ -183,13 +183,16 @@ static void recompute_earliest(struct ftbpf_slot *s)
 		for (int i = 0; i < FTBPF_SLOT_TIMERS; i++) {
 			uint64_t d = __atomic_load_n(&s->timers[i].deadline_ns, __ATOMIC_ACQUIRE);
 
-			if (__atomic_load_n(&s->timers[i].state, __ATOMIC_ACQUIRE) == FTBPF_TS_ARMED &&
+			if (__atomic_load_n(&s->timers[i].state, __ATOMIC_ACQUIRE) ==
+				FTBPF_TS_ARMED &&
 			    d && (!m || d < m))
 				m = d;
 		}
 	} while (!__atomic_compare_exchange_n(&s->earliest_ns, &e, m, 0, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
 }
+
+#define FTBPF_TIMER_MAX_S 31536000.0
 
 static int remote_acquire(struct ftbpf *h, const char *scope, double expires_in, int sig)
 {
@@ -234,6 +237,8 @@ int ftbpf_timer_acquire(struct ftbpf *h, const char *scope, double expires_in, i
 		return -EINVAL;
 	if (!sig)
 		sig = SIGKILL;
+	if (expires_in > FTBPF_TIMER_MAX_S) /* never overflow the deadline: a year is "never" */
+		expires_in = FTBPF_TIMER_MAX_S;
 	s = h->slot;
 	d = mono_ns() + (uint64_t)(expires_in * 1e9);
 	for (int i = 0; i < FTBPF_SLOT_TIMERS; i++) {
@@ -322,6 +327,115 @@ int ftbpf_slot_timers_in_use(const struct ftbpf *h)
 	for (int i = 0; h && i < FTBPF_SLOT_TIMERS; i++)
 		n += __atomic_load_n(&h->slot->timers[i].state, __ATOMIC_RELAXED) != FTBPF_TS_FREE;
 	return n;
+}
+
+/* ---- coordinated checkpoints and restarts ---- */
+static const struct ftbpf_slot_decision *dec(const struct ftbpf *h)
+{
+	return h && h->slot ? &h->slot->dec : NULL;
+}
+
+int ftbpf_checkpoint_requested(const struct ftbpf *h)
+{
+	const struct ftbpf_slot_decision *d = dec(h);
+
+	if (!d)
+		return 0;
+	if (__atomic_load_n(&d->action, __ATOMIC_ACQUIRE) != FTBPF_ACT_NONE)
+		return 1;
+	return __atomic_load_n(&d->ckpt_state, __ATOMIC_ACQUIRE) == FTBPF_CK_REQUESTED &&
+	       __atomic_load_n(&h->slot->saved_step, __ATOMIC_RELAXED) <
+		   __atomic_load_n(&d->ckpt_step, __ATOMIC_RELAXED);
+}
+
+int ftbpf_should_save(struct ftbpf *h, int64_t step)
+{
+	const struct ftbpf_slot_decision *d = dec(h);
+
+	if (step < 0)
+		return -EINVAL;
+	if (!d)
+		return 0;
+	__atomic_store_n(&h->slot->step, (uint64_t)step, __ATOMIC_RELAXED);
+	return __atomic_load_n(&d->ckpt_state, __ATOMIC_ACQUIRE) == FTBPF_CK_REQUESTED &&
+	       __atomic_load_n(&d->ckpt_step, __ATOMIC_RELAXED) == step &&
+	       __atomic_load_n(&h->slot->saved_step, __ATOMIC_RELAXED) < step;
+}
+
+int ftbpf_saved(struct ftbpf *h, int64_t step)
+{
+	if (step < 0)
+		return -EINVAL;
+	if (!dec(h))
+		return 0;
+	__atomic_store_n(&h->slot->saved_ns, mono_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->slot->saved_step, step, __ATOMIC_RELEASE);
+	return 0;
+}
+
+uint64_t ftbpf_generation(const struct ftbpf *h)
+{
+	const struct ftbpf_slot_decision *d = dec(h);
+
+	return d ? __atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) : 0;
+}
+
+int ftbpf_action(const struct ftbpf *h)
+{
+	const struct ftbpf_slot_decision *d = dec(h);
+
+	return d ? (int)__atomic_load_n(&d->action, __ATOMIC_ACQUIRE) : FTBPF_ACTION_NONE;
+}
+
+int ftbpf_exit_code(const struct ftbpf *h)
+{
+	const struct ftbpf_slot_decision *d = dec(h);
+	int c = d ? (int)__atomic_load_n(&d->exit_code, __ATOMIC_ACQUIRE) : 0;
+
+	return c ? c : 42;
+}
+
+static const char *cause_name(uint32_t c)
+{
+	static const char *const names[] = {"",	    "preemption", "rank_died",
+					    "hang", "node_dead",  "operator"};
+
+	return c < sizeof(names) / sizeof(names[0]) ? names[c] : "";
+}
+
+int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri)
+{
+	const struct ftbpf_slot_decision *d = dec(h);
+	struct ftbpf_slot_decision c;
+	uint64_t s1, s2;
+
+	if (!ri)
+		return -EINVAL;
+	memset(ri, 0, sizeof(*ri));
+	ri->resume_step = ri->ckpt_step = -1;
+	ri->exit_code = 42;
+	if (!d)
+		return 0;
+	for (int tries = 0; tries < 1000; tries++) { /* the agent writes under a sequence lock */
+		s1 = __atomic_load_n(&d->seq, __ATOMIC_ACQUIRE);
+		memcpy(&c, (const void *)d, sizeof(c));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&d->seq, __ATOMIC_RELAXED);
+		if (!(s1 & 1) && s1 == s2)
+			break;
+	}
+	ri->generation = c.generation;
+	ri->resume_step = c.resume_step;
+	ri->ckpt_step = c.ckpt_step;
+	ri->ckpt_state = (int)c.ckpt_state;
+	ri->action = (int)c.action;
+	ri->exit_code = c.exit_code ? (int)c.exit_code : 42;
+	snprintf(ri->cause, sizeof(ri->cause), "%s", cause_name(c.cause));
+	ri->nexcluded = c.nexcluded > FTBPF_MAX_EXCLUDED ? FTBPF_MAX_EXCLUDED : (int)c.nexcluded;
+	for (int i = 0; i < ri->nexcluded; i++)
+		snprintf(ri->excluded[i], sizeof(ri->excluded[i]), "%.*s", FTBPF_NODE_LEN - 1,
+			 c.excluded[i]);
+	return 0;
 }
 
 void ftbpf_close(struct ftbpf *h)

@@ -1,0 +1,138 @@
+/*
+ * A training loop in C (an MPI rank, say) with coordinated checkpoints from ftbpf.
+ *
+ *   c_loop --dir DIR --rank R [--step-ms MS] [--steps N] [--crash-at STEP] [--epoch FILE]
+ *
+ * Steps are paced by the wall clock (step s starts at FILE (DIR/epoch) + s x MS), so ranks on
+ * different nodes stay in step as a synchronous job's would. At the step the agents agree on,
+ * every rank saves DIR/ckpt.R.STEP and waits until all have; then it exits with the code the
+ * agents decided (42: restart, 93: do not requeue), or goes on after an operator's checkpoint.
+ * After a restart it resumes from the last complete checkpoint. --crash-at makes it abort at
+ * that step (a failure). Run by tests/integration/t_zb_decide_failure.sh and t_zc_decide_cluster.sh.
+ *
+ * Build: cc c_loop.c -lftbpf (or with libftbpf.a and -lpthread).
+ */
+#include <errno.h>
+#include <ftbpf/ftbpf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t preempted;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	preempted = 1; /* survive it: the agents agree on a step, we save there */
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The wall-clock time step 0 began at: the first rank to start writes it, the others read. */
+static double epoch(const char *p)
+{
+	char tmp[540];
+	double e = 0;
+	FILE *f;
+
+	if ((f = fopen(p, "r"))) {
+		if (fscanf(f, "%lf", &e) != 1)
+			e = 0;
+		fclose(f);
+	}
+	if (e > 0)
+		return e;
+	snprintf(tmp, sizeof(tmp), "%s.%d", p, getpid());
+	if ((f = fopen(tmp, "w"))) {
+		fprintf(f, "%.3f\n", now_s());
+		fclose(f);
+		if (link(tmp, p) < 0 && errno != EEXIST)
+			perror("link");
+		unlink(tmp);
+	}
+	return epoch(p);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = ".", *epoch_file = NULL;
+	long steps = 1000000, crash_at = -1, step_ms = 50, rank = 0;
+	struct ftbpf_restart_info ri;
+	struct ftbpf *h = NULL;
+	struct sigaction sa = {.sa_handler = on_term};
+	char p[512];
+	double e;
+	FILE *log;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--dir"))
+			dir = argv[i + 1];
+		else if (!strcmp(argv[i], "--rank"))
+			rank = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--steps"))
+			steps = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--step-ms"))
+			step_ms = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--crash-at"))
+			crash_at = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--epoch"))
+			epoch_file = argv[i + 1];
+	}
+	snprintf(p, sizeof(p), "%s/log.%ld", dir, rank);
+	log = fopen(p, "a");
+	if (!log)
+		return 1;
+	setvbuf(log, NULL, _IOLBF, 0);
+	if (ftbpf_open(NULL, NULL, (int)rank, &h) < 0)
+		fprintf(log, "no agent: training without coordinated checkpoints\n");
+	sigaction(SIGTERM, &sa, NULL);
+	ftbpf_restart_info(h, &ri);
+	fprintf(log, "START pid %d generation %llu from step %lld\n", getpid(),
+		(unsigned long long)ri.generation, (long long)ri.resume_step + 1);
+	snprintf(p, sizeof(p), "%s/epoch", dir);
+	e = epoch(epoch_file ? epoch_file : p);
+	if (ri.resume_step >= 0) /* restarted: step on from now */
+		e = now_s() - (ri.resume_step + 1) * step_ms / 1000.0;
+	for (long step = ri.resume_step + 1; step < steps; step++) {
+		double at = e + step * step_ms / 1000.0, w = at - now_s();
+
+		if (w > 0) /* "compute" until the step's time */
+			usleep((useconds_t)(w * 1e6));
+		if (step == crash_at) {
+			fprintf(log, "CRASH at step %ld\n", step);
+			abort();
+		}
+		if (ftbpf_should_save(h, step) == 1) {
+			snprintf(p, sizeof(p), "%s/ckpt.%ld.%ld", dir, rank, step);
+			fclose(fopen(p, "w"));
+			ftbpf_saved(h, step);
+			fprintf(log, "SAVED %ld\n", step);
+			/* wait until every rank saved it (all wait at this step) */
+			for (int i = 0; i < 60000 && ftbpf_checkpoint_requested(h) &&
+					ftbpf_action(h) == FTBPF_ACTION_NONE;
+			     i++) {
+				ftbpf_restart_info(h, &ri);
+				if (ri.ckpt_state != 1)
+					break;
+				usleep(1000);
+			}
+		}
+		if (ftbpf_action(h) != FTBPF_ACTION_NONE) {
+			fprintf(log, "EXIT %d at step %ld%s\n", ftbpf_exit_code(h), step,
+				preempted ? " (preempted)" : "");
+			return ftbpf_exit_code(h);
+		}
+	}
+	fprintf(log, "DONE\n");
+	ftbpf_close(h);
+	return 0;
+}

@@ -1,0 +1,70 @@
+"""A torch DDP training loop with coordinated checkpoints (ftbpf), over gloo.
+
+Launch each rank as torchrun would (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE set). When the
+job is preempted (SIGTERM to a rank, or to the launcher which passes it on) or an operator runs
+`ftbpf checkpoint JOB`, the agents agree on one step; every rank saves at that step, waits until
+all have, and exits with 42 (the scheduler requeues the job). After a failure the agents
+decide a new generation: the survivors exit for the restart, and the restarted ranks resume from
+the last complete checkpoint. Run by tests/integration/t_za_decide_local.sh.
+
+    python3 ddp_checkpoint.py --dir /shared/ckpt [--steps N] [--step-seconds S]
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import ftbpf
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--dir", required=True)
+    p.add_argument("--steps", type=int, default=1000000)
+    p.add_argument("--step-seconds", type=float, default=0.05)
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    ftbpf.install_preemption_handler()          # SIGTERM: save at the agreed step, then exit
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    log = open(os.path.join(a.dir, "log.%d" % rank), "a", buffering=1)
+    model = DDP(nn.Linear(32, 32))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    info = ftbpf.restart_info()
+    start = info["resume_step"] + 1
+    if info["resume_step"] >= 0:                # resume from the last agreed checkpoint
+        state = torch.load(os.path.join(a.dir, "ckpt.%d.pt" % info["resume_step"]))
+        model.module.load_state_dict(state["model"])
+    log.write("START pid %d generation %d from step %d\n" %
+              (os.getpid(), info["generation"], start))
+    with open(os.path.join(a.dir, "pid.%d" % rank), "w") as f:
+        f.write("%d\n" % os.getpid())
+    for step in range(start, a.steps):
+        loss = model(torch.randn(8, 32)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        time.sleep(a.step_seconds)
+        if ftbpf.should_save(step):             # the agreed step: every rank saves it
+            if rank == 0:
+                torch.save({"model": model.module.state_dict(), "step": step},
+                           os.path.join(a.dir, "ckpt.%d.pt" % step))
+            ftbpf.saved(step)
+            log.write("SAVED %d\n" % step)
+            if ftbpf.await_checkpoint() != "none":
+                log.write("EXIT %d after step %d\n" %
+                          (ftbpf.restart_info()["exit_code"], step))
+                ftbpf.exit_for_restart()
+        elif ftbpf.action() != "none":          # a restart the agents decided
+            log.write("EXIT %d (restart decided) at step %d\n" %
+                      (ftbpf.restart_info()["exit_code"], step))
+            ftbpf.exit_for_restart()
+    log.write("DONE\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+#!/bin/bash
+# ftbpf on a real NVIDIA GPU: the scenarios the mocks stand for in `make test`, run against the
+# real driver, libcuda and libnccl. Prints PASS/FAIL per scenario and the overhead ratios;
+# exits with the number of failures.
+#
+#   sudo tests/gpu/run.sh [BINDIR]
+#
+# BINDIR holds ftbpfd and ftbpf (default: build/ next to this script's checkout). GPU hosts
+# often have no compiler or libbpf: build on Debian 12 (`make all`), then `make gpu-bundle`
+# and carry build/gpu-bundle.tar.gz over; it unpacks to a folder with the binaries, the shared
+# libraries they need and this script (run it as gpu-bundle/tests/gpu/run.sh gpu-bundle/bin).
+# Needs: root, bpffs and tracefs (mounted if missing), python3 with a CUDA build of torch
+# (PYTHON=... to choose), one GPU. Results: paste the output into docs/gpu.md.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${1:-$HERE/../../build}
+PY=${PYTHON:-python3}
+SOFT=5
+T=$(mktemp -d /tmp/ftbpf-gpu.XXXXXX)
+SOCK=$T/s.sock
+PIN=/sys/fs/bpf/ftbpf-gpu-test
+FAILS=0
+PIDS=()
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}${LD_LIBRARY_PATH:+:}$BIN/lib
+
+say() { echo "[gpu] $*"; }
+pass() { echo "[gpu] PASS: $*"; }
+fail() { echo "[gpu] FAIL: $*"; FAILS=$((FAILS + 1)); }
+ftbpf() { "$BIN/ftbpf" --socket "$SOCK" "$@"; }
+st() { ftbpf status --json; }
+wait_for() { local end=$(($(date +%s) + $1)); shift; while [ "$(date +%s)" -lt $end ]; do "$@" && return 0; sleep 0.2; done; return 1; }
+hung() { st | jq -e ".jobs[] | select(.job==\"$1\") | .hung" >/dev/null 2>&1; }
+hang_event() { jq -c "select(.type==\"hang\" and .job==\"$1\")" "$T/events.jsonl" | head -1; }
+delay() { awk -v h="$(hang_event "$1" | jq -r .ts | xargs -r -I{} date -d {} +%s.%N)" -v f="$(cat "$2")" 'BEGIN{printf "%.2f", h ? h - f : 999}'; }
+agent() {
+	"$BIN/ftbpfd" --socket "$SOCK" --state-dir "$T/state" --pin-dir "$PIN" --log-file "$T/events.jsonl" \
+		--soft-timeout $SOFT --hard-timeout 600 --action report --verbose 1 "$@" >>"$T/agent.out" 2>&1 &
+	AGENT=$!
+	wait_for 20 bash -c "'$BIN/ftbpf' --socket '$SOCK' version >/dev/null 2>&1" || { say "agent did not start"; cat "$T/agent.out"; exit 1; }
+}
+stop_agent() { kill "$AGENT" 2>/dev/null; wait "$AGENT" 2>/dev/null; rm -rf "$PIN"; }
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; stop_agent; }
+trap cleanup EXIT
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+command -v jq >/dev/null || { say "needs jq"; exit 1; }
+$PY -c 'import torch; assert torch.cuda.is_available()' || { say "no CUDA torch ($PY)"; exit 1; }
+say "$(date -u +%FT%TZ) $(uname -r) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+say "torch $($PY -c 'import torch; print(torch.__version__, torch.version.cuda)') nccl $($PY -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null)"
+W="$PY $HERE/gpu_work.py"
+run() { # JOB [env...] -- command: a rank in the background
+	local job=$1; shift
+	mkdir -p "$T/$job"
+	env FTBPF_JOB=$job "$@" >>"$T/$job/out" 2>&1 &
+	PIDS+=($!)
+}
+
+agent
+# 1. a healthy GPU loop: never hung, its synchronisations seen
+run loop FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 $W loop --seconds 20 --dir "$T/loop"
+# 2. a kernel that never finishes: flagged within soft + 1 s, the rank named
+run hang FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 $W hang --dir "$T/hang"
+# 3. two gloo ranks, rank 1 stuck in a GPU synchronisation
+for r in 0 1; do
+	run gloo RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 TORCHELASTIC_RUN_ID=gloo-$$ \
+		$W ddp --backend gloo --dir "$T/gloo" --fault gpu-hang --fault-rank 1 --fault-after 100
+done
+wait_for 60 test -s "$T/hang/hang.ts" || fail "hang: did not start: $(tail -3 "$T/hang/out")"
+if wait_for $((SOFT + 10)) hung hang; then
+	D=$(delay hang "$T/hang/hang.ts"); WHY=$(hang_event hang | jq -r .why)
+	awk -v d="$D" 'BEGIN{exit !(d <= '$((SOFT + 1))')}' && echo "$WHY" | grep -qv "outside this host" &&
+		pass "GPU hang flagged ${D} s after the kernel (soft $SOFT): $WHY" || fail "GPU hang: ${D} s, why: $WHY"
+else
+	fail "GPU hang never flagged: $(st | jq -c '.ranks[] | select(.job=="hang") | {state, reason, gpu_ioctls, gpu_api_calls}')"
+fi
+wait_for 90 test -s "$T/gloo/hang.ts" || fail "gloo: did not reach the fault: $(tail -3 "$T/gloo/out")"
+if wait_for $((SOFT + 10)) hung "torch:gloo-$$"; then
+	H=$(hang_event "torch:gloo-$$")
+	echo "$H" | jq -e '.culprit_ranks == [1]' >/dev/null && pass "gloo: rank 1 named: $(echo "$H" | jq -r .why)" ||
+		fail "gloo: $(echo "$H" | jq -c '{culprit_ranks, why}')"
+else
+	fail "gloo: never flagged: $(st | jq -c '[.ranks[] | select(.job=="torch:gloo-'$$'") | {rank, state, reason}]')"
+fi
+wait_for 25 bash -c "! kill -0 $(cat "$T/loop/pid.0") 2>/dev/null"
+if [ -z "$(jq -c 'select(.type=="hang" and .job=="loop")' "$T/events.jsonl")" ] &&
+	st | jq -e '[.ranks[] | select(.job=="loop")][0].gpu_api_calls > 100' >/dev/null; then
+	pass "healthy loop never flagged; $(st | jq '[.ranks[] | select(.job=="loop")][0].gpu_api_calls') probed calls"
+else
+	fail "healthy loop: $(jq -c 'select(.type=="hang" and .job=="loop") | .why' "$T/events.jsonl" | head -1) calls: $(st | jq '[.ranks[] | select(.job=="loop")][0].gpu_api_calls')"
+fi
+st | jq -c '.agent.gpu_libs' | sed 's/^/[gpu] probed: /'
+for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=()
+# 4. two NCCL ranks on one GPU (a host id each), rank 1 stalls before a step's all-reduces
+for r in 0 1; do
+	run nccl RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29612 TORCHELASTIC_RUN_ID=nccl-$$ \
+		NCCL_HOSTID=host$r NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 \
+		$W ddp --backend nccl --dir "$T/nccl" --fault skip --fault-rank 1 --fault-after 100
+done
+wait_for 90 test -s "$T/nccl/hang.ts" || fail "nccl: did not reach the fault: $(tail -3 "$T/nccl/out")"
+if wait_for $((SOFT + 10)) hung "torch:nccl-$$"; then
+	H=$(hang_event "torch:nccl-$$"); WHY=$(echo "$H" | jq -r .why)
+	echo "$H" | jq -e '.culprit_ranks == [1]' >/dev/null && echo "$WHY" | grep -q "the first it missed" &&
+		echo "$WHY" | grep -q "(1024 x float32)" && pass "nccl: rank 1 named: $WHY" || fail "nccl: $(echo "$H" | jq -c '{culprit_ranks, why}')"
+else
+	fail "nccl: never flagged: $(st | jq -c '[.ranks[] | select(.job=="torch:nccl-'$$'") | {rank, state, reason, nccl}]')"
+fi
+for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=()
+stop_agent
+
+# 5. the terminate action on a GPU hang
+agent --hard-timeout 10 --action terminate --grace 5
+run term FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 $W hang --dir "$T/term"
+wait_for 60 test -s "$T/term/pid.0"
+TP=$(cat "$T/term/pid.0")
+if wait_for 40 bash -c "! kill -0 $TP 2>/dev/null"; then
+	pass "terminate: the hung rank ended: $(jq -c "select(.type==\"action\" and .pid==$TP) | .signal_name" "$T/events.jsonl" | tr '\n' ' ')"
+else
+	fail "terminate: rank $TP still alive after the hard timeout"
+fi
+stop_agent
+
+# 6. overhead: 3000 MLP steps with a sync each, no agent / agent / agent with launch probes,
+#    interleaved rounds; medians and spread
+declare -A times
+for round in 1 2 3; do
+	for mode in none agent launch; do
+		[ $mode = agent ] && agent
+		[ $mode = launch ] && agent --gpu-probe-launch 1
+		t=$(FTBPF_JOB=bench FTBPF_RANK=0 $W mlp --steps 3000 --dir "$T")
+		times[$mode]="${times[$mode]:-} $t"
+		[ $mode != none ] && stop_agent
+	done
+done
+med() { echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+N=$(med "${times[none]}")
+for mode in agent launch; do
+	say "overhead $mode: $(awk -v a="$(med "${times[$mode]}")" -v n="$N" 'BEGIN{printf "%.3fx", a / n}') (median of 3; seconds none:${times[none]} $mode:${times[$mode]})"
+done
+say "$FAILS failed"
+exit $FAILS

@@ -1,0 +1,72 @@
+#!/bin/bash
+# time-limit: 400
+# Coordinated checkpoints on one node (no etcd: the decisions live in state_dir). Two torch DDP
+# ranks (gloo) run docs/examples/ddp_checkpoint.py; a SIGTERM from outside to one rank is a
+# preemption: both ranks save at the same agreed step and exit 42. The decision is in the event
+# log and in `ftbpf decisions`, survives an agent restart, and the relaunched ranks resume from
+# the step after it. `ftbpf checkpoint JOB` makes a checkpoint without ending the job; another
+# user cannot ask for one.
+. "$(dirname "$0")/lib.sh"
+start_agent --soft-timeout 60 --hard-timeout 600 --action report || exit 1
+export PYTHONPATH=$B/python FTBPF_SOCKET=$SOCK
+PORT=$((29500 + RANDOM % 1000))
+JOB="torch:127.0.0.1:$PORT"
+D=$T/ddp; mkdir -p "$D"; chmod 777 "$D"
+launch() { # start both ranks; RANK_PID[r] set
+	for r in 0 1; do
+		MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 \
+			/usr/bin/python3 "$ROOT/docs/examples/ddp_checkpoint.py" --dir "$D" "$@" \
+			>>"$D/out.$r" 2>&1 &
+		RANK_PID[$r]=$!
+		WORKLOAD_PIDS+=($!)
+	done
+}
+saved_steps() { grep -h '^SAVED' "$D/log.0" "$D/log.1" 2>/dev/null | awk '{print $2}' | sort -u | tr '\n' ' '; }
+launch
+wait_until 60 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start: $(tail -3 "$D/out.0")"
+wait_until 20 jq_status ".jobs[] | select(.job==\"$JOB\") | .generation == 0" &&
+	pass "job $JOB adopted, generation 0" || fail "job not shown with a generation: $(status_json | jq -c .jobs)"
+sleep 3
+# ---- an operator's checkpoint: every rank saves, the job goes on ----
+ftbpf checkpoint "$JOB" >"$T/ck.out" 2>&1 && pass "ftbpf checkpoint: $(cat "$T/ck.out")" || fail "ftbpf checkpoint failed: $(cat "$T/ck.out")"
+wait_until 20 has_event decision ".kind==\"checkpoint_complete\" and .job==\"$JOB\"" &&
+	pass "operator checkpoint complete" || fail "operator checkpoint never complete"
+OP=$(saved_steps)
+[ "$(echo $OP | wc -w)" = 1 ] && pass "both ranks saved step $OP" || fail "ranks saved different steps: $OP"
+sleep 1
+kill -0 ${RANK_PID[0]} 2>/dev/null && kill -0 ${RANK_PID[1]} 2>/dev/null &&
+	pass "the job keeps training after an operator's checkpoint" || fail "a rank exited after an operator's checkpoint"
+# ---- another user cannot ask for a checkpoint of root's job ----
+as_nobody "$B/ftbpf" --socket "$SOCK" checkpoint "$JOB" >"$T/nobody.out" 2>&1
+grep -q "permission_denied" "$T/nobody.out" && pass "another user is refused (permission_denied)" ||
+	fail "nobody's checkpoint request: $(cat "$T/nobody.out")"
+# ---- preemption: SIGTERM to rank 1 from outside ----
+sleep 2
+kill -TERM ${RANK_PID[1]}
+TERM_AT=$(date +%s)
+wait ${RANK_PID[0]}; RC0=$?
+wait ${RANK_PID[1]}; RC1=$?
+[ $RC0 = 42 ] && [ $RC1 = 42 ] && pass "both ranks exited 42 after SIGTERM to rank 1 ($(($(date +%s) - TERM_AT)) s)" ||
+	fail "exit codes $RC0 $RC1: $(tail -3 "$D/out.0" "$D/out.1")"
+STEPS=$(saved_steps)
+PRE=$(echo $STEPS | tr ' ' '\n' | grep -v "^$OP\$" | head -1)
+[ "$(grep -h '^SAVED' "$D/log.0" | tail -1)" = "$(grep -h '^SAVED' "$D/log.1" | tail -1)" ] &&
+	pass "both ranks saved the same step ($PRE)" || fail "ranks saved different steps: $(tail -1 "$D/log.0") / $(tail -1 "$D/log.1")"
+has_event decision ".kind==\"checkpoint\" and .cause==\"preemption\" and .job==\"$JOB\"" &&
+	pass "decision logged: checkpoint, cause preemption" || fail "no preemption decision in the log"
+ftbpf decisions >"$T/dec.txt" && grep -q preemption "$T/dec.txt" && grep -q checkpoint_complete "$T/dec.txt" &&
+	pass "ftbpf decisions lists them" || fail "ftbpf decisions: $(cat "$T/dec.txt")"
+# ---- the decisions survive an agent restart ----
+stop_agent
+start_agent --soft-timeout 60 --hard-timeout 600 --action report || exit 1
+ftbpf decisions --json | jq -e "[.decisions[] | select(.job==\"$JOB\" and .kind==\"checkpoint_complete\")] | length == 2" >/dev/null &&
+	pass "after an agent restart the decisions are still there" || fail "decisions lost in a restart: $(ftbpf decisions --json | jq -c .decisions)"
+# ---- the requeued job resumes from the agreed step ----
+launch
+wait_until 60 bash -c "[ \$(grep -c START '$D/log.0') -ge 2 ] && [ \$(grep -c START '$D/log.1') -ge 2 ]" || fail "relaunch did not start"
+grep START "$D/log.0" | tail -1 | grep -q "from step $((PRE + 1))" &&
+	pass "relaunched ranks resume from step $((PRE + 1)): $(grep START "$D/log.1" | tail -1)" ||
+	fail "resume: $(grep START "$D/log.0" | tail -1) (agreed step $PRE)"
+kill -9 ${RANK_PID[0]} ${RANK_PID[1]} 2>/dev/null
+wait ${RANK_PID[0]} ${RANK_PID[1]} 2>/dev/null
+finish

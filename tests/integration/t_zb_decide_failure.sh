@@ -1,0 +1,53 @@
+#!/bin/bash
+# time-limit: 300
+# Restart decisions on one node, with the C example (docs/examples/c_loop.c) under a launcher
+# that acts as torchrun does (tests/workloads/launcher.py: on a worker's failure it stops the
+# others with SIGTERM and starts them all again). A worker killed from outside is a failure:
+# generation 1 is decided (cause rank_died, resume from the last agreed checkpoint), the other
+# workers exit 42, and the launcher's SIGTERMs are not taken for a preemption; the restarted
+# workers learn generation 1 and resume after that checkpoint. With max_restarts 1 the next
+# failure spends the budget: the decision is to stop, the workers and the launcher exit 93.
+. "$(dirname "$0")/lib.sh"
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --max-restarts 1 || exit 1
+export FTBPF_SOCKET=$SOCK
+JOB=cjob
+D=$T/c; mkdir -p "$D"
+/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 3 --dir "$D" --max-restarts 1 --job $JOB \
+	-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 &
+LAUNCHER=$!
+WORKLOAD_PIDS+=($LAUNCHER)
+starts() { for r in 0 1 2; do [ "$(grep -cs START "$D/log.$r")" -ge "$1" ] || return 1; done; }
+worker() { awk -v r="$2" '{print $(r + 1)}' "$D/pids.$1"; }
+wait_until 20 starts 1 || fail "workers did not start"
+for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
+sleep 1
+ftbpf checkpoint $JOB >/dev/null || fail "checkpoint request refused"
+wait_until 20 has_event decision ".kind==\"checkpoint_complete\" and .job==\"$JOB\"" || fail "checkpoint not complete"
+CK=$(events_of decision | jq -r "select(.kind==\"checkpoint_complete\" and .job==\"$JOB\") | .step" | tail -1)
+pass "agreed checkpoint at step $CK"
+sleep 1
+kill -KILL "$(worker 0 2)"
+wait_until 20 starts 2 || fail "the launcher did not restart the workers"
+for p in $(cat "$D/pids.1" 2>/dev/null); do WORKLOAD_PIDS+=($p); done
+[ "$(cat "$D/rc.0.0")" = 42 ] && [ "$(cat "$D/rc.0.1")" = 42 ] &&
+	pass "worker 2 killed: workers 0 and 1 exited 42 for the restart" ||
+	fail "exit codes after the failure: $(cat "$D"/rc.0.*)"
+G1=$(events_of decision | jq -c "select(.kind==\"generation\" and .job==\"$JOB\" and .generation==1)" | head -1)
+echo "$G1" | jq -e ".cause==\"rank_died\" and .resume_step==$CK and (.stop|not)" >/dev/null &&
+	pass "generation 1 decided: rank_died, resume from $CK ($(echo "$G1" | jq -r .why))" || fail "generation 1: $G1"
+has_event decision ".kind==\"checkpoint\" and .cause==\"preemption\" and .job==\"$JOB\"" &&
+	fail "the launcher's SIGTERMs after the failure were taken for a preemption" ||
+	pass "the launcher's SIGTERMs after the failure are not a preemption"
+grep START "$D/log.2" | tail -1 | grep -q "generation 1 from step $((CK + 1))" &&
+	pass "restarted workers: $(grep START "$D/log.2" | tail -1)" || fail "restart: $(grep START "$D/log.2" | tail -1)"
+jq_status ".jobs[] | select(.job==\"$JOB\") | .generation == 1" && pass "status shows generation 1" || fail "status generation"
+sleep 1
+kill -KILL "$(worker 1 1)"
+wait $LAUNCHER; RC=$?
+[ "$(cat "$D/rc.1.0")" = 93 ] && [ "$(cat "$D/rc.1.2")" = 93 ] && [ $RC = 93 ] &&
+	pass "budget spent: the workers and the launcher exited 93 (do not requeue)" ||
+	fail "exit codes after the second failure: launcher $RC, workers $(cat "$D"/rc.1.* | tr '\n' ' ')"
+has_event decision ".kind==\"generation\" and .job==\"$JOB\" and .generation==2 and .stop" &&
+	pass "generation 2 is a stop" || fail "no stop decision"
+ftbpf decisions | grep -q "generation (stop)" && pass "ftbpf decisions shows the stop" || fail "ftbpf decisions: $(ftbpf decisions)"
+finish

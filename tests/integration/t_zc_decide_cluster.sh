@@ -1,0 +1,167 @@
+#!/bin/bash
+# time-limit: 600
+# Decisions across three nodes agreed in etcd (Debian's etcd-server, started here): three
+# agents in their own network namespaces (veth on a bridge; etcd on the bridge's side), each
+# with a torchrun-like launcher of two C ranks (docs/examples/c_loop.c) of one job.
+#   preempt   SIGTERM to one rank on node 2: every rank on every node saves at the same step,
+#             and every launcher exits 42
+#   twice     SIGTERMs on two nodes 10 ms apart: exactly one decision
+#   fast      20 ms steps: re-targeting converges, one step saved everywhere
+#   nodekill  kill -9 of node 3's agent and ranks: nodes 1 and 2 decide the next generation
+#             without node 3; their restarted ranks learn it
+#   partition node 3 cut off (etcd with the majority): node 3 decides nothing and fences its
+#             ranks; nodes 1 and 2 go on without it; healed, all three agree on the decisions
+. "$(dirname "$0")/lib.sh"
+command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
+NS=(ftd1 ftd2 ftd3)
+BR=br-ftd
+EP=http://10.78.0.254:23791
+cleanup_net() {
+	for i in 1 2 3; do [ -n "${AG[$i]:-}" ] && { kill -9 "${AG[$i]}"; wait "${AG[$i]}"; } 2>/dev/null; done
+	[ -n "${ETCD:-}" ] && { kill -9 "$ETCD"; wait "$ETCD"; } 2>/dev/null
+	for n in "${NS[@]}"; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9; ip netns del "$n" 2>/dev/null; done
+	ip link del "$BR" 2>/dev/null
+	for i in 1 2 3; do rm -rf "$PIN-n$i"; done
+}
+trap 'cleanup_net; cleanup' EXIT
+declare -A AG LA
+cleanup_net
+ip link add "$BR" type bridge && ip link set "$BR" up && ip addr add 10.78.0.254/24 dev "$BR" ||
+	{ fail "cannot make a bridge"; finish; }
+for i in 1 2 3; do
+	ip netns add "ftd$i"
+	ip link add "veth-ftd$i" type veth peer name eth0 netns "ftd$i"
+	ip link set "veth-ftd$i" master "$BR" up
+	ip -n "ftd$i" addr add "10.78.0.$i/24" dev eth0
+	ip -n "ftd$i" link set eth0 up
+	ip -n "ftd$i" link set lo up
+done
+etcd --name ftd --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
+	--listen-peer-urls http://127.0.0.1:23801 --initial-advertise-peer-urls http://127.0.0.1:23801 \
+	--initial-cluster ftd=http://127.0.0.1:23801 >"$T/etcd.log" 2>&1 &
+ETCD=$!
+wait_until 20 curl -sf "$EP/version" -o /dev/null || { fail "etcd did not start: $(tail -3 "$T/etcd.log")"; finish; }
+head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"
+PEERS=10.78.0.1:7946,10.78.0.2:7946,10.78.0.3:7946
+node() { echo "10.78.0.$1:7946"; }
+start_node() {
+	local i=$1
+	mkdir -p "$T/n$i"
+	ip netns exec "ftd$i" "$B/ftbpfd" --socket "$T/n$i/s.sock" --state-dir "$T/n$i/state" \
+		--pin-dir "$PIN-n$i" --log-file "$T/n$i/events.jsonl" --only-netns 1 \
+		--soft-timeout 60 --hard-timeout 600 --action report \
+		--bind "$(node $i)" --peers "$PEERS" --key-file "$T/key" \
+		--etcd-endpoints "$EP" --etcd-prefix "/ftbpf-it/" --etcd-lease-ttl 3 --fence-after 3 \
+		--max-restarts 10 --verbose 1 >>"$T/n$i/out" 2>&1 &
+	AG[$i]=$!
+	wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n$i/s.sock' version >/dev/null 2>&1" || fail "node $i did not start: $(tail -3 "$T/n$i/out")"
+}
+f() { local i=$1; shift; "$B/ftbpf" --socket "$T/n$i/s.sock" "$@"; }
+nev() { jq -c "select(.type==\"$2\")" "$T/n$1/events.jsonl" 2>/dev/null; }
+# run ROUND STEP_MS RESTARTS [NODES...]: a launcher of two ranks on each node, one epoch for all
+run() {
+	local round=$1 ms=$2 restarts=$3 i; shift 3
+	rm -f "$T/epoch.$round"
+	for i in "${@:-1 2 3}"; do
+		mkdir -p "$T/r$round/n$i"
+		FTBPF_SOCKET=$T/n$i/s.sock ip netns exec "ftd$i" /usr/bin/python3 "$ROOT/tests/workloads/launcher.py" \
+			--nproc 2 --dir "$T/r$round/n$i" --job cjob --max-restarts "$restarts" -- "$B/examples/c_loop" \
+			--dir "$T/r$round/n$i" --rank "{rank}" --step-ms "$ms" --epoch "$T/epoch.$round" &
+		LA[$i]=$!
+		WORKLOAD_PIDS+=($!)
+	done
+}
+started() { local round=$1 i r; shift; for i in "$@"; do for r in 0 1; do grep -qs START "$T/r$round/n$i/log.$r" || return 1; done; done; }
+saved_all() { cat "$T/r$1"/n*/log.* 2>/dev/null | awk '/^SAVED/ {print $2}' | sort | uniq -c; }
+worker() { awk -v r="$3" '{print $(r + 1)}' "$T/r$1/n$2/pids.0"; }
+wait_launchers() { local i rc=0; for i in "$@"; do wait "${LA[$i]}"; RCS[$i]=$?; done; }
+for i in 1 2 3; do start_node $i; done
+all_alive() { for i in 1 2 3; do f $i peers --json | jq -e '[.cluster.peers[] | select(.state=="alive")] | length == 2' >/dev/null || return 1; done; }
+wait_until 15 all_alive || fail "the mesh did not form"
+f 1 status --json | jq -e '.agent.decisions.store.kind == "etcd" and .agent.decisions.store.reachable' >/dev/null &&
+	pass "agents reach etcd" || fail "store: $(f 1 status --json | jq -c .agent.decisions)"
+
+# ---- preempt: SIGTERM to one rank on node 2 ----
+run 1 100 0 1 2 3
+wait_until 30 started 1 1 2 3 || fail "round 1 did not start"
+sleep 2
+T0=$(date +%s%N)
+kill -TERM "$(worker 1 2 0)"
+declare -A RCS
+wait_launchers 1 2 3
+[ "${RCS[1]}" = 42 ] && [ "${RCS[2]}" = 42 ] && [ "${RCS[3]}" = 42 ] &&
+	pass "SIGTERM on node 2: every launcher exited 42 ($((($(date +%s%N) - T0) / 1000000)) ms)" ||
+	fail "launchers exited ${RCS[1]} ${RCS[2]} ${RCS[3]}"
+S=$(saved_all 1)
+[ "$(echo "$S" | wc -l)" = 1 ] && [ "$(echo $S | awk '{print $1}')" = 6 ] &&
+	pass "all 6 ranks on 3 nodes saved step $(echo $S | awk '{print $2}')" || fail "saved: $S"
+for i in 1 2 3; do
+	nev $i decision | grep -q '"kind":"checkpoint".*"cause":"preemption"' || fail "node $i did not see the decision: $(nev $i decision | head -3)"
+done
+LAT=$(for i in 1 3; do nev $i decision | jq -r 'select(.kind=="checkpoint") | .ts' | head -1 | xargs -I{} date -d {} +%s%N; done | sort -n | tail -1)
+log "the decision reached the last other node $(((LAT - T0) / 1000000)) ms after the SIGTERM"
+
+# ---- twice: SIGTERMs on two nodes 10 ms apart ----
+run 2 100 0 1 2 3
+wait_until 30 started 2 1 2 3 || fail "round 2 did not start"
+sleep 2
+N0=$(f 1 decisions --json | jq '[.decisions[] | select(.kind=="checkpoint" and .cause=="preemption" and .why=="preemption signal")] | length')
+kill -TERM "$(worker 2 1 0)"; sleep 0.01; kill -TERM "$(worker 2 3 1)"
+wait_launchers 1 2 3
+N1=$(f 1 decisions --json | jq '[.decisions[] | select(.kind=="checkpoint" and .cause=="preemption" and .why=="preemption signal")] | length')
+[ $((N1 - N0)) = 1 ] && pass "two SIGTERMs 10 ms apart on two nodes: exactly one decision" || fail "$((N1 - N0)) decisions"
+S=$(saved_all 2)
+[ "$(echo "$S" | wc -l)" = 1 ] && [ "${RCS[1]}${RCS[2]}${RCS[3]}" = 424242 ] && pass "one step saved: $S" || fail "saved: $S; exits ${RCS[*]}"
+
+# ---- fast steps: 20 ms ----
+run 3 20 0 1 2 3
+wait_until 30 started 3 1 2 3 || fail "round 3 did not start"
+sleep 2
+kill -TERM "$(worker 3 2 1)"
+wait_launchers 1 2 3
+S=$(saved_all 3)
+[ "$(echo "$S" | wc -l)" = 1 ] && [ "$(echo $S | awk '{print $1}')" = 6 ] && [ "${RCS[1]}${RCS[2]}${RCS[3]}" = 424242 ] &&
+	pass "20 ms steps: re-targeting converged, all saved step $(echo $S | awk '{print $2}') ($(f 1 status --json | jq .agent.decisions.counters.retargets) re-targets on node 1)" ||
+	fail "fast steps: saved $S; exits ${RCS[*]}"
+
+# ---- nodekill: node 3's agent and ranks killed ----
+run 4 100 1 1 2 3
+wait_until 30 started 4 1 2 3 || fail "round 4 did not start"
+sleep 2
+G0=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .generation][0]')
+kill -9 "${AG[3]}" "${LA[3]}" $(cat "$T/r4/n3/pids.0"); wait "${AG[3]}" "${LA[3]}" 2>/dev/null; AG[3]=
+wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' decisions --json | jq -e '[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))] | length == 1' >/dev/null" &&
+	pass "node 3 killed: generation $((G0 + 1)) decided" || fail "no generation after node 3 died: $(f 1 decisions)"
+f 1 decisions --json | jq -e "[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))][0] | (.excluded | index(\"$(node 3)\")) != null" >/dev/null &&
+	pass "without node 3: $(f 1 decisions --json | jq -c "[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))][0] | {cause, excluded, why}")" ||
+	fail "node 3 not left out: $(f 1 decisions --json | jq -c '.decisions[-1]')"
+wait_until 20 bash -c "grep -qs 'START.*generation $((G0 + 1))' '$T/r4/n1/log.0' && grep -qs 'START.*generation $((G0 + 1))' '$T/r4/n2/log.1'" &&
+	pass "restarted ranks on nodes 1 and 2 learned generation $((G0 + 1))" || fail "restarted ranks: $(grep START "$T/r4/n1/log.0")"
+for i in 1 2; do kill -TERM "${LA[$i]}"; done
+wait_launchers 1 2
+
+# ---- partition: node 3 cut off ----
+start_node 3
+wait_until 15 all_alive || fail "node 3 did not rejoin the mesh"
+run 5 100 0 1 2 3
+wait_until 30 started 5 1 2 3 || fail "round 5 did not start"
+sleep 3
+G0=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .generation][0]')
+CUT=$(date +%s%3N)
+ip link set veth-ftd3 down
+wait_until 20 bash -c "jq -e 'select(.type==\"fenced\")' '$T/n3/events.jsonl' >/dev/null 2>&1" &&
+	pass "node 3, cut off from etcd, fenced its ranks" || fail "node 3 did not fence"
+wait ${LA[3]}; RC3=$?
+[ $RC3 = 42 ] && pass "node 3's ranks ended (launcher exit 42)" || fail "node 3's launcher exit $RC3: $(tail -2 "$T/r5/n3/log.0")"
+wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' decisions --json | jq -e '[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))] | length == 1' >/dev/null" &&
+	pass "the majority decided generation $((G0 + 1)) without node 3" || fail "majority decided nothing"
+BY3=$(f 1 decisions --json | jq "[.decisions[] | select(.at_ms > $CUT and .by==\"$(node 3)\")] | length")
+[ "$BY3" = 0 ] && pass "node 3 decided nothing while cut off" || fail "node 3 made $BY3 decisions while cut off"
+ip link set veth-ftd3 up
+same() { [ "$(f 1 decisions --json | jq -c .decisions)" = "$(f 3 decisions --json | jq -c .decisions)" ]; }
+wait_until 20 same && pass "healed: node 3 agrees with the majority ($(f 3 decisions --json | jq '.decisions | length') decisions)" ||
+	fail "node 3 disagrees: $(f 3 decisions --json | jq -c '.decisions[-1]') vs $(f 1 decisions --json | jq -c '.decisions[-1]')"
+for i in 1 2; do kill -TERM "${LA[$i]}" 2>/dev/null; done
+wait_launchers 1 2
+for i in 1 2 3; do agent_alive_i() { kill -0 "${AG[$1]}" 2>/dev/null; }; agent_alive_i $i || fail "agent $i died"; done
+finish

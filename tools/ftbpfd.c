@@ -1,0 +1,158 @@
+/* ftbpfd entry point: configuration (defaults < config file < flags), then the agent loop. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "lib/config.h"
+#include "os/log.h"
+#include "proto/mesh_proto.h"
+
+#include <sodium.h>
+
+int main(int argc, char **argv)
+{
+	struct ftbpf_config cfg;
+	const char *config_path = FTBPF_DEFAULT_CONFIG;
+	int explicit_config = 0, reset = 0, print = 0, r;
+	char err[512];
+	struct agent *a;
+
+	config_defaults(&cfg);
+	/* First pass: --config and the informational flags. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			config_print_help(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--version")) {
+			printf("ftbpfd %s\n", FTBPF_VERSION);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ftbpfd: --config needs a file\n");
+				return 2;
+			}
+			config_path = argv[++i];
+			explicit_config = 1;
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			config_path = argv[i] + 9;
+			explicit_config = 1;
+		}
+	}
+	r = config_parse_file(&cfg, config_path, err, sizeof(err));
+	if (r < 0 && !(r == -ENOENT && !explicit_config)) {
+		fprintf(stderr, "ftbpfd: config: %s\n", err);
+		return 2;
+	}
+	if (getenv("FTBPF_SOCKET") && *getenv("FTBPF_SOCKET") &&
+	    config_set(&cfg, "socket", getenv("FTBPF_SOCKET"), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ftbpfd: FTBPF_SOCKET: %s\n", err);
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *val = NULL, *key;
+		char flag[64];
+		int needs;
+
+		if (!strcmp(arg, "--config")) {
+			i++;
+			continue;
+		}
+		if (!strncmp(arg, "--config=", 9))
+			continue;
+		if (!strcmp(arg, "--reset-state")) {
+			reset = 1;
+			continue;
+		}
+		if (!strcmp(arg, "--print-config")) {
+			print = 1;
+			continue;
+		}
+		if (strncmp(arg, "--", 2)) {
+			fprintf(stderr, "ftbpfd: unexpected argument '%s' (see --help)\n", arg);
+			return 2;
+		}
+		snprintf(flag, sizeof(flag), "%s", arg + 2);
+		if (strchr(flag, '=')) {
+			val = strchr(arg, '=') + 1;
+			*strchr(flag, '=') = 0;
+		}
+		key = config_flag_key(flag, &needs);
+		if (!key) {
+			fprintf(stderr, "ftbpfd: unknown option '%s' (see --help)\n", arg);
+			return 2;
+		}
+		if (!val) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "ftbpfd: %s needs a value\n", arg);
+				return 2;
+			}
+			val = argv[++i];
+		}
+		if (config_set(&cfg, key, val, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ftbpfd: --%s: %s\n", flag, err);
+			return 2;
+		}
+	}
+	if (config_check(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ftbpfd: %s\n", err);
+		return 2;
+	}
+	if (print) {
+		config_dump(&cfg, stdout);
+		return 0;
+	}
+	/* what can be checked before anything is loaded is checked now, as a usage error */
+	if (*cfg.mesh_bind) {
+		uint8_t key[MESH_KEY_BYTES];
+		FILE *f;
+
+		if (sodium_init() < 0 ||
+		    mesh_load_key(cfg.mesh_key_file, key, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ftbpfd: %s\n", err);
+			return 2;
+		}
+		sodium_memzero(key, sizeof(key));
+		if (*cfg.mesh_peers_file && !(f = fopen(cfg.mesh_peers_file, "re"))) {
+			fprintf(stderr, "ftbpfd: peers file %s: %s\n", cfg.mesh_peers_file,
+				strerror(errno));
+			return 2;
+		} else if (*cfg.mesh_peers_file) {
+			fclose(f);
+		}
+	}
+	log_set_level((enum log_level)cfg.verbose);
+	{
+		/* every rank, timer and connection may hold a descriptor: take what we may, up
+		 * to a million (the per-user limits keep any one user far below it) */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max > (1u << 20) ? (1u << 20) : rl.rlim_max;
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+				log_warn("cannot raise the open-file limit: %s", strerror(errno));
+		}
+	}
+	if (geteuid() != 0)
+		log_warn("not running as root: loading BPF programs will likely fail");
+	a = agent_new(&cfg, reset, err, sizeof(err));
+	if (!a) {
+		log_err("start-up failed: %s", err);
+		return 1;
+	}
+	log_info("ftbpfd %s ready on %s (soft %gs, hard %gs, action %s)", FTBPF_VERSION,
+		 cfg.socket_path, cfg.soft_timeout_s, cfg.hard_timeout_s,
+		 config_action_name(cfg.action));
+	r = agent_run(a);
+	agent_free(a);
+	if (r < 0) {
+		log_err("agent loop: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}

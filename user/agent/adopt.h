@@ -1,0 +1,45 @@
+/*
+ * Adoption: which processes are ranks, and taking them into the rank table and the kernel's
+ * tracked set. A process becomes a rank from its launcher's variables (lib/ident.c) when it
+ * execs, when /proc is walked (at start, and again after the kernel folded or lost exec
+ * events), or when it registers through the control socket. What a rank was doing before it
+ * was adopted (blocked threads, children forked before its adoption reached the kernel) is
+ * read from /proc. After a restart, the table is rebuilt from the pinned procs map.
+ */
+#ifndef FTBPF_ADOPT_H
+#define FTBPF_ADOPT_H
+
+#include <stdint.h>
+
+struct tracker;
+struct ranks;
+struct eventlog;
+struct rank_ident;
+struct json_object;
+struct adopter;
+
+/* NULL on ENOMEM. only_jobs: an fnmatch pattern of the jobs to adopt ("" all); only_netns:
+ * only processes in our network namespace. All borrowed. */
+struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
+			    const char *only_jobs, int only_netns);
+void adopter_free(struct adopter *ad);
+/* Does --only-jobs let this job in? */
+int adopt_job_wanted(const struct adopter *ad, const char *job);
+/* Adopt pid if its environment names a rank. how: "exec", "scan", "register". 0 (also when
+ * it is no rank, or one already), or -errno. */
+int adopt_pid(struct adopter *ad, int pid, const char *how);
+/* Make pid (named by pidfd, which this takes over) a rank with identity id. registered: it
+ * asked itself (control socket); a rank's child may then be a rank of its own. */
+int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id, const char *how,
+	     int registered);
+/* Walk /proc for ranks. */
+void adopt_scan_all(struct adopter *ad);
+/* Retry adoptions that failed for want of a resource; walk /proc again (at most every two
+ * seconds) when the kernel folded or lost exec events since the last walk. */
+void adopt_catch_up(struct adopter *ad, uint64_t now);
+/* After a restart: the ranks of the pinned procs map, and their slots. */
+void adopt_resume(struct adopter *ad);
+/* adopted, adopt_errors, proc_rescans, added to object c. */
+void adopter_counters(const struct adopter *ad, struct json_object *c);
+
+#endif

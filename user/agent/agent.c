@@ -1,0 +1,588 @@
+/*
+ * ftbpfd's wiring: it opens the modules, connects them and runs the event loop. Data flows
+ * kernel -> tracker (watch/tracker.c) -> kevents (adoption, exits, signals) and, at each scan,
+ * watch (sample -> detector -> verdicts) -> actions (reports, signals); views are what the
+ * control socket (handlers) and the event log show; timers and the mesh are services on the
+ * same loop. See docs/architecture.md.
+ */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "agent/actions.h"
+#include "agent/adopt.h"
+#include "agent/ctl.h"
+#include "agent/decide.h"
+#include "agent/eventlog.h"
+#include "agent/handlers.h"
+#include "agent/jobstate.h"
+#include "agent/kevents.h"
+#include "agent/mesh.h"
+#include "agent/store.h"
+#include "agent/timersvc.h"
+#include "agent/views.h"
+#include "agent/watch.h"
+#include "lib/gpuapi.h"
+#include "lib/jsonx.h"
+#include "lib/ranks.h"
+#include "os/clock.h"
+#include "os/log.h"
+#include "os/loop.h"
+#include "os/procfs.h"
+#include "os/safefs.h"
+#include "watch/gpuprobe.h"
+#include "watch/tracker.h"
+
+#define EXITED_RETENTION_NS (3600 * CLOCK_NS_PER_S) /* a finished job stays visible an hour */
+#define RB_BATCH	    512			    /* ring-buffer records handled per loop turn */
+
+struct agent {
+	struct ftbpf_config cfg;
+	struct loop *loop; /* owned (all of these pointers) */
+	struct tracker *tr;
+	struct gpuprobe *gp; /* NULL when CUDA/NCCL probes are off or impossible */
+	struct mesh *mesh;   /* NULL when the heartbeat mesh is off */
+	struct eventlog *el;
+	struct ctl_server *ctl;
+	struct adopter *ad;
+	struct timersvc *ts;
+	struct ranks ranks; /* the rank and job table */
+	struct watch w;
+	struct jobstate js;
+	struct kevents kv;
+	struct actions ac;
+	struct handlers h;
+	struct store *st; /* NULL with the decider: decisions are off */
+	struct decider *dc;
+	char node[32];	      /* this node's name in decisions */
+	int tfd, sfd, lockfd; /* scan timer, signals, state-dir lock */
+	uint64_t start_ns;
+	int stop;
+};
+
+/* The agent's own part of `status`: version, timeouts, features, counters. */
+static struct json_object *agent_json(void *ctx, uint64_t now)
+{
+	struct agent *a = ctx;
+	const struct tracker_features *f = tracker_features(a->tr);
+	struct json_object *o = json_object_new_object(), *c = json_object_new_object(),
+			   *ft = json_object_new_object(), *libs = json_object_new_array();
+	struct gpuprobe_lib_info li;
+
+	jint(o, "pid", getpid());
+	jstr(o, "version", FTBPF_VERSION);
+	jdbl(o, "uptime_s", view_secs(now - a->start_ns));
+	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
+	jdbl(o, "hard_timeout_s", a->cfg.hard_timeout_s);
+	jstr(o, "action", config_action_name(a->cfg.action));
+	jstr(ft, "programs", f->tp_btf ? "tp_btf" : "raw_tp");
+	jbool(ft, "task_iter", f->task_iter);
+	jbool(ft, "oom", f->oom);
+	jbool(ft, "resumed", f->resumed);
+	jint(ft, "syscall_clock_hz", f->hz);
+	json_object_object_add(ft, "gpu_majors", watch_gpu_majors_json(&a->w));
+	jint(ft, "pid_max", f->pid_max);
+	jbool(ft, "uprobes", f->uprobes);
+	jbool(ft, "gpu_probes", a->gp != NULL);
+	for (int i = 0; gpuprobe_info(a->gp, i, &li) == 0; i++) {
+		struct json_object *l = json_object_new_object();
+
+		jstr(l, "path", li.path);
+		jstr(l, "kind", li.kind == GPUAPI_LIB_CUDA ? "cuda" : "nccl");
+		jint(l, "functions", li.probes);
+		jstr(l, "error", li.err ? strerror(-li.err) : NULL);
+		json_object_array_add(libs, l);
+	}
+	json_object_object_add(o, "gpu_libs", libs);
+	json_object_object_add(o, "features", ft);
+	jint(c, "events", (int64_t)a->kv.events);
+	adopter_counters(a->ad, c);
+	jint(c, "hangs", (int64_t)a->ac.hangs);
+	jint(c, "actions", (int64_t)(a->ac.sent + timersvc_kills(a->ts)));
+	jint(c, "scans", (int64_t)a->w.scans);
+	view_tracker_counters(c, a->tr);
+	view_ctl_counters(c, ctl_counters(a->ctl), ctl_clients(a->ctl));
+	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
+	timersvc_counters(a->ts, c);
+	json_object_object_add(o, "counters", c);
+	json_object_object_add(o, "decisions", a->dc ? decide_json(a->dc) : NULL);
+	return o;
+}
+
+/* Forget ranks of finished jobs after the retention (and their procs entries and slots). */
+static void forget_finished(struct agent *a, uint64_t now)
+{
+	for (int i = 0; i < a->ranks.n;) {
+		struct rank *k = a->ranks.v[i];
+		struct ftbpf_proc p;
+
+		if (!k->s.exited || k->job->res.live != 0 ||
+		    now - k->s.exit_ns <= EXITED_RETENTION_NS) {
+			i++;
+			continue;
+		}
+		timersvc_slot_drop(a->ts, k);
+		/* its procs entry, if it is still the one of this incarnation */
+		if (tracker_proc_get(a->tr, (uint32_t)k->pid, &p) == 0 &&
+		    procfs_same_start(p.start_ns, k->start_ns))
+			(void)tracker_proc_delete(a->tr, (uint32_t)k->pid); /* gone: fine */
+		ranks_remove(&a->ranks, k);
+	}
+}
+
+/* One scan: sample every rank, judge every job, act, then housekeeping. */
+static void scan(struct agent *a)
+{
+	uint64_t now;
+
+	watch_begin(&a->w);
+	now = clock_mono_ns();
+	ctl_tick(a->ctl, now);
+	adopt_catch_up(a->ad, now);
+	for (int j = 0; j < a->ranks.njobs; j++) /* before its ranks are sampled */
+		if (!a->ranks.jobs[j]->restored)
+			jobstate_restore(&a->js, a->ranks.jobs[j]);
+	watch_sample(&a->w, now);
+	for (int j = 0; j < a->ranks.njobs; j++)
+		if (watch_judge(&a->w, a->ranks.jobs[j], now) == 0)
+			actions_job(&a->ac, a->ranks.jobs[j], now);
+	if (a->dc)
+		decide_tick(a->dc);
+	timersvc_check(a->ts);
+	jobstate_save(&a->js, &a->ranks);
+	forget_finished(a, now);
+	if (a->mesh) {
+		struct mesh_health h;
+
+		watch_health(&a->w, &h);
+		mesh_set_health(a->mesh, &h);
+	}
+}
+
+/* ---- loop handlers ---- */
+static void on_ring(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct agent *a = ctx;
+
+	(void)arg, (void)events;
+	tracker_consume(a->tr, RB_BATCH);
+}
+
+static void on_scan_timer(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct agent *a = ctx;
+	uint64_t exp;
+
+	(void)arg, (void)events;
+	if (read(a->tfd, &exp, sizeof(exp)) > 0) {
+		tracker_consume(a->tr, RB_BATCH);
+		scan(a);
+	}
+}
+
+static void on_signal(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct agent *a = ctx;
+	struct signalfd_siginfo si;
+
+	(void)arg, (void)events;
+	while (read(a->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			eventlog_reopen(a->el);
+		else
+			a->stop = 1;
+	}
+}
+
+/* Heartbeat mesh: peer events into the event log. */
+static void on_mesh_event(void *ctx, const char *type, const struct swim_member *m)
+{
+	struct agent *a = ctx;
+
+	eventlog_emit(a->el, view_peer(type, m));
+	if (a->dc && !strcmp(type, "peer_dead")) {
+		char addr[32];
+
+		mesh_format_addr(&m->addr, addr, sizeof(addr));
+		decide_peer_dead(a->dc, addr);
+	}
+}
+
+/* ---- decisions ---- */
+static void on_store_changed(void *ctx)
+{
+	struct agent *a = ctx;
+
+	if (a->dc)
+		decide_tick(a->dc);
+}
+
+/* This node's name: node_name, else the mesh's address (what peers call us), else the host
+ * name (cut to the characters a key may hold). */
+static void node_name(struct agent *a)
+{
+	char host[256] = "";
+
+	if (*a->cfg.node_name)
+		snprintf(host, sizeof(host), "%s", a->cfg.node_name);
+	else if (*a->cfg.mesh_bind)
+		snprintf(host, sizeof(host), "%s", a->cfg.mesh_bind);
+	else if (gethostname(host, sizeof(host) - 1) < 0)
+		snprintf(host, sizeof(host), "localhost");
+	for (char *p = host; *p; p++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-",
+			    *p))
+			*p = '_';
+	snprintf(a->node, sizeof(a->node), "%.31s", *host ? host : "localhost");
+}
+
+static int open_decisions(struct agent *a, char *err, size_t errlen)
+{
+	const struct ftbpf_config *cfg = &a->cfg;
+	struct store_opts so = {.state_dir = cfg->state_dir,
+				.endpoints = cfg->etcd_endpoints,
+				.prefix = cfg->etcd_prefix,
+				.cacert = cfg->etcd_cacert,
+				.cert = cfg->etcd_cert,
+				.key = cfg->etcd_key,
+				.lease_ttl_s = cfg->etcd_lease_ttl_s,
+				.loop = a->loop,
+				.changed = on_store_changed,
+				.ctx = a};
+	struct decide_opts dopts;
+	char e2[300];
+
+	if (!strcmp(cfg->decisions, "off"))
+		return 0;
+	node_name(a);
+	a->st = store_open(&so, e2, sizeof(e2));
+	if (!a->st) {
+		snprintf(err, errlen, "decisions: %s", e2);
+		return -EINVAL;
+	}
+	if (!*cfg->etcd_endpoints && *cfg->mesh_bind)
+		log_warn("decisions: no etcd_endpoints: this node decides for its own ranks only "
+			 "(the mesh's other nodes do not agree with it)");
+	dopts = (struct decide_opts){&a->cfg, &a->ranks, a->el, a->ts, a->st, a->node};
+	a->dc = decider_new(&dopts);
+	if (!a->dc) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	a->kv.dc = a->dc;
+	a->h.dc = a->dc;
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+static int lock_state_dir(struct agent *a, char *err, size_t errlen)
+{
+	char p[300];
+	int r;
+
+	r = safefs_mkdir(a->cfg.state_dir, 0700, err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(p, sizeof(p), "%s/ftbpfd.lock", a->cfg.state_dir);
+	a->lockfd = safefs_open(p, O_RDWR | O_CREAT, 0600, err, errlen);
+	if (a->lockfd < 0)
+		return a->lockfd;
+	if (flock(a->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		snprintf(err, errlen, "state dir %s is in use by another ftbpfd (%s)",
+			 a->cfg.state_dir, strerror(errno));
+		return -EBUSY;
+	}
+	if (ftruncate(a->lockfd, 0) == 0)
+		dprintf(a->lockfd, "%d\n", getpid());
+	return 0;
+}
+
+/*
+ * What one user can make us hold must fit in our descriptors: every timer holds a pidfd and
+ * every connection a socket. Under a small open-file limit (one we could not raise) the
+ * per-user limits shrink so that no user can exhaust it; the rest stays for ranks and root.
+ */
+static void fd_budget(struct ftbpf_config *c)
+{
+	struct rlimit rl;
+	long n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	n = (long)rl.rlim_cur;
+	if (c->max_timers_per_user > n / 8) {
+		c->max_timers_per_user = n / 8 > 16 ? (int)(n / 8) : 16;
+		log_warn("open-file limit %ld: at most %d timers per user", n,
+			 c->max_timers_per_user);
+	}
+	if (c->ctl_max_clients > n / 4)
+		c->ctl_max_clients = n / 4 > 64 ? (int)(n / 4) : 64;
+	if (c->ctl_clients_per_user > n / 16) {
+		c->ctl_clients_per_user = n / 16 > 4 ? (int)(n / 16) : 4;
+		log_warn("open-file limit %ld: at most %d control connections per user", n,
+			 c->ctl_clients_per_user);
+	}
+}
+
+/* Watch fd in the loop with handler fn; err says what failed. */
+static int watch_fd(struct agent *a, int fd, loop_fn fn, int urgent, char *err, size_t errlen)
+{
+	int h = loop_handler(a->loop, fn, a, urgent);
+	int r = h < 0 ? h : loop_add(a->loop, fd, EPOLLIN, h, 0);
+
+	if (r < 0)
+		snprintf(err, errlen, "event loop: %s", strerror(-r));
+	return r;
+}
+
+static int open_scan_timer(struct agent *a, char *err, size_t errlen)
+{
+	struct itimerspec its = {};
+	double s = a->cfg.scan_interval_s;
+
+	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	its.it_interval.tv_sec = (time_t)s;
+	its.it_interval.tv_nsec = (long)((s - (time_t)s) * 1e9);
+	its.it_value = its.it_interval;
+	if (a->tfd < 0 || timerfd_settime(a->tfd, 0, &its, NULL) < 0) {
+		snprintf(err, errlen, "timerfd: %s", strerror(errno));
+		return -errno;
+	}
+	return watch_fd(a, a->tfd, on_scan_timer, 0, err, errlen);
+}
+
+static int open_signals(struct agent *a, char *err, size_t errlen)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || signal(SIGPIPE, SIG_IGN) == SIG_ERR ||
+	    (a->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		snprintf(err, errlen, "signals: %s", strerror(errno));
+		return -errno;
+	}
+	return watch_fd(a, a->sfd, on_signal, 0, err, errlen);
+}
+
+static int open_tracker(struct agent *a, int reset_state, char *err, size_t errlen)
+{
+	const struct ftbpf_config *cfg = &a->cfg;
+	struct tracker_opts to = {.pin_dir = cfg->pin_dir,
+				  .reset = reset_state,
+				  .agent_tgid = getpid(),
+				  .on_event = kevents_on_event,
+				  .ctx = &a->kv,
+				  .programs = cfg->bpf_programs,
+				  .no_task_iter = !strcmp(cfg->task_iter, "off"),
+				  .ktime_clock = !strcmp(cfg->syscall_clock, "ktime"),
+				  .verbose = cfg->verbose >= 3,
+				  .timer_term_first = cfg->timer_escalate};
+
+	a->tr = tracker_open(&to, err, errlen);
+	if (!a->tr)
+		return -EINVAL;
+	if (cfg->gpu_probes && !tracker_features(a->tr)->uprobes)
+		log_warn("no CUDA/NCCL probes: this kernel has no uprobe attach cookies (5.15+)");
+	else if (cfg->gpu_probes && gpuprobe_new(a->tr, cfg->gpu_probe_launch, &a->gp) < 0)
+		log_warn("no CUDA/NCCL probes: libelf unusable");
+	return watch_fd(a, tracker_epoll_fd(a->tr), on_ring, 0, err, errlen);
+}
+
+static int open_eventlog(struct agent *a, char *err, size_t errlen)
+{
+	const struct ftbpf_config *cfg = &a->cfg;
+	struct eventlog_opts eo = {.path = cfg->log_file,
+				   .max_bytes = cfg->log_max_bytes,
+				   .keep = cfg->log_keep,
+				   .mem_keep = cfg->events_keep,
+				   .group = cfg->log_group};
+	char e2[300];
+
+	a->el = eventlog_new(&eo, e2, sizeof(e2));
+	if (!a->el) {
+		snprintf(err, errlen, "event log: %s", e2);
+		return -EINVAL;
+	}
+	eventlog_load_tail(a->el);
+	return 0;
+}
+
+static int open_ctl(struct agent *a, char *err, size_t errlen)
+{
+	struct ctl_limits lim = {.max_clients = a->cfg.ctl_max_clients,
+				 .per_uid = a->cfg.ctl_clients_per_user,
+				 .uid_out_bytes = (size_t)a->cfg.ctl_user_buffer,
+				 .idle_s = a->cfg.ctl_idle_timeout_s};
+	char e2[200];
+
+	a->ctl = ctl_new(a->cfg.socket_path, a->loop, &lim, handlers_dispatch, &a->h, a->el, e2,
+			 sizeof(e2));
+	if (!a->ctl) {
+		snprintf(err, errlen, "control socket %s: %s", a->cfg.socket_path, e2);
+		return -EINVAL;
+	}
+	eventlog_set_sink(a->el, ctl_broadcast, a->ctl);
+	a->h.ctl = a->ctl;
+	return 0;
+}
+
+static int open_mesh(struct agent *a, char *err, size_t errlen)
+{
+	const struct ftbpf_config *cfg = &a->cfg;
+	struct mesh_opts mo = {.bind = cfg->mesh_bind,
+			       .peers = cfg->mesh_peers,
+			       .peers_file = cfg->mesh_peers_file,
+			       .key_file = cfg->mesh_key_file,
+			       .on_event = on_mesh_event,
+			       .ctx = a,
+			       .loop = a->loop};
+
+	swim_config_default(&mo.swim);
+	mo.swim.probe_interval_ms = (uint32_t)(cfg->probe_interval_s * 1000);
+	mo.swim.probe_timeout_ms = (uint32_t)(cfg->probe_timeout_s * 1000);
+	mo.swim.indirect_checks = cfg->indirect_checks;
+	mo.swim.suspicion_mult = cfg->suspicion_mult;
+	mo.swim.suspicion_max_mult = cfg->suspicion_max_mult;
+	a->mesh = mesh_open(&mo, err, errlen);
+	a->h.mesh = a->mesh;
+	return a->mesh ? 0 : -EINVAL;
+}
+
+struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *err, size_t errlen)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	a->cfg = *cfg;
+	a->tfd = a->sfd = a->lockfd = -1;
+	fd_budget(&a->cfg);
+	a->start_ns = clock_mono_ns();
+	ranks_init(&a->ranks);
+	if (lock_state_dir(a, err, errlen) < 0)
+		goto fail;
+	jobstate_open(&a->js, a->cfg.state_dir);
+	if (open_eventlog(a, err, errlen) < 0)
+		goto fail;
+	if (!(a->loop = loop_new())) {
+		snprintf(err, errlen, "epoll: %s", strerror(errno));
+		goto fail;
+	}
+	if (open_tracker(a, reset_state, err, errlen) < 0)
+		goto fail;
+	watch_init(&a->w, a->tr, a->gp, &a->ranks, a->el, &a->cfg);
+	a->ad = adopter_new(a->tr, &a->ranks, a->el, a->cfg.only_jobs, a->cfg.only_netns);
+	if (!a->ad) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	{
+		struct timersvc_opts to = {.tr = a->tr,
+					   .el = a->el,
+					   .ranks = &a->ranks,
+					   .loop = a->loop,
+					   .fifo_path = a->cfg.timer_fifo,
+					   .escalate = a->cfg.timer_escalate,
+					   .grace_s = a->cfg.grace_s,
+					   .max_per_user = a->cfg.max_timers_per_user};
+
+		a->ts = timersvc_new(&to, err, errlen);
+		if (!a->ts)
+			goto fail;
+	}
+	a->kv = (struct kevents){a->tr, &a->ranks, a->ad, a->ts, a->el, 0};
+	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts)};
+	a->ac = (struct actions){&a->cfg, a->el, a->ts, &a->js, vs, 0, 0};
+	a->h = (struct handlers){.ranks = &a->ranks,
+				 .ad = a->ad,
+				 .ts = a->ts,
+				 .el = a->el,
+				 .vs = vs,
+				 .agent_json = agent_json,
+				 .agent_ctx = a};
+	if (open_decisions(a, err, errlen) < 0 || open_ctl(a, err, errlen) < 0 ||
+	    open_scan_timer(a, err, errlen) < 0 || open_signals(a, err, errlen) < 0 ||
+	    (*cfg->mesh_bind && open_mesh(a, err, errlen) < 0))
+		goto fail;
+	return a;
+fail:
+	agent_free(a);
+	return NULL;
+}
+
+int agent_run(struct agent *a)
+{
+	const struct tracker_features *f = tracker_features(a->tr);
+	struct json_object *o = view_event("agent_start");
+	int r = 0;
+
+	jint(o, "pid", getpid());
+	jstr(o, "version", FTBPF_VERSION);
+	jstr(o, "programs", f->tp_btf ? "tp_btf" : "raw_tp");
+	jbool(o, "task_iter", f->task_iter);
+	jbool(o, "oom", f->oom);
+	jbool(o, "resumed", f->resumed);
+	jstr(o, "socket", a->cfg.socket_path);
+	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
+	jdbl(o, "hard_timeout_s", a->cfg.hard_timeout_s);
+	jstr(o, "action", config_action_name(a->cfg.action));
+	eventlog_emit(a->el, o);
+	adopt_resume(a->ad);
+	timersvc_restore(a->ts);
+	while (tracker_consume(a->tr, RB_BATCH) == 1) /* events queued while no agent ran */
+		;
+	adopt_scan_all(a->ad);
+	scan(a);
+	/* Enforcement first: the timer service's handler is urgent, and every other source
+	 * does a bounded amount of work per turn. */
+	while (!a->stop && (r = loop_once(a->loop, -1)) >= 0)
+		;
+	jobstate_save(&a->js, &a->ranks);
+	o = view_event("agent_stop");
+	jint(o, "pid", getpid());
+	eventlog_emit(a->el, o);
+	return r < 0 ? r : 0;
+}
+
+void agent_free(struct agent *a)
+{
+	if (!a)
+		return;
+	ctl_free(a->ctl);
+	mesh_close(a->mesh);
+	decider_free(a->dc);
+	store_close(a->st); /* its threads end here */
+	timersvc_free(a->ts);
+	adopter_free(a->ad);
+	watch_fini(&a->w);
+	gpuprobe_free(a->gp); /* its links before the programs they attach */
+	tracker_close(a->tr);
+	eventlog_free(a->el);
+	ranks_fini(&a->ranks);
+	jobstate_close(&a->js);
+	loop_free(a->loop);
+	if (a->tfd >= 0)
+		close(a->tfd);
+	if (a->sfd >= 0)
+		close(a->sfd);
+	if (a->lockfd >= 0)
+		close(a->lockfd);
+	free(a);
+}

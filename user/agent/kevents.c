@@ -1,0 +1,117 @@
+/* The kernel's events into the rank table and the event log: see kevents.h. */
+#include "agent/kevents.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/adopt.h"
+#include "agent/decide.h"
+#include "agent/eventlog.h"
+#include "agent/timersvc.h"
+#include "agent/views.h"
+#include "lib/ranks.h"
+#include "watch/tracker.h"
+
+static void on_exec(struct kevents *kv, struct rank *k, const struct ftbpf_event *e)
+{
+	struct ftbpf_proc p;
+
+	if (k) {
+		snprintf(k->comm, sizeof(k->comm), "%.15s", e->comm);
+		return;
+	}
+	if (!e->flags) {
+		adopt_pid(kv->ad, (int)e->tgid, "exec");
+		return;
+	}
+	/* a rank's child ran a new program: keep its name current */
+	if (tracker_proc_get(kv->tr, e->tgid, &p) == 0) {
+		memcpy(p.comm, e->comm, sizeof(p.comm));
+		(void)tracker_proc_put(kv->tr, e->tgid, &p); /* it exited meanwhile: no matter */
+	}
+}
+
+static void on_exit_event(struct kevents *kv, struct rank *k, const struct ftbpf_event *e)
+{
+	const struct rank *owner;
+	struct json_object *o;
+
+	timersvc_exited(kv->ts, (int)e->tgid);
+	if (!k) {
+		/* a child: the kernel deleted its entry; the event names its rank */
+		owner = ranks_find(kv->ranks, (int)e->owner);
+		if (owner)
+			eventlog_emit(kv->el, view_child_exit(e, owner));
+		return;
+	}
+	timersvc_slot_drop(kv->ts, k);
+	k->s.exited = 1;
+	k->s.exit_code = e->code;
+	k->s.exit_ns = e->ts_ns;
+	k->s.sender_pid = e->sender_pid;
+	snprintf(k->s.sender_comm, sizeof(k->s.sender_comm), "%.15s", e->sender_comm);
+	k->exit_reported = 1;
+	o = view_rank_event("exit", k);
+	view_exit_fields(o, e->code, e->sender_pid, k->s.sender_comm);
+	eventlog_emit(kv->el, o);
+}
+
+static void on_signal(struct kevents *kv, struct rank *k, const struct ftbpf_event *e)
+{
+	struct rank_sig rs = {.ts_ns = e->ts_ns,
+			      .sig = e->sig,
+			      .delivered = e->type == FTBPF_EV_DELIVER,
+			      .sender_pid = e->sender_pid};
+	struct ftbpf_proc p;
+	uint32_t uid;
+
+	snprintf(rs.sender_comm, sizeof(rs.sender_comm), "%.15s", e->sender_comm);
+	if (k) {
+		rank_add_signal(k, &rs);
+		uid = k->uid;
+		if (e->type == FTBPF_EV_SIGNAL && kv->dc)
+			decide_on_signal(kv->dc, k, e->sig, e->sender_pid);
+	} else if (tracker_proc_get(kv->tr, e->tgid, &p) == 0) {
+		uid = p.uid; /* a rank's child */
+	} else {
+		return;
+	}
+	eventlog_emit(kv->el, view_signal(e, k, uid));
+}
+
+void kevents_on_event(void *ctx, const struct ftbpf_event *e)
+{
+	struct kevents *kv = ctx;
+	struct rank *k = ranks_find_live(kv->ranks, (int)e->tgid);
+	const struct rank *owner;
+
+	kv->events++;
+	switch (e->type) {
+	case FTBPF_EV_EXEC:
+		on_exec(kv, k, e);
+		return;
+	case FTBPF_EV_FORK:
+		owner = ranks_find(kv->ranks, (int)e->owner);
+		if (owner)
+			eventlog_emit(kv->el, view_child((int)e->tgid, (int)e->ppid, owner, NULL));
+		return;
+	case FTBPF_EV_EXIT:
+		on_exit_event(kv, k, e);
+		return;
+	case FTBPF_EV_SIGNAL:
+	case FTBPF_EV_DELIVER:
+		on_signal(kv, k, e);
+		return;
+	case FTBPF_EV_TIMER: {
+		struct json_object *o = view_kernel_timer(e, k);
+
+		/* escalation first: the kernel sent SIGTERM, SIGKILL follows after the grace */
+		timersvc_kernel_fired(kv->ts, k);
+		eventlog_emit(kv->el, o);
+		return;
+	}
+	case FTBPF_EV_OOM:
+		eventlog_emit(kv->el, view_oom(e, k));
+		return;
+	}
+}

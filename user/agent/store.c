@@ -1,0 +1,206 @@
+/* The agreement store: the local kind here, etcd's in store_etcd.c. See store.h. */
+#include "agent/store.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/store_int.h"
+#include "lib/jsonx.h"
+#include "lib/kvmap.h"
+#include "os/clock.h"
+#include "os/log.h"
+#include "os/statefile.h"
+
+#define DECISIONS_FILE "decisions.json"
+
+struct store_local {
+	struct store base;
+	char dir[256];
+	struct kvmap map;    /* every key */
+	struct kvmap leased; /* the keys that vanish with this agent (not saved) */
+	uint64_t saves, save_errors;
+};
+
+static int local_save(struct store_local *s)
+{
+	struct json_object *o = json_object_new_object();
+	int r;
+
+	for (size_t i = 0; i < s->map.n; i++)
+		if (!kvmap_get(&s->leased, s->map.v[i].key))
+			json_object_object_add(o, s->map.v[i].key,
+					       json_object_new_string(s->map.v[i].value));
+	r = statefile_write(s->dir, DECISIONS_FILE, o);
+	json_object_put(o);
+	s->saves++;
+	if (r < 0) {
+		s->save_errors++;
+		log_warn("cannot save %s/%s: %s (decisions are kept in memory)", s->dir,
+			 DECISIONS_FILE, strerror(-r));
+	}
+	return r;
+}
+
+static int local_claim(struct store *b, const char *key, const char *value)
+{
+	struct store_local *s = (struct store_local *)b;
+	int r;
+
+	if (kvmap_get(&s->map, key))
+		return 0; /* claimed before: that value stands */
+	r = kvmap_set(&s->map, key, value);
+	return r < 0 ? r : local_save(s);
+}
+
+static int local_put(struct store *b, const char *key, const char *value, int leased)
+{
+	struct store_local *s = (struct store_local *)b;
+	const char *old = kvmap_get(&s->map, key);
+	int r;
+
+	if (old && !strcmp(old, value))
+		return 0;
+	r = kvmap_set(&s->map, key, value);
+	if (r == 0 && leased)
+		r = kvmap_set(&s->leased, key, "");
+	return r < 0 || leased ? r : local_save(s);
+}
+
+static char *local_get(struct store *b, const char *key)
+{
+	const char *v = kvmap_get(&((struct store_local *)b)->map, key);
+
+	return v ? strdup(v) : NULL;
+}
+
+static int local_list(struct store *b, const char *prefix,
+		      int (*fn)(void *ctx, const char *key, const char *value), void *ctx)
+{
+	return kvmap_foreach(&((struct store_local *)b)->map, prefix, fn, ctx);
+}
+
+static int local_reachable(struct store *b, uint64_t *last_ok_ms)
+{
+	(void)b;
+	*last_ok_ms = clock_real_ns() / 1000000;
+	return 1;
+}
+
+static void local_counters(struct store *b, struct json_object *c)
+{
+	struct store_local *s = (struct store_local *)b;
+
+	jint(c, "keys", (int64_t)s->map.n);
+	jint(c, "saves", (int64_t)s->saves);
+	jint(c, "save_errors", (int64_t)s->save_errors);
+}
+
+static void local_close(struct store *b)
+{
+	struct store_local *s = (struct store_local *)b;
+
+	kvmap_fini(&s->map);
+	kvmap_fini(&s->leased);
+	free(s);
+}
+
+static const struct store_ops local_ops = {
+    .kind = "local",
+    .claim = local_claim,
+    .put = local_put,
+    .get = local_get,
+    .list = local_list,
+    .reachable = local_reachable,
+    .counters = local_counters,
+    .close = local_close,
+};
+
+static struct store *local_open(const struct store_opts *o, char *err, size_t errlen)
+{
+	struct store_local *s = calloc(1, sizeof(*s));
+	struct json_object *saved;
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->base.ops = &local_ops;
+	snprintf(s->dir, sizeof(s->dir), "%s", o->state_dir);
+	kvmap_init(&s->map);
+	kvmap_init(&s->leased);
+	saved = statefile_read(s->dir, DECISIONS_FILE);
+	if (!saved && errno != ENOENT)
+		log_warn("%s/%s unreadable (%s): starting without earlier decisions", s->dir,
+			 DECISIONS_FILE, strerror(errno));
+	if (saved) {
+		json_object_object_foreach (saved, k, v) {
+			if (json_object_is_type(v, json_type_string))
+				kvmap_set(&s->map, k, json_object_get_string(v));
+		}
+		json_object_put(saved);
+	}
+	return &s->base;
+}
+
+/* ---- the interface ---- */
+struct store *store_open(const struct store_opts *o, char *err, size_t errlen)
+{
+	if (o->endpoints && *o->endpoints)
+		return store_etcd_open(o, err, errlen);
+	return local_open(o, err, errlen);
+}
+
+void store_close(struct store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+int store_shared(const struct store *s)
+{
+	return s->ops != &local_ops;
+}
+
+int store_reachable(struct store *s, uint64_t *last_ok_ms)
+{
+	return s->ops->reachable(s, last_ok_ms);
+}
+
+int store_claim(struct store *s, const char *key, const char *value)
+{
+	return s->ops->claim(s, key, value);
+}
+
+int store_put(struct store *s, const char *key, const char *value, int leased)
+{
+	return s->ops->put(s, key, value, leased);
+}
+
+char *store_get(struct store *s, const char *key)
+{
+	return s->ops->get(s, key);
+}
+
+int store_list(struct store *s, const char *prefix,
+	       int (*fn)(void *ctx, const char *key, const char *value), void *ctx)
+{
+	return s->ops->list(s, prefix, fn, ctx);
+}
+
+struct json_object *store_json(struct store *s)
+{
+	struct json_object *o = json_object_new_object(), *c = json_object_new_object();
+	uint64_t last = 0;
+	int ok = store_reachable(s, &last);
+
+	jstr(o, "kind", s->ops->kind);
+	jbool(o, "shared", store_shared(s));
+	jbool(o, "reachable", ok);
+	jdbl(o, "last_ok_s_ago", last ? (double)(clock_real_ns() / 1000000 - last) / 1000.0 : -1.0);
+	s->ops->counters(s, c);
+	json_object_object_add(o, "counters", c);
+	return o;
+}

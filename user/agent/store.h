@@ -1,0 +1,53 @@
+/*
+ * The agreement store: where the agents' decisions live (lib/decisions.h names the keys).
+ *   local  one node: an in-memory map saved atomically in state_dir/decisions.json (fsync'd),
+ *          so decisions survive an agent restart. Claims are settled at once.
+ *   etcd   several nodes: etcd v3 (os/etcdv3.c). Two threads of its own keep a mirror of the
+ *          keys under the prefix (a watch, and a full read when the watch is lost) and carry
+ *          out claims and puts (retried until they succeed), with this agent's lease for the
+ *          keys that must vanish with it. A claim's outcome shows in the mirror when etcd has
+ *          answered: the value that stands, ours or an earlier claimer's.
+ * The agent reads the mirror from its own thread (store_get, store_list); changes made by
+ * other nodes wake its event loop and call changed().
+ */
+#ifndef FTBPF_STORE_H
+#define FTBPF_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct loop;
+struct json_object;
+struct store;
+
+struct store_opts {
+	const char *state_dir; /* local */
+	const char *endpoints; /* etcd: "" for the local store */
+	const char *prefix;    /* etcd: key prefix, e.g. "/ftbpf/" */
+	const char *cacert, *cert, *key;
+	double lease_ttl_s; /* etcd: this agent's keys vanish this long after it does */
+	struct loop *loop;
+	void (*changed)(void *ctx); /* the mirror changed (called on the loop's thread) */
+	void *ctx;
+};
+
+/* NULL with a message in err. */
+struct store *store_open(const struct store_opts *o, char *err, size_t errlen);
+void store_close(struct store *s);
+/* 1: shared with other nodes (etcd), 0: this node only */
+int store_shared(const struct store *s);
+/* Is the store reachable now? *last_ok_ms: wall-clock ms of the last answer (local: now). */
+int store_reachable(struct store *s, uint64_t *last_ok_ms);
+/* Create key with value unless it exists (first claimer wins). 0 or -errno (queued for etcd). */
+int store_claim(struct store *s, const char *key, const char *value);
+/* Put key (leased: it vanishes with this agent). 0 or -errno. */
+int store_put(struct store *s, const char *key, const char *value, int leased);
+/* A copy of the value at key (the caller frees), NULL when absent. */
+char *store_get(struct store *s, const char *key);
+/* fn for every key under prefix, in key order, on a snapshot (fn may call the store). */
+int store_list(struct store *s, const char *prefix,
+	       int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
+/* "store" object: kind, reachable, counters */
+struct json_object *store_json(struct store *s);
+
+#endif

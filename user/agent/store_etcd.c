@@ -1,0 +1,547 @@
+/*
+ * The agreement store on etcd (see store.h). Two threads, each with its own connection:
+ *   watcher   reads every key under the prefix, then watches it from the next revision;
+ *             when the watch ends (silent for 3 s, lost, compacted) it reads everything again.
+ *             It owns nothing but its connection; the mirror is shared under the lock.
+ *   requester carries out claims and puts in order, retrying one that failed until it
+ *             succeeds, and keeps this agent's lease alive (a new lease, and the leased keys
+ *             put again, when it expired).
+ * The agent's thread reads the mirror under the lock; the threads wake its loop through an
+ * eventfd when the mirror changed.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/store_int.h"
+#include "lib/jsonx.h"
+#include "lib/kvmap.h"
+#include "os/clock.h"
+#include "os/etcdv3.h"
+#include "os/log.h"
+#include "os/loop.h"
+
+#define WATCH_IDLE_S 3	  /* a silent watch is read again after this long */
+#define REACHABLE_MS 4000 /* an answer this recent: reachable */
+#define RETRY_MS     200
+
+enum op_kind { OP_CLAIM, OP_PUT };
+
+struct op {
+	enum op_kind kind;
+	int leased;
+	char *key, *value; /* owned, key with the prefix */
+	struct op *next;
+};
+
+struct store_etcd {
+	struct store base;
+	char prefix[128];
+	int ttl_s;
+	struct etcd_conn *wc, *rc; /* the watcher's and the requester's (owned) */
+	pthread_t watcher, requester;
+	int started;
+	pthread_mutex_t mu; /* guards everything below */
+	pthread_cond_t cv;
+	struct kvmap mirror; /* keys without the prefix */
+	struct kvmap
+	    leased; /* leased keys (with the prefix) and values: put again on a new lease */
+	struct op *head, *tail;
+	int stop;
+	uint64_t last_ok_ms;
+	int64_t lease;
+	uint64_t claims_won, claims_lost, watch_restarts, ops_retried;
+	char error[200];
+	/* the agent's side */
+	int efd; /* owned */
+	struct loop *loop;
+	void (*changed)(void *ctx);
+	void *ctx;
+};
+
+static uint64_t now_ms(void)
+{
+	return clock_real_ns() / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Wake the agent's loop: the mirror changed. */
+static void notify(struct store_etcd *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->efd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: a wake-up is pending already */
+	}
+}
+
+static void set_error(struct store_etcd *s, struct etcd_conn *c)
+{
+	pthread_mutex_lock(&s->mu);
+	snprintf(s->error, sizeof(s->error), "%s", etcd_conn_error(c));
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void contact(struct store_etcd *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->last_ok_ms = now_ms();
+	s->error[0] = 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+static const char *strip(const struct store_etcd *s, const char *key)
+{
+	size_t n = strlen(s->prefix);
+
+	return strncmp(key, s->prefix, n) ? NULL : key + n;
+}
+
+/* ---- the watcher ---- */
+static int collect(void *ctx, const char *key, const char *value)
+{
+	struct kvmap *m = ctx;
+
+	return kvmap_set(m, key, value) < 0 ? -ENOMEM : 0;
+}
+
+static int apply_event(void *ctx, int put, const char *key, const char *value, int64_t rev)
+{
+	struct store_etcd *s = ctx;
+	const char *k = strip(s, key);
+
+	(void)rev;
+	if (!k)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	if (put)
+		kvmap_set(&s->mirror, k, value);
+	else
+		kvmap_del(&s->mirror, k);
+	s->last_ok_ms = now_ms();
+	pthread_mutex_unlock(&s->mu);
+	notify(s);
+	return 0;
+}
+
+static int stopping(void *ctx)
+{
+	struct store_etcd *s = ctx;
+	int stop;
+
+	pthread_mutex_lock(&s->mu);
+	stop = s->stop;
+	pthread_mutex_unlock(&s->mu);
+	return stop;
+}
+
+static void *watcher(void *arg)
+{
+	struct store_etcd *s = arg;
+
+	while (!stopping(s)) {
+		struct kvmap all;
+		int64_t rev = 0;
+		int r;
+
+		kvmap_init(&all);
+		r = etcd_range(s->wc, s->prefix, collect, &all, &rev);
+		if (r < 0) {
+			kvmap_fini(&all);
+			set_error(s, s->wc);
+			sleep_ms(500);
+			continue;
+		}
+		pthread_mutex_lock(&s->mu);
+		kvmap_fini(&s->mirror);
+		kvmap_init(&s->mirror);
+		for (size_t i = 0; i < all.n; i++) {
+			const char *k = strip(s, all.v[i].key);
+
+			if (k)
+				kvmap_set(&s->mirror, k, all.v[i].value);
+		}
+		s->last_ok_ms = now_ms();
+		s->error[0] = 0;
+		pthread_mutex_unlock(&s->mu);
+		kvmap_fini(&all);
+		notify(s);
+		r = etcd_watch(s->wc, s->prefix, rev + 1, apply_event, stopping, s, WATCH_IDLE_S);
+		pthread_mutex_lock(&s->mu);
+		s->watch_restarts++;
+		pthread_mutex_unlock(&s->mu);
+		if (r < 0 && r != -ESTALE) {
+			set_error(s, s->wc);
+			sleep_ms(RETRY_MS);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the requester ---- */
+static void op_free(struct op *o)
+{
+	free(o->key);
+	free(o->value);
+	free(o);
+}
+
+/* Carry out one op: 0, or -errno (to retry). */
+static int run_op(struct store_etcd *s, struct op *o, int64_t lease)
+{
+	const char *k = strip(s, o->key);
+	char *existing = NULL;
+	int r;
+
+	if (o->kind == OP_PUT) {
+		r = etcd_put(s->rc, o->key, o->value, o->leased ? lease : 0);
+		if (r == 0) {
+			pthread_mutex_lock(&s->mu);
+			kvmap_set(&s->mirror, k, o->value);
+			pthread_mutex_unlock(&s->mu);
+		}
+		return r;
+	}
+	r = etcd_create(s->rc, o->key, o->value, 0, &existing);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&s->mu);
+	kvmap_set(&s->mirror, k, r == 1 ? o->value : existing); /* the value that stands */
+	if (r == 1)
+		s->claims_won++;
+	else
+		s->claims_lost++;
+	pthread_mutex_unlock(&s->mu);
+	free(existing);
+	return 0;
+}
+
+/* Keep this agent's lease alive; a new one, with every leased key put again, when it expired.
+ * 0, or -errno (unreachable: tried again later; the lease may still hold). */
+static int keep_lease(struct store_etcd *s, int64_t *lease)
+{
+	struct kvmap again;
+	int r;
+
+	if (*lease > 0) {
+		r = etcd_lease_keepalive(s->rc, *lease);
+		if (r != -ENOENT)
+			return r;
+		log_warn("etcd: our lease expired; taking a new one");
+		*lease = 0;
+	}
+	r = etcd_lease_grant(s->rc, s->ttl_s, lease);
+	if (r < 0)
+		return r;
+	kvmap_init(&again);
+	pthread_mutex_lock(&s->mu);
+	s->lease = *lease;
+	for (size_t i = 0; i < s->leased.n; i++)
+		kvmap_set(&again, s->leased.v[i].key, s->leased.v[i].value);
+	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; i < again.n && r == 0; i++)
+		r = etcd_put(s->rc, again.v[i].key, again.v[i].value, *lease);
+	kvmap_fini(&again);
+	if (r < 0)
+		*lease = 0; /* grant again, and put them all, at the next try */
+	return r;
+}
+
+static void *requester(void *arg)
+{
+	struct store_etcd *s = arg;
+	uint64_t next_renew = 0;
+	int64_t lease = 0;
+
+	for (;;) {
+		struct op *list, *o;
+		struct timespec ts;
+		uint64_t now;
+		int failed = 0;
+
+		pthread_mutex_lock(&s->mu);
+		if (!s->head && !s->stop) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 250 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+		}
+		if (s->stop) {
+			pthread_mutex_unlock(&s->mu);
+			return NULL;
+		}
+		list = s->head;
+		s->head = s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+		now = now_ms();
+		if (!lease || now >= next_renew) {
+			if (keep_lease(s, &lease) == 0) {
+				contact(s);
+				next_renew = now + (uint64_t)s->ttl_s * 1000 / 3;
+			} else {
+				set_error(s, s->rc);
+				next_renew = now + RETRY_MS;
+			}
+		}
+		for (o = list; o && !failed;) {
+			struct op *next = o->next;
+
+			if (run_op(s, o, lease) < 0) {
+				failed = 1;
+				break;
+			}
+			op_free(o);
+			o = next;
+			notify(s);
+		}
+		if (failed) { /* put back what is left, in order, before anything newer */
+			struct op *last = o;
+
+			set_error(s, s->rc);
+			while (last->next)
+				last = last->next;
+			pthread_mutex_lock(&s->mu);
+			last->next = s->head;
+			s->head = o;
+			if (!s->tail)
+				s->tail = last;
+			s->ops_retried++;
+			pthread_mutex_unlock(&s->mu);
+			sleep_ms(RETRY_MS);
+		} else if (list) {
+			contact(s);
+		}
+	}
+}
+
+/* ---- the store's operations (the agent's thread) ---- */
+static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, const char *value,
+		   int leased)
+{
+	struct op *o = calloc(1, sizeof(*o));
+
+	if (!o || asprintf(&o->key, "%s%s", s->prefix, key) < 0 || !(o->value = strdup(value))) {
+		if (o)
+			free(o->key);
+		free(o);
+		return -ENOMEM;
+	}
+	o->kind = kind;
+	o->leased = leased;
+	pthread_mutex_lock(&s->mu);
+	if (leased)
+		kvmap_set(&s->leased, o->key, value);
+	if (s->tail)
+		s->tail->next = o;
+	else
+		s->head = o;
+	s->tail = o;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+static int etcd_claim(struct store *b, const char *key, const char *value)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	int known;
+
+	pthread_mutex_lock(&s->mu);
+	known = kvmap_get(&s->mirror, key) != NULL;
+	pthread_mutex_unlock(&s->mu);
+	return known ? 0 : enqueue(s, OP_CLAIM, key, value, 0);
+}
+
+static int etcd_put_(struct store *b, const char *key, const char *value, int leased)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	const char *old;
+	int same;
+
+	pthread_mutex_lock(&s->mu);
+	old = kvmap_get(&s->mirror, key);
+	same = old && !strcmp(old, value);
+	pthread_mutex_unlock(&s->mu);
+	return same ? 0 : enqueue(s, OP_PUT, key, value, leased);
+}
+
+static char *etcd_get(struct store *b, const char *key)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	const char *v;
+	char *copy;
+
+	pthread_mutex_lock(&s->mu);
+	v = kvmap_get(&s->mirror, key);
+	copy = v ? strdup(v) : NULL;
+	pthread_mutex_unlock(&s->mu);
+	return copy;
+}
+
+static int etcd_list(struct store *b, const char *prefix,
+		     int (*fn)(void *ctx, const char *key, const char *value), void *ctx)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	struct kvmap snap;
+	int r;
+
+	kvmap_init(&snap);
+	pthread_mutex_lock(&s->mu);
+	kvmap_foreach(&s->mirror, prefix, collect, &snap);
+	pthread_mutex_unlock(&s->mu);
+	r = kvmap_foreach(&snap, "", fn, ctx);
+	kvmap_fini(&snap);
+	return r;
+}
+
+static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	uint64_t last;
+
+	pthread_mutex_lock(&s->mu);
+	last = s->last_ok_ms;
+	pthread_mutex_unlock(&s->mu);
+	*last_ok_ms = last;
+	return last && now_ms() - last < REACHABLE_MS;
+}
+
+static void etcd_counters(struct store *b, struct json_object *c)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	const struct etcd_stats *w = etcd_conn_stats(s->wc), *r = etcd_conn_stats(s->rc);
+
+	pthread_mutex_lock(&s->mu);
+	jint(c, "keys", (int64_t)s->mirror.n);
+	jint(c, "claims_won", (int64_t)s->claims_won);
+	jint(c, "claims_lost", (int64_t)s->claims_lost);
+	jint(c, "ops_retried", (int64_t)s->ops_retried);
+	jint(c, "watch_restarts", (int64_t)s->watch_restarts);
+	jint(c, "requests", (int64_t)(w->requests + r->requests));
+	jint(c, "failures", (int64_t)(w->failures + r->failures));
+	jint(c, "bad_replies", (int64_t)(w->bad_replies + r->bad_replies));
+	jstr(c, "error", *s->error ? s->error : NULL);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void etcd_close(struct store *b)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+
+	pthread_mutex_lock(&s->mu);
+	s->stop = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (s->started) {
+		pthread_join(s->requester, NULL);
+		pthread_join(s->watcher, NULL);
+	}
+	while (s->head) {
+		struct op *o = s->head;
+
+		s->head = o->next;
+		op_free(o);
+	}
+	etcd_conn_free(s->wc);
+	etcd_conn_free(s->rc);
+	kvmap_fini(&s->mirror);
+	kvmap_fini(&s->leased);
+	if (s->efd >= 0)
+		close(s->efd);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
+}
+
+static const struct store_ops etcd_ops = {
+    .kind = "etcd",
+    .claim = etcd_claim,
+    .put = etcd_put_,
+    .get = etcd_get,
+    .list = etcd_list,
+    .reachable = etcd_reachable,
+    .counters = etcd_counters,
+    .close = etcd_close,
+};
+
+static void on_changed(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct store_etcd *s = ctx;
+	uint64_t n;
+
+	(void)arg, (void)events;
+	if (read(s->efd, &n, sizeof(n)) > 0 && s->changed)
+		s->changed(s->ctx);
+}
+
+struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errlen)
+{
+	struct store_etcd *s = calloc(1, sizeof(*s));
+	struct etcd_opts eo = {.endpoints = o->endpoints,
+			       .cacert = o->cacert,
+			       .cert = o->cert,
+			       .key = o->key,
+			       .timeout_ms = 2000};
+	int h, r;
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->base.ops = &etcd_ops;
+	s->efd = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	kvmap_init(&s->mirror);
+	kvmap_init(&s->leased);
+	snprintf(s->prefix, sizeof(s->prefix), "%s",
+		 o->prefix && *o->prefix ? o->prefix : "/ftbpf/");
+	s->ttl_s = o->lease_ttl_s >= 1 ? (int)o->lease_ttl_s : 5;
+	s->loop = o->loop;
+	s->changed = o->changed;
+	s->ctx = o->ctx;
+	s->wc = etcd_conn_new(&eo, err, errlen);
+	s->rc = s->wc ? etcd_conn_new(&eo, err, errlen) : NULL;
+	if (!s->rc)
+		goto fail;
+	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	h = s->efd < 0 ? -errno : loop_handler(s->loop, on_changed, s, 0);
+	r = h < 0 ? h : loop_add(s->loop, s->efd, EPOLLIN, h, 0);
+	if (r < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(-r));
+		goto fail;
+	}
+	if (pthread_create(&s->watcher, NULL, watcher, s)) {
+		snprintf(err, errlen, "cannot start a thread");
+		goto fail;
+	}
+	if (pthread_create(&s->requester, NULL, requester, s)) {
+		pthread_mutex_lock(&s->mu);
+		s->stop = 1;
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->watcher, NULL);
+		snprintf(err, errlen, "cannot start a thread");
+		goto fail;
+	}
+	s->started = 1;
+	return &s->base;
+fail:
+	etcd_close(&s->base);
+	return NULL;
+}

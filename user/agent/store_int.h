@@ -1,0 +1,27 @@
+/* The agreement store's kinds (store.c: local, store_etcd.c: etcd). Not for other modules. */
+#ifndef FTBPF_STORE_INT_H
+#define FTBPF_STORE_INT_H
+
+#include <stdint.h>
+
+#include "agent/store.h"
+
+struct store_ops {
+	const char *kind;
+	int (*claim)(struct store *s, const char *key, const char *value);
+	int (*put)(struct store *s, const char *key, const char *value, int leased);
+	char *(*get)(struct store *s, const char *key);
+	int (*list)(struct store *s, const char *prefix,
+		    int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
+	int (*reachable)(struct store *s, uint64_t *last_ok_ms);
+	void (*counters)(struct store *s, struct json_object *c);
+	void (*close)(struct store *s);
+};
+
+struct store {
+	const struct store_ops *ops;
+};
+
+struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,602 @@
+/* The countdown-timer service: see timersvc.h. */
+#include "agent/timersvc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "agent/eventlog.h"
+#include "agent/views.h"
+#include "lib/jsonx.h"
+#include "lib/ranks.h"
+#include "os/clock.h"
+#include "os/log.h"
+#include "os/loop.h"
+#include "os/pidfd.h"
+#include "os/procfs.h"
+#include "proto/fifo_proto.h"
+#include "watch/tracker.h"
+
+#define NS	    CLOCK_NS_PER_S
+#define TIMER_MAX_S 31536000.0 /* the longest timer: a year */
+#define MAX_PENDING 1024       /* SIGKILLs waiting for their grace */
+/* A slot timer is the kernel's to fire, at the process's first syscall past the deadline; the
+ * agent fires it (for a process that makes none: blocked, spinning) this much later, so that a
+ * busy host's scheduling delay does not make the two race. */
+#define SLOT_SLACK_NS (30 * 1000000ull)
+
+/* A SIGKILL due after the grace: hard-timeout terminations and escalated timer expiries. */
+struct pending_kill {
+	int pid;
+	int pidfd; /* owned */
+	int rank;  /* 1: a rank terminated by a job action, 0: a timer's process */
+	uid_t uid; /* its owner (who may see the event) */
+	uint64_t at_ns;
+};
+
+struct timersvc {
+	struct tracker *tr;
+	struct eventlog *el;
+	struct ranks *ranks;
+	struct loop *loop;
+	int escalate;
+	double grace_s;
+	struct timers tm; /* owned */
+	int ttfd;	  /* timerfd armed at the earliest deadline (owned) */
+	struct pending_kill pk[MAX_PENDING];
+	int npk;
+	uint64_t kills;
+	/* the torch FileTimerClient FIFO */
+	char fifo_path[256];
+	int fifo_fd;	/* owned, -1 none */
+	uid_t fifo_uid; /* its owner: requests may only target this user's processes */
+	char fifo_buf[FIFO_MAX_LINE + 1];
+	size_t fifo_len;
+	int fifo_skip;	       /* dropping the rest of an over-long line */
+	uint64_t fifo_warn_ns; /* last warning about its mode (rate limit) */
+	struct {
+		uint64_t lines, bad, denied, oversized;
+	} fifo_cnt;
+};
+
+/* ---- the pinned copy of the table, so that timers outlive an agent restart ---- */
+static void timer_key(struct ftbpf_timer_key *k, int pid, const char *scope)
+{
+	memset(k, 0, sizeof(*k));
+	k->pid = (uint32_t)pid;
+	snprintf(k->scope, sizeof(k->scope), "%s", scope);
+}
+
+static void persist(struct timersvc *ts, int pid, const char *scope, uint64_t deadline, int sig,
+		    uid_t uid, enum timer_source src)
+{
+	struct ftbpf_timer_key k;
+	struct ftbpf_timer_val v = {
+	    .deadline_ns = deadline, .sig = (uint32_t)sig, .uid = uid, .source = src};
+	struct proc_stat st;
+
+	if (procfs_stat(pid, -1, &st) == 0)
+		v.start_ns = st.start_ns;
+	timer_key(&k, pid, scope);
+	if (tracker_timer_put(ts->tr, &k, &v) < 0)
+		log_debug("timer pid %d scope %s: not pinned (it will not outlive a restart)", pid,
+			  scope);
+}
+
+static void unpersist(struct timersvc *ts, int pid, const char *scope)
+{
+	struct ftbpf_timer_key k;
+
+	timer_key(&k, pid, scope);
+	(void)tracker_timer_delete(ts->tr, &k); /* not pinned: nothing to delete */
+}
+
+/* Drop every timer of pid, in memory and pinned. Returns how many. */
+static int forget_pid(struct timersvc *ts, int pid)
+{
+	for (int i = 0; i < ts->tm.n; i++)
+		if (ts->tm.v[i].pid == pid)
+			unpersist(ts, pid, ts->tm.v[i].scope);
+	return timers_clear_pid(&ts->tm, pid);
+}
+
+static int restore_one(void *ctx, const struct ftbpf_timer_key *k, const struct ftbpf_timer_val *v)
+{
+	struct timersvc *ts = ctx;
+	struct proc_stat st;
+	char scope[TIMER_SCOPE_LEN];
+	int pid = (int)k->pid, pidfd;
+
+	memcpy(scope, k->scope, sizeof(scope));
+	scope[sizeof(scope) - 1] = 0;
+	if (procfs_stat(pid, -1, &st) < 0 || !procfs_same_start(st.start_ns, v->start_ns) ||
+	    (pidfd = pidfd_open_pid(pid)) < 0) {
+		(void)tracker_timer_delete(ts->tr, k);
+		return 0;
+	}
+	if (timers_acquire(&ts->tm, pid, pidfd, v->uid, scope, v->deadline_ns, (int)v->sig,
+			   (enum timer_source)v->source, clock_mono_ns()) < 0)
+		close(pidfd);
+	return 0;
+}
+
+/* ---- slots ---- */
+uint64_t timersvc_slot_armed(const struct ftbpf_slot_timer *t)
+{
+	uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_RELAXED);
+
+	return __atomic_load_n(&t->state, __ATOMIC_RELAXED) == FTBPF_TS_ARMED ? d : 0;
+}
+
+/* Earliest armed deadline over every slot, plus the slack (0 none). */
+static uint64_t slots_next_deadline(const struct timersvc *ts)
+{
+	uint64_t d = 0;
+
+	for (int i = 0; i < ts->ranks->n; i++) {
+		const struct rank *k = ts->ranks->v[i];
+		uint64_t e;
+
+		if (!k->slot || k->s.exited)
+			continue;
+		e = __atomic_load_n(&k->slot->earliest_ns, __ATOMIC_ACQUIRE);
+		if (e && (!d || e + SLOT_SLACK_NS < d))
+			d = e + SLOT_SLACK_NS;
+	}
+	return d;
+}
+
+void timersvc_slot_drop(struct timersvc *ts, struct rank *k)
+{
+	if (!k->slot)
+		return;
+	tracker_slot_remove(ts->tr, (uint32_t)k->pid, k->slot_fd, k->slot);
+	k->slot = NULL;
+	k->slot_fd = -1;
+}
+
+/* Arm the timerfd at the earliest deadline: expiry is acted on when it happens, not at a scan. */
+static void rearm(struct timersvc *ts)
+{
+	uint64_t d = timers_next_deadline(&ts->tm), sd = slots_next_deadline(ts);
+	struct itimerspec its = {};
+
+	if (sd && (!d || sd < d))
+		d = sd;
+	for (int i = 0; i < ts->npk; i++)
+		if (!d || ts->pk[i].at_ns < d)
+			d = ts->pk[i].at_ns;
+	if (d) {
+		its.it_value.tv_sec = (time_t)(d / NS);
+		its.it_value.tv_nsec = (long)(d % NS);
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+	}
+	/* cannot fail with a valid timerfd and an absolute time; the scan checks anyway */
+	if (timerfd_settime(ts->ttfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		log_warn("timer service: timerfd: %s (expiries wait for the scan)",
+			 strerror(errno));
+}
+
+/* ---- escalation ---- */
+void timersvc_kill_after_grace(struct timersvc *ts, int pid, int pidfd, uid_t uid, int rank)
+{
+	int fd;
+
+	if (ts->npk == MAX_PENDING) {
+		log_warn("pid %d: too many pending SIGKILLs; its SIGTERM stands alone", pid);
+		return;
+	}
+	fd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (fd < 0)
+		return;
+	ts->pk[ts->npk] = (struct pending_kill){pid, fd, rank, uid,
+						clock_mono_ns() + (uint64_t)(ts->grace_s * 1e9)};
+	ts->npk++;
+	rearm(ts);
+}
+
+static void kills_due(struct timersvc *ts, uint64_t now)
+{
+	for (int i = 0; i < ts->npk;) {
+		struct pending_kill *p = &ts->pk[i];
+		struct json_object *o;
+		struct rank *k;
+
+		if (p->at_ns > now) {
+			i++;
+			continue;
+		}
+		/* through our copy of its pidfd: alive means it is still that process */
+		if (pidfd_signal(p->pidfd, SIGKILL) == 0) {
+			const char *why = p->rank ? "grace_expired" : "timer_grace_expired";
+
+			k = ranks_find_live(ts->ranks, p->pid);
+			o = k ? view_action(k, why, SIGKILL, "sent")
+			      : view_action_pid(p->pid, p->uid, why, SIGKILL, "sent");
+			jint(o, "uid", p->uid);
+			eventlog_emit(ts->el, o);
+			ts->kills++;
+		}
+		close(p->pidfd);
+		*p = ts->pk[--ts->npk];
+	}
+}
+
+/* The signal an expiry sends: the timer's own, or SIGTERM first when escalating. */
+static int expiry_signal(struct timersvc *ts, int pid, int pidfd, uid_t uid, int sig)
+{
+	if (!ts->escalate)
+		return sig;
+	timersvc_kill_after_grace(ts, pid, pidfd, uid, 0);
+	return SIGTERM;
+}
+
+/* ---- expiry ---- */
+/* Log what the process was doing, then reap it with the timer's signal (torch semantics). */
+static void timer_fire(struct timersvc *ts, int i, uint64_t now)
+{
+	struct timer *t = &ts->tm.v[i];
+	int pid = t->pid, r;
+	struct json_object *o =
+	    view_timer_expired(pid, t->uid, NULL, t->scope, timers_source_name(t->source), t->sig,
+			       (double)(now - t->deadline_ns) / 1e6);
+
+	view_diagnosis(o, ts->tr, pid, now);
+	r = pidfd_signal(t->pidfd, expiry_signal(ts, pid, t->pidfd, t->uid, t->sig));
+	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	eventlog_emit(ts->el, o);
+	ts->tm.expired++;
+	forget_pid(ts, pid); /* a reaped worker's other timers go with it */
+}
+
+/* A slot timer that expired while its process made no syscall: the agent acts. */
+static void slot_fire(struct timersvc *ts, struct rank *k, struct ftbpf_slot_timer *t, uint64_t now)
+{
+	char scope[FTBPF_SLOT_SCOPE_LEN + 1];
+	struct json_object *o;
+	int r;
+
+	memcpy(scope, t->scope, FTBPF_SLOT_SCOPE_LEN);
+	scope[FTBPF_SLOT_SCOPE_LEN] = 0;
+	o = view_timer_expired(k->pid, k->uid, k, scope, "slot", (int)t->sig,
+			       (double)(now - t->deadline_ns) / 1e6);
+	view_diagnosis(o, ts->tr, k->pid, now);
+	r = pidfd_signal(k->pidfd, expiry_signal(ts, k->pid, k->pidfd, k->uid, (int)t->sig));
+	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	eventlog_emit(ts->el, o);
+	ts->tm.expired++;
+}
+
+/* Expired armed timers in the slots (one reap per process per check). */
+static void slot_check(struct timersvc *ts, uint64_t now)
+{
+	for (int i = 0; i < ts->ranks->n; i++) {
+		struct rank *k = ts->ranks->v[i];
+		struct ftbpf_slot *s = k->slot;
+		uint64_t e;
+
+		if (!s || k->s.exited)
+			continue;
+		e = __atomic_load_n(&s->earliest_ns, __ATOMIC_ACQUIRE);
+		if (!e || e + SLOT_SLACK_NS > now)
+			continue;
+		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
+			struct ftbpf_slot_timer *t = &s->timers[j];
+			uint64_t armed = FTBPF_TS_ARMED;
+			uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_ACQUIRE);
+
+			if (!d || d + SLOT_SLACK_NS > now ||
+			    !__atomic_compare_exchange_n(&t->state, &armed, FTBPF_TS_FIRED, 0,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				continue;
+			slot_fire(ts, k, t, now);
+			break;
+		}
+	}
+}
+
+void timersvc_check(struct timersvc *ts)
+{
+	uint64_t now = clock_mono_ns();
+	int i;
+
+	while ((i = timers_first_expired(&ts->tm, now)) >= 0)
+		timer_fire(ts, i, now);
+	slot_check(ts, now);
+	kills_due(ts, now);
+	/* timers of processes that are gone (not all are tracked ranks) */
+	for (i = 0; i < ts->tm.n;) {
+		if (pidfd_signal(ts->tm.v[i].pidfd, 0) == -ESRCH) {
+			forget_pid(ts, ts->tm.v[i].pid);
+			i = 0;
+			continue;
+		}
+		i++;
+	}
+	rearm(ts);
+}
+
+void timersvc_exited(struct timersvc *ts, int pid)
+{
+	if (forget_pid(ts, pid))
+		rearm(ts);
+}
+
+void timersvc_kernel_fired(struct timersvc *ts, const struct rank *k)
+{
+	if (ts->escalate && k) /* the kernel sent SIGTERM; SIGKILL after the grace */
+		timersvc_kill_after_grace(ts, k->pid, k->pidfd, k->uid, 0);
+	ts->tm.expired++;
+	rearm(ts);
+}
+
+/* The pidfd is opened before the owner is read and checked after, so both concern one
+ * process. */
+int timersvc_request(struct timersvc *ts, int pid, uid_t requester, const char *scope, int release,
+		     uint64_t deadline, int sig, enum timer_source src)
+{
+	uid_t owner;
+	int pidfd, r;
+
+	pidfd = pidfd_open_pid(pid);
+	if (pidfd < 0)
+		return pidfd == -EINVAL ? -ESRCH : pidfd;
+	if (procfs_uid(pid, &owner) < 0 || pidfd_signal(pidfd, 0) < 0) {
+		close(pidfd);
+		return -ESRCH;
+	}
+	if (requester != 0 && owner != requester) {
+		close(pidfd);
+		return -EPERM;
+	}
+	if (release) {
+		close(pidfd);
+		/* after expiry: a no-op, as in torch */
+		if (timers_release(&ts->tm, pid, scope) == 0)
+			unpersist(ts, pid, scope);
+		rearm(ts);
+		return 0;
+	}
+	r = timers_acquire(&ts->tm, pid, pidfd, owner, scope, deadline, sig, src, clock_mono_ns());
+	if (r < 0)
+		close(pidfd);
+	else
+		persist(ts, pid, scope, deadline, sig, owner, src);
+	rearm(ts);
+	return r;
+}
+
+/* ---- the FIFO of torch's FileTimerClient ---- */
+static void fifo_line(struct timersvc *ts, const char *line, size_t len)
+{
+	struct fifo_request fr;
+	char err[160];
+	uint64_t deadline = 0;
+	double left;
+	int r;
+
+	ts->fifo_cnt.lines++;
+	r = fifo_parse_line(line, len, &fr, err, sizeof(err));
+	if (r < 0) {
+		ts->fifo_cnt.bad++;
+		log_debug("timer fifo: rejected request: %s", err);
+		return;
+	}
+	if (!fr.release) {
+		left = fr.expiration_time - (double)clock_real_ns() / 1e9;
+		if (left > TIMER_MAX_S) /* no overflow: a deadline a year away is "never" */
+			left = TIMER_MAX_S;
+		deadline = clock_mono_ns() + (left > 0 ? (uint64_t)(left * 1e9) : 0);
+	}
+	/* requests may only target processes of the FIFO's owner (root's FIFO: any) */
+	r = timersvc_request(ts, fr.pid, ts->fifo_uid, fr.scope, fr.release, deadline, fr.sig,
+			     TIMER_SRC_FIFO);
+	if (r == -EPERM)
+		ts->fifo_cnt.denied++;
+	if (r < 0)
+		log_debug("timer fifo: pid %d scope %s: %s", fr.pid, fr.scope, strerror(-r));
+}
+
+/* Only the FIFO's owner may write requests into it: the owner is whom they act for. */
+static int fifo_mode_ok(const struct stat *st)
+{
+	return S_ISFIFO(st->st_mode) && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static void fifo_read(struct timersvc *ts)
+{
+	struct stat st;
+
+	/* its mode may have changed since: requests written while others could write are not
+	 * the owner's, and are dropped */
+	if (fstat(ts->fifo_fd, &st) < 0 || !fifo_mode_ok(&st) || st.st_uid != ts->fifo_uid) {
+		char junk[4096];
+
+		while (read(ts->fifo_fd, junk, sizeof(junk)) > 0)
+			ts->fifo_cnt.denied++;
+		if (clock_mono_ns() - ts->fifo_warn_ns > 60 * NS) { /* at most once a minute */
+			ts->fifo_warn_ns = clock_mono_ns();
+			log_warn(
+			    "timer FIFO %s is writable by others now: its requests are dropped",
+			    ts->fifo_path);
+		}
+		return;
+	}
+	for (;;) {
+		ssize_t n = read(ts->fifo_fd, ts->fifo_buf + ts->fifo_len,
+				 sizeof(ts->fifo_buf) - ts->fifo_len);
+		size_t start = 0;
+
+		if (n <= 0)
+			return;
+		ts->fifo_len += n;
+		for (size_t i = 0; i < ts->fifo_len; i++) {
+			if (ts->fifo_buf[i] != '\n')
+				continue;
+			if (!ts->fifo_skip)
+				fifo_line(ts, ts->fifo_buf + start, i - start);
+			ts->fifo_skip = 0;
+			start = i + 1;
+		}
+		memmove(ts->fifo_buf, ts->fifo_buf + start, ts->fifo_len - start);
+		ts->fifo_len -= start;
+		if (ts->fifo_len == sizeof(ts->fifo_buf)) { /* no newline in PIPE_BUF bytes */
+			if (!ts->fifo_skip)
+				ts->fifo_cnt.oversized++;
+			ts->fifo_skip = 1;
+			ts->fifo_len = 0;
+		}
+	}
+}
+
+static int fifo_open(struct timersvc *ts, int handler, char *err, size_t errlen)
+{
+	const char *path = ts->fifo_path;
+	struct stat st;
+	int r;
+
+	if (mkfifo(path, 0600) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "create timer FIFO %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	/* O_RDWR: we are a writer too, so the FIFO never reports end-of-file between clients */
+	ts->fifo_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (ts->fifo_fd < 0 || fstat(ts->fifo_fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		snprintf(err, errlen, "open timer FIFO %s: %s", path,
+			 ts->fifo_fd < 0
+			     ? (errno == ELOOP ? "a symbolic link: refused" : strerror(errno))
+			     : "not a FIFO");
+		return -EINVAL;
+	}
+	if (!fifo_mode_ok(&st)) {
+		snprintf(err, errlen,
+			 "timer FIFO %s is writable by users other than its owner (mode %04o): "
+			 "chmod go-w it",
+			 path, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	ts->fifo_uid = st.st_uid;
+	r = loop_add(ts->loop, ts->fifo_fd, EPOLLIN, handler, 1);
+	if (r < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+static void on_timerfd(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct timersvc *ts = ctx;
+	uint64_t exp;
+
+	(void)arg;
+	(void)events;
+	if (read(ts->ttfd, &exp, sizeof(exp)) > 0)
+		timersvc_check(ts);
+}
+
+static void on_fifo(void *ctx, uint32_t arg, uint32_t events)
+{
+	(void)arg;
+	(void)events;
+	fifo_read(ctx);
+}
+
+struct timersvc *timersvc_new(const struct timersvc_opts *o, char *err, size_t errlen)
+{
+	struct timersvc *ts = calloc(1, sizeof(*ts));
+	int h, r;
+
+	if (!ts) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	ts->tr = o->tr;
+	ts->el = o->el;
+	ts->ranks = o->ranks;
+	ts->loop = o->loop;
+	ts->escalate = o->escalate;
+	ts->grace_s = o->grace_s;
+	ts->fifo_fd = -1;
+	timers_init(&ts->tm);
+	ts->tm.uid_max = o->max_per_user;
+	ts->ttfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ts->ttfd < 0) {
+		snprintf(err, errlen, "timerfd: %s", strerror(errno));
+		goto fail;
+	}
+	/* urgent: a due timer is acted on before any other work of its loop turn */
+	h = loop_handler(ts->loop, on_timerfd, ts, 1);
+	r = h < 0 ? h : loop_add(ts->loop, ts->ttfd, EPOLLIN, h, 0);
+	if (r < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(-r));
+		goto fail;
+	}
+	if (o->fifo_path && *o->fifo_path) {
+		snprintf(ts->fifo_path, sizeof(ts->fifo_path), "%s", o->fifo_path);
+		h = loop_handler(ts->loop, on_fifo, ts, 0);
+		if (h < 0 || fifo_open(ts, h, err, errlen) < 0) {
+			if (h < 0)
+				snprintf(err, errlen, "event loop: %s", strerror(-h));
+			goto fail;
+		}
+	}
+	return ts;
+fail:
+	timersvc_free(ts);
+	return NULL;
+}
+
+void timersvc_free(struct timersvc *ts)
+{
+	if (!ts)
+		return;
+	timers_fini(&ts->tm);
+	for (int i = 0; i < ts->npk; i++)
+		close(ts->pk[i].pidfd);
+	if (ts->ttfd >= 0)
+		close(ts->ttfd);
+	if (ts->fifo_fd >= 0)
+		close(ts->fifo_fd);
+	free(ts);
+}
+
+void timersvc_restore(struct timersvc *ts)
+{
+	tracker_foreach_timer(ts->tr, restore_one, ts);
+	rearm(ts);
+}
+
+const struct timers *timersvc_table(const struct timersvc *ts)
+{
+	return &ts->tm;
+}
+
+uint64_t timersvc_kills(const struct timersvc *ts)
+{
+	return ts->kills;
+}
+
+void timersvc_counters(const struct timersvc *ts, struct json_object *c)
+{
+	jint(c, "timers_active", ts->tm.n);
+	jint(c, "timers_acquired", (int64_t)ts->tm.acquired);
+	jint(c, "timers_released", (int64_t)ts->tm.released);
+	jint(c, "timers_expired", (int64_t)ts->tm.expired);
+	jint(c, "timers_rejected_full", (int64_t)ts->tm.rejected_full);
+	jint(c, "timers_rejected_user", (int64_t)ts->tm.rejected_user);
+	jint(c, "fifo_requests", (int64_t)ts->fifo_cnt.lines);
+	jint(c, "fifo_bad", (int64_t)ts->fifo_cnt.bad);
+	jint(c, "fifo_denied", (int64_t)ts->fifo_cnt.denied);
+	jint(c, "fifo_oversized", (int64_t)ts->fifo_cnt.oversized);
+}

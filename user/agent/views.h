@@ -1,0 +1,95 @@
+/*
+ * The agent's JSON schema in one place: the events it logs (their common fields and shapes)
+ * and what the control socket shows of ranks, jobs, threads and timers. Builders return a new
+ * object owned by the caller; they read state and never change it.
+ */
+#ifndef FTBPF_VIEWS_H
+#define FTBPF_VIEWS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ftbpf/abi.h"
+
+struct json_object;
+struct rank;
+struct job;
+struct tracker;
+struct sampler;
+struct timers;
+struct ctl_counters;
+struct swim_member;
+
+/* Where a rank's view reads from (all borrowed). */
+struct view_src {
+	struct tracker *tr;
+	struct sampler *sp;	 /* the last task snapshot (threads, GPU ioctls per thread) */
+	const struct timers *tm; /* agent-held countdown timers */
+};
+
+double view_secs(uint64_t ns);
+
+/* ---- events: {"type": ...} plus the fields of each shape ---- */
+struct json_object *view_event(const char *type);
+/* pid, rank, job, uid, comm of a rank */
+void view_rank_ids(struct json_object *o, const struct rank *k);
+struct json_object *view_rank_event(const char *type, const struct rank *k);
+/* job, uid */
+struct json_object *view_job_event(const char *type, const struct job *j);
+/* exit_code or signal (+ name, core_dumped), sender_pid/comm (null when none) */
+void view_exit_fields(struct json_object *o, int status, uint32_t sender, const char *scomm);
+struct json_object *view_adopt(const struct rank *k, const char *how, int exited);
+/* a process of rank owner's tree: how is "adoption" for one found in /proc, else NULL */
+struct json_object *view_child(int pid, int ppid, const struct rank *owner, const char *how);
+struct json_object *view_child_exit(const struct ftbpf_event *e, const struct rank *owner);
+/* signal generated or delivered (k NULL: a rank's child owned by uid) */
+struct json_object *view_signal(const struct ftbpf_event *e, const struct rank *k, uint32_t uid);
+/* a slot timer the kernel fired at syscall entry */
+struct json_object *view_kernel_timer(const struct ftbpf_event *e, const struct rank *k);
+struct json_object *view_oom(const struct ftbpf_event *e, const struct rank *k);
+/* what the agent did to a rank: action, signal (+ name), result */
+struct json_object *view_action(const struct rank *k, const char *action, int sig,
+				const char *result);
+/* the same for a process that is not a rank (a timer's) */
+struct json_object *view_action_pid(int pid, uid_t uid, const char *action, int sig,
+				    const char *result);
+/* a timer the agent fired (k: the rank, NULL when the process is none); "result" is the
+ * caller's to add */
+struct json_object *view_timer_expired(int pid, uid_t uid, const struct rank *k, const char *scope,
+				       const char *source, int sig, double late_ms);
+/* what a process is doing now: state, comm, syscall in flight, wait channel, kernel stack */
+void view_diagnosis(struct json_object *o, struct tracker *tr, int pid, uint64_t now);
+/* the job's ranks are finished or dead, with the rank that went first */
+struct json_object *view_job_failed(const struct job *j);
+struct json_object *view_hard_timeout(const struct job *j, const char *action);
+/* a peer of the heartbeat mesh changed state */
+struct json_object *view_peer(const char *type, const struct swim_member *m);
+struct json_object *view_folded(const struct rank *k, uint64_t count, uint64_t total);
+
+/* ---- control replies ---- */
+struct json_object *view_ok(void);
+struct json_object *view_err(const char *code, const char *msg);
+/* A rank as `ftbpf status` shows it. */
+struct json_object *view_rank(const struct view_src *v, const struct rank *k, uint64_t now);
+/* Every thread of a live rank, with state, syscall, wait channel and kernel stack (refresh
+ * the snapshot with stacks first). */
+struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now);
+struct json_object *view_job(const struct job *j);
+/* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
+ * (refresh the snapshot with stacks first). */
+struct json_object *view_hang(const struct view_src *v, const struct job *j, uint64_t now,
+			      double soft_timeout_s);
+/* The reply to register. */
+struct json_object *view_registered(const struct rank *k);
+/* The processes a rank forked (from the procs map). */
+struct json_object *view_children(struct tracker *tr, int owner);
+/* The signals a rank got lately. */
+struct json_object *view_signals(const struct rank *k, uint64_t now);
+/* One line of `ftbpf timers`. */
+struct json_object *view_timer(int pid, uid_t uid, const char *comm, const char *scope,
+			       uint64_t deadline, uint64_t now, int sig, const char *source);
+/* The kernel side's counters and the control server's, added to object c. */
+void view_tracker_counters(struct json_object *c, struct tracker *tr);
+void view_ctl_counters(struct json_object *c, const struct ctl_counters *cc, int clients);
+
+#endif

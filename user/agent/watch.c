@@ -1,0 +1,255 @@
+/* Watching the ranks: see watch.h. */
+#include "agent/watch.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/eventlog.h"
+#include "agent/views.h"
+#include "ftbpf/slot.h"
+#include "lib/config.h"
+#include "lib/ranks.h"
+#include "os/clock.h"
+#include "proto/mesh_proto.h"
+#include "watch/gpuprobe.h"
+#include "watch/tracker.h"
+
+/* ---- GPU device majors ---- */
+static void gpu_major_add(struct watch *w, unsigned major)
+{
+	for (int i = 0; i < w->ngpu; i++)
+		if (w->gpu_majors[i] == major)
+			return;
+	if (w->ngpu < (int)(sizeof(w->gpu_majors) / sizeof(w->gpu_majors[0])) &&
+	    tracker_gpu_major_add(w->tr, major) == 0)
+		w->gpu_majors[w->ngpu++] = major;
+}
+
+/* The majors /proc/devices gives GPU drivers (nvidia, nvidia-uvm, nvidia-caps,
+ * nvidia-nvlink, DRM, AMD kfd), plus the configured ones. */
+static void gpu_majors_setup(struct watch *w, const char *extra_list)
+{
+	unsigned extra[32];
+	char line[128], name[64];
+	int chars = 0, n;
+	unsigned major;
+	FILE *f = fopen("/proc/devices", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Character devices:", 18))
+			chars = 1;
+		else if (!strncmp(line, "Block devices:", 14))
+			chars = 0;
+		else if (chars && sscanf(line, "%u %63s", &major, name) == 2 &&
+			 (!strncmp(name, "nvidia", 6) || !strcmp(name, "drm") ||
+			  !strcmp(name, "kfd")))
+			gpu_major_add(w, major);
+	}
+	if (f)
+		fclose(f);
+	n = config_parse_majors(extra_list, extra, 32);
+	for (int i = 0; i < n; i++)
+		gpu_major_add(w, extra[i]);
+}
+
+struct json_object *watch_gpu_majors_json(const struct watch *w)
+{
+	struct json_object *g = json_object_new_array();
+
+	for (int i = 0; i < w->ngpu; i++)
+		json_object_array_add(g, json_object_new_int((int)w->gpu_majors[i]));
+	return g;
+}
+
+void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct ranks *ranks,
+		struct eventlog *el, const struct ftbpf_config *cfg)
+{
+	memset(w, 0, sizeof(*w));
+	w->tr = tr;
+	w->gp = gp;
+	w->ranks = ranks;
+	w->el = el;
+	sampler_init(&w->sp, tr);
+	det_params_from_seconds(&w->dp, cfg->soft_timeout_s, cfg->hard_timeout_s,
+				cfg->spin_threshold_s);
+	gpu_majors_setup(w, cfg->gpu_majors);
+}
+
+void watch_fini(struct watch *w)
+{
+	sampler_fini(&w->sp);
+	free(w->eval_d);
+	free(w->eval_s);
+	w->eval_d = NULL;
+	w->eval_s = NULL;
+}
+
+/* ---- NCCL communicators and CUDA/NCCL probes ---- */
+static int comm_one(void *ctx, const struct ftbpf_comm_key *key, const struct ftbpf_comm *c)
+{
+	struct watch *w = ctx;
+	struct rank *k = ranks_find_live(w->ranks, (int)key->tgid);
+	struct det_comm *d;
+
+	if (!k || k->s.exited) {
+		if (!tracker_is_tracked(w->tr, key->tgid))
+			(void)tracker_comm_delete(w->tr, key); /* its process is gone */
+		return 0;
+	}
+	if (k->s.ncomm == DET_MAX_COMMS)
+		return 0;
+	d = &k->s.comm[k->s.ncomm++];
+	d->id = c->flags & FTBPF_COMM_NO_ID ? 0 : c->id;
+	d->seq = c->seq;
+	d->last_ns = c->last_ns;
+	d->count = c->count;
+	d->dtype = c->dtype;
+	d->api = c->api;
+	d->rank = c->rank;
+	d->nranks = c->nranks;
+	for (int i = 0; i < DET_COMM_HIST && i < FTBPF_COMM_HIST; i++) {
+		d->hist[i].seq = c->hist[i].seq;
+		d->hist[i].count = c->hist[i].count;
+		d->hist[i].api = c->hist[i].api;
+		d->hist[i].dtype = c->hist[i].dtype;
+	}
+	return 0;
+}
+
+void watch_begin(struct watch *w)
+{
+	w->scans++;
+	sampler_refresh(&w->sp, 0);
+	for (int i = 0; i < w->ranks->n; i++) {
+		struct rank *k = w->ranks->v[i];
+		int dirty = tracker_maps_dirty_take(w->tr, (uint32_t)k->pid);
+
+		k->s.ncomm = 0;
+		if (!w->gp || k->s.exited || (k->maps_scanned && !dirty))
+			continue;
+		k->maps_scanned = 1;
+		gpuprobe_scan(w->gp, k->pid);
+	}
+	tracker_foreach_comm(w->tr, comm_one, w);
+}
+
+/* ---- sampling ---- */
+/* Events of a rank (or its children) over its budget were folded by the kernel: say how many,
+ * at most every ten seconds per rank, so that the log shows the flood without carrying it. */
+static void folded_report(struct watch *w, struct rank *k, uint64_t total, uint64_t now)
+{
+	if (k->folded_ns && now - k->folded_ns < 10 * CLOCK_NS_PER_S)
+		return;
+	eventlog_emit(w->el, view_folded(k, total - k->folded_seen, total));
+	k->folded_seen = total;
+	k->folded_ns = now;
+}
+
+static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
+{
+	struct ftbpf_proc p;
+	struct ftbpf_thread t;
+
+	k->s.pid = k->pid;
+	k->s.rank = k->id.rank;
+	k->s.world_size = k->id.world_size;
+	k->s.killed = k->killed_by_agent;
+	k->s.adopted_ns = k->adopted_ns;
+	if (k->s.exited)
+		return;
+	if (tracker_proc_get(w->tr, k->pid, &p) < 0)
+		memset(&p, 0, sizeof(p));
+	if (p.ev_folded > k->folded_seen)
+		folded_report(w, k, p.ev_folded, now);
+	if (p.flags & FTBPF_PROC_EXITED) {
+		/* exited while no agent consumed the event (restart) */
+		k->s.exited = 1;
+		k->s.exit_code = p.exit_code;
+		k->s.exit_ns = p.exit_ns;
+		if ((p.exit_code & 0x7f) && (int)p.fatal_sig == (p.exit_code & 0x7f)) {
+			k->s.sender_pid = p.fatal_sender_pid;
+			memcpy(k->s.sender_comm, p.fatal_sender_comm, sizeof(k->s.sender_comm));
+		}
+		return;
+	}
+	if (sampler_sample(&w->sp, k->pid, now, &k->s, NULL) < 0) {
+		/* gone without an exit event (should not happen; events lost) */
+		k->s.exited = 1;
+		k->s.exit_ns = now;
+		return;
+	}
+	if (tracker_thread_get(w->tr, k->pid, &t) == 0) {
+		k->api_calls = t.api_calls;
+		k->syscalls = t.syscalls;
+		k->progress = t.progress;
+	}
+	if (k->slot) { /* ftbpf_ping() from the client library is progress too */
+		uint64_t ping = __atomic_load_n(&k->slot->ping_ns, __ATOMIC_RELAXED);
+
+		if (ping > k->s.progress_ns && ping <= now)
+			k->s.progress_ns = ping;
+	}
+	k->nthreads = sampler_nthreads(&w->sp, k->pid);
+}
+
+void watch_sample(struct watch *w, uint64_t now)
+{
+	for (int i = 0; i < w->ranks->n; i++) {
+		struct rank *k = w->ranks->v[i];
+
+		sample_rank(w, k, now);
+		det_rank_update(&k->d, &k->s, now, &w->dp);
+	}
+}
+
+int watch_judge(struct watch *w, struct job *j, uint64_t now)
+{
+	int m = j->nmembers;
+
+	if (m > w->eval_cap) {
+		struct det_rank *nd = realloc(w->eval_d, (size_t)m * sizeof(*nd));
+		struct det_sample *ns = nd ? realloc(w->eval_s, (size_t)m * sizeof(*ns)) : NULL;
+
+		if (nd)
+			w->eval_d = nd;
+		if (!ns)
+			return -ENOMEM;
+		w->eval_s = ns;
+		w->eval_cap = m;
+	}
+	for (int i = 0; i < m; i++) {
+		w->eval_d[i] = j->members[i]->d;
+		w->eval_s[i] = j->members[i]->s;
+	}
+	det_job_eval(w->eval_d, w->eval_s, m, now, 0, &w->dp, &j->res);
+	for (int i = 0; i < m; i++) {
+		j->members[i]->d.hung = w->eval_d[i].hung;
+		j->members[i]->d.culprit = w->eval_d[i].culprit;
+	}
+	return 0;
+}
+
+void watch_health(const struct watch *w, struct mesh_health *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->culprit_rank = -1;
+	for (int i = 0; i < w->ranks->n; i++) {
+		const struct rank *k = w->ranks->v[i];
+
+		if (h->ranks < 0xffff)
+			h->ranks++;
+		if (k->s.exited) {
+			h->dead += (k->s.exit_code & 0x7f) || ((k->s.exit_code >> 8) & 0xff);
+			continue;
+		}
+		h->hung += k->d.hung;
+		h->running += k->d.state == RS_RUNNING;
+		h->blocked += k->d.state != RS_RUNNING;
+		if (k->d.culprit && h->culprit_rank < 0)
+			h->culprit_rank = k->id.rank;
+	}
+	h->jobs = (uint16_t)(w->ranks->njobs > 0xffff ? 0xffff : w->ranks->njobs);
+}

@@ -1,0 +1,56 @@
+/*
+ * Watching the ranks, once per scan: sample every rank (watch/sample.c, the one sampling path)
+ * into the detector's input, update each rank's state, and judge each job with the one hang
+ * rule (lib/detector.c). The verdicts land in the rank table (rank->d, job->res); the agent
+ * acts on them (actions.c). Also: which character devices are GPUs, CUDA/NCCL probes for the
+ * libraries ranks map, NCCL communicators, and the node's health summary for the mesh.
+ */
+#ifndef FTBPF_WATCH_H
+#define FTBPF_WATCH_H
+
+#include <stdint.h>
+
+#include "lib/detector.h"
+#include "watch/sample.h"
+
+struct tracker;
+struct gpuprobe;
+struct ranks;
+struct job;
+struct eventlog;
+struct mesh_health;
+struct json_object;
+struct ftbpf_config;
+
+struct watch {
+	struct tracker *tr;  /* borrowed (these four) */
+	struct gpuprobe *gp; /* NULL: no CUDA/NCCL probes */
+	struct ranks *ranks;
+	struct eventlog *el;
+	struct sampler sp; /* owned: the sampling path and its task snapshot */
+	struct det_params dp;
+	struct det_rank *eval_d; /* owned scratch for det_job_eval */
+	struct det_sample *eval_s;
+	int eval_cap;
+	unsigned gpu_majors[64]; /* character-device majors treated as GPUs */
+	int ngpu;
+	uint64_t scans;
+};
+
+void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct ranks *ranks,
+		struct eventlog *el, const struct ftbpf_config *cfg);
+void watch_fini(struct watch *w);
+/* Start a scan: a new task snapshot, probes for newly mapped CUDA/NCCL libraries, the NCCL
+ * communicators of every rank. */
+void watch_begin(struct watch *w);
+/* Sample every rank and update its state. */
+void watch_sample(struct watch *w, uint64_t now);
+/* Judge job j (its ranks sampled at now): j->res, and hung/culprit of each member. 0, or
+ * -ENOMEM (the job waits for the next scan). */
+int watch_judge(struct watch *w, struct job *j, uint64_t now);
+/* The node's summary for the heartbeat mesh. */
+void watch_health(const struct watch *w, struct mesh_health *h);
+/* The GPU device majors, a new array. */
+struct json_object *watch_gpu_majors_json(const struct watch *w);
+
+#endif

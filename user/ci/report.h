@@ -1,0 +1,34 @@
+/*
+ * ftbpf-ci's reports of a hang or a timeout: the diagnosis as text (stderr) and JSON (--report)
+ * with every live process of the tree (state, syscall, wait channel, kernel, user and Python
+ * stacks) and the most likely cause; and a JUnit XML file (--junit).
+ */
+#ifndef FTBPF_CI_REPORT_H
+#define FTBPF_CI_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tree;
+struct json_object;
+
+struct report {
+	struct json_object *root; /* owned */
+	char *text;		  /* owned */
+	size_t len, cap;
+};
+
+struct report_opts {
+	const char *kind; /* "hang" or "timeout" */
+	double hang_timeout, timeout;
+	uint64_t start_ns, now;
+};
+
+/* Diagnose the tree (its kernel stacks are snapshotted now) into r. */
+void report_diagnose(struct report *r, struct tree *t, const struct report_opts *o);
+void report_free(struct report *r);
+/* The JUnit XML file: a failure on a hang, a timeout or a non-zero exit. 0 or -errno. */
+int report_junit(const char *path, char *const *argv, const char *kind, int code, const char *text,
+		 double secs);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * Coordinated decisions, pure logic: the values the agents agree on (a restart generation, a
+ * checkpoint step), their key space in the agreement store, and the rules - the checkpoint
+ * target, when to re-target, when a checkpoint is complete, whether the restart budget is
+ * spent, which nodes to leave out. The store (agent/store.c: local file or etcd) holds the
+ * values; agent/decide.c observes the ranks and acts. Every value is JSON; every parser
+ * rejects what is malformed (-EINVAL) and is fuzzed.
+ *
+ * Keys, under the job's prefix ("jobs/<uid>/<job>/"), each written once (create-only: the
+ * first claimer wins):
+ *   gen/<g>                 the decision that began generation g (g >= 1)
+ *   ckpt/<g>/<n>            checkpoint request n of generation g: the target step
+ *   done/<g>/<n>            request n is complete: every member node's ranks saved it
+ *   saved/<g>/<n>/<node>    a node's report on request n (rewritten as its ranks save)
+ *   members/<node>          a node hosting ranks of the job (under that agent's lease)
+ * Numbers are zero-padded to 20 digits so that keys sort as numbers.
+ */
+#ifndef FTBPF_DECISIONS_H
+#define FTBPF_DECISIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEC_NODE_LEN	 32 /* FTBPF_NODE_LEN */
+#define DEC_MAX_EXCLUDED 4  /* FTBPF_MAX_EXCLUDED */
+#define DEC_WHY_LEN	 128
+#define DEC_KEY_LEN	 256
+#define DEC_VALUE_MAX	 2048
+
+/* the FTBPF_CAUSE_* values of the slot */
+enum dec_cause {
+	DEC_CAUSE_NONE = 0,
+	DEC_CAUSE_PREEMPTION = 1,
+	DEC_CAUSE_RANK_DIED = 2,
+	DEC_CAUSE_HANG = 3,
+	DEC_CAUSE_NODE_DEAD = 4,
+	DEC_CAUSE_OPERATOR = 5,
+	DEC_CAUSE__N
+};
+
+/* gen/<g>: how generation g began */
+struct dec_gen {
+	uint64_t generation;
+	enum dec_cause cause;
+	int stop;		 /* the restart budget is spent: end, do not requeue */
+	int64_t resume_step;	 /* the last complete agreed checkpoint, -1 none */
+	char node[DEC_NODE_LEN]; /* where the fault was ("" unknown) */
+	char by[DEC_NODE_LEN];	 /* the node that decided */
+	int nexcluded;
+	char excluded[DEC_MAX_EXCLUDED][DEC_NODE_LEN];
+	uint64_t at_ms; /* wall clock */
+	char why[DEC_WHY_LEN];
+};
+
+/* ckpt/<g>/<n>: every rank saves at step target */
+struct dec_ckpt {
+	uint64_t generation, id;
+	int64_t target;
+	enum dec_cause cause;
+	char by[DEC_NODE_LEN];
+	uint64_t at_ms;
+	char why[DEC_WHY_LEN];
+};
+
+/* saved/<g>/<n>/<node>: a node's ranks on request n */
+struct dec_report {
+	int ranks;	  /* live local ranks of the job */
+	int saved;	  /* of which saved the target */
+	int64_t max_step; /* the highest step a local rank reached */
+};
+
+/* done/<g>/<n> */
+struct dec_done {
+	int64_t step;
+	uint64_t at_ms;
+};
+
+/* members/<node> */
+struct dec_member {
+	int ranks;
+	uint64_t generation;
+	int excluded; /* it failed its health check: leave it out */
+};
+
+const char *dec_cause_name(enum dec_cause c);
+/* -EINVAL when unknown */
+int dec_cause_parse(const char *name);
+
+/* Values: to JSON (0, or -ENOSPC) and back (0, or -EINVAL for anything malformed). */
+int dec_gen_format(const struct dec_gen *d, char *buf, size_t len);
+int dec_gen_parse(const char *json, struct dec_gen *d);
+int dec_ckpt_format(const struct dec_ckpt *c, char *buf, size_t len);
+int dec_ckpt_parse(const char *json, struct dec_ckpt *c);
+int dec_report_format(const struct dec_report *r, char *buf, size_t len);
+int dec_report_parse(const char *json, struct dec_report *r);
+int dec_done_format(const struct dec_done *d, char *buf, size_t len);
+int dec_done_parse(const char *json, struct dec_done *d);
+int dec_member_format(const struct dec_member *m, char *buf, size_t len);
+int dec_member_parse(const char *json, struct dec_member *m);
+
+/* Keys relative to a job's prefix. */
+void dec_key_gen(char *buf, size_t len, uint64_t g);
+void dec_key_ckpt(char *buf, size_t len, uint64_t g, uint64_t n);
+void dec_key_done(char *buf, size_t len, uint64_t g, uint64_t n);
+void dec_key_report(char *buf, size_t len, uint64_t g, uint64_t n, const char *node);
+void dec_key_member(char *buf, size_t len, const char *node);
+/* The numbers of a key "gen/<g>" or "ckpt/<g>/<n>" or "done/<g>/<n>" (n NULL for gen): 0, or
+ * -EINVAL when the key is not of that shape. */
+int dec_key_numbers(const char *key, const char *kind, uint64_t *g, uint64_t *n);
+/* A node name usable in a key: [A-Za-z0-9._:-], 1..31 bytes. */
+int dec_node_valid(const char *node);
+
+/*
+ * The checkpoint target when a rank reached max_step: max_step + margin (the ranks of a
+ * synchronous job are at most a step apart, so every rank can still reach it), at least
+ * margin when no rank reported a step.
+ */
+int64_t dec_target(int64_t max_step, int margin);
+/* Must request ck be re-targeted? When some rank is past its target without having saved it
+ * (max_step > target and not every rank saved), it can no longer save at that step. */
+int dec_retarget(const struct dec_ckpt *ck, const struct dec_report *local);
+/*
+ * Is the restart budget spent? at_ms: the times of the restarts decided so far (failure
+ * generations), n of them. max_restarts restarts are allowed within window_s; a new one at
+ * now_ms would exceed it.
+ */
+int dec_budget_spent(const uint64_t *at_ms, int n, uint64_t now_ms, int max_restarts,
+		     double window_s);
+
+#endif

@@ -1,0 +1,456 @@
+/*
+ * Rank states, hang and culprit. Definitions (also in docs/architecture.md):
+ *  progress  = a completed syscall of the rank's main thread that is not an empty wait or a
+ *              sleep (classified in the BPF program at sys_exit). CPU time is not progress.
+ *  job hung  = the job has live ranks and none of them made progress for soft_timeout.
+ *  culprit   = the first rank to die abnormally; else the rank(s) not where the majority is;
+ *              else, without a majority (two ranks), the rank(s) with the most suspicious state.
+ */
+#include "lib/detector.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/config.h"
+#include "ftbpf/abi.h"
+#include "lib/gpuapi.h"
+#include "lib/syscalls.h"
+
+#define NS 1000000000ull
+
+void det_params_from_seconds(struct det_params *p, double soft, double hard, double spin)
+{
+	p->soft_ns = (uint64_t)(soft * 1e9);
+	p->hard_ns = (uint64_t)(hard * 1e9);
+	p->spin_ns = (uint64_t)(spin * 1e9);
+	p->block_min_ns = 500000000ull;
+}
+
+/* The rank states. Scores order the suspects when nothing else names one: a stopped rank
+ * (95) or an unreaped one (92) is rarely innocent; a rank waiting for the device or NCCL (20,
+ * 15) usually waits for someone else. Blocked (40) is refined by its syscall in score_of. */
+static const struct det_state_info states[RS__N] = {
+    [RS_RUNNING] = {"running", 30, 0},
+    [RS_BLOCKED] = {"blocked", 40, DET_SINCE_EVENT},
+    [RS_SPINNING] = {"spinning", 80, DET_SINCE_EVENT},
+    [RS_STOPPED] = {"stopped", 95, 0},
+    [RS_DSTATE] = {"dstate", 70, 0},
+    [RS_ZOMBIE] = {"zombie", 92, 0},
+    [RS_EXITED] = {"exited", 90, DET_SINCE_EVENT}, /* 100 when it died abnormally */
+    [RS_GPU] = {"gpu_driver", 75, DET_WAITS_FOR_OTHERS | DET_SINCE_EVENT},
+    [RS_GPU_SYNC] = {"gpu_sync", 20, DET_WAITS_FOR_OTHERS | DET_SINCE_EVENT},
+    [RS_NCCL] = {"nccl", 15, DET_WAITS_FOR_OTHERS | DET_SINCE_EVENT},
+};
+
+const struct det_state_info *det_state_info(enum rank_state s)
+{
+	static const struct det_state_info unknown = {"unknown", 0, 0};
+
+	return (unsigned)s < RS__N ? &states[s] : &unknown;
+}
+
+const char *det_state_name(enum rank_state s)
+{
+	return det_state_info(s)->name;
+}
+
+const char *det_exit_text(int status, char *buf, int len)
+{
+	int sig = status & 0x7f;
+
+	if (sig) {
+		const char *n = config_signal_name(sig);
+
+		if (n)
+			snprintf(buf, len, "killed by SIG%s%s", n,
+				 status & 0x80 ? " (core dumped)" : "");
+		else
+			snprintf(buf, len, "killed by signal %d", sig);
+	} else {
+		snprintf(buf, len, "exited with code %d", (status >> 8) & 0xff);
+	}
+	return buf;
+}
+
+static uint64_t since(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
+
+static int state_key(enum rank_state st, int nr)
+{
+	return (int)st * 1024 + (nr >= 0 ? nr % 1024 : 1023);
+}
+
+static int score_of(const struct det_rank *d, const struct det_sample *s)
+{
+	if (d->state == RS_EXITED && ((s->exit_code & 0x7f) || ((s->exit_code >> 8) & 0xff)))
+		return 100; /* died abnormally */
+	if (d->state == RS_BLOCKED) {
+		if (syscalls_is_sleep(d->syscall))
+			return 60;
+		if (syscalls_is_comm_wait(d->syscall))
+			return 10;
+	}
+	return det_state_info(d->state)->score;
+}
+
+/* The communicator the rank issued its latest collective on, or NULL. */
+static const struct det_comm *last_comm(const struct det_sample *s)
+{
+	const struct det_comm *c = NULL;
+
+	for (int i = 0; i < s->ncomm; i++)
+		if (s->comm[i].seq && (!c || s->comm[i].last_ns > c->last_ns))
+			c = &s->comm[i];
+	return c;
+}
+
+/* "ncclAllReduce #42 (1024 x float32) on comm 3f2a...": collective seq of the communicator as
+ * its history has it, else (older than the history) its latest call. */
+static void coll_text(const struct det_comm *c, uint64_t seq, char *buf, size_t len)
+{
+	char id[24] = "(unidentified)";
+	unsigned api = c->api, dtype = c->dtype;
+	uint64_t count = c->count;
+
+	for (int i = 0; i < DET_COMM_HIST; i++)
+		if (c->hist[i].seq == seq && seq) {
+			api = c->hist[i].api;
+			dtype = c->hist[i].dtype;
+			count = c->hist[i].count;
+		}
+	if (c->id)
+		snprintf(id, sizeof(id), "%016llx", (unsigned long long)c->id);
+	snprintf(buf, len, "%s #%llu (%llu x %s) on comm %s", gpuapi_name(api),
+		 (unsigned long long)seq, (unsigned long long)count, gpuapi_dtype_name(dtype), id);
+}
+
+static void api_state(struct det_rank *d, const struct det_sample *s, uint64_t now)
+{
+	const struct det_comm *c = last_comm(s);
+	char coll[128] = "";
+	double secs = (double)since(now, s->api_since_ns) / NS;
+
+	d->syscall = (int)s->api;
+	d->state_since_ns = s->api_since_ns;
+	if (FTBPF_API_IS_CUDA(s->api)) {
+		d->state = RS_GPU_SYNC;
+		if (c)
+			coll_text(c, c->seq, coll, sizeof(coll));
+		snprintf(d->reason, sizeof(d->reason),
+			 "in a GPU synchronisation (%s) for %.1fs%s%s", gpuapi_name(s->api), secs,
+			 c ? ", after " : "", coll);
+	} else {
+		d->state = RS_NCCL;
+		if (FTBPF_API_IS_COLL(s->api) && c)
+			snprintf(d->reason, sizeof(d->reason),
+				 "in NCCL collective #%llu (%s) for %.1fs",
+				 (unsigned long long)s->api_seq, gpuapi_name(s->api), secs);
+		else
+			snprintf(d->reason, sizeof(d->reason), "inside %s for %.1fs",
+				 gpuapi_name(s->api), secs);
+	}
+}
+
+void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t now,
+		     const struct det_params *p)
+{
+	char nm[32], tmp[64];
+	uint64_t base = s->progress_ns > s->adopted_ns ? s->progress_ns : s->adopted_ns;
+	uint64_t quiet_since = s->last_exit_ns > s->adopted_ns ? s->last_exit_ns : s->adopted_ns;
+	int key;
+
+	d->syscall = -1;
+	d->no_progress_ns = since(now, base);
+	if (s->cpu_valid && d->have_prev && now > d->prev_ns)
+		d->cpu_frac = (double)(s->cpu_ns - d->prev_cpu_ns) / (double)(now - d->prev_ns);
+	else if (!s->cpu_valid)
+		d->cpu_frac = 0;
+	if (s->cpu_valid) {
+		d->prev_cpu_ns = s->cpu_ns;
+		d->prev_ns = now;
+		d->have_prev = 1;
+	}
+
+	if (s->exited) {
+		d->state = RS_EXITED;
+		d->state_since_ns = s->exit_ns;
+		det_exit_text(s->exit_code, tmp, sizeof(tmp));
+		if ((s->exit_code & 0x7f) && s->sender_pid)
+			snprintf(d->reason, sizeof(d->reason), "%s from pid %u (%.16s)", tmp,
+				 s->sender_pid, s->sender_comm);
+		else
+			snprintf(d->reason, sizeof(d->reason), "%s", tmp);
+	} else if (s->task_state == 'T' || s->task_state == 't') {
+		d->state = RS_STOPPED;
+		snprintf(d->reason, sizeof(d->reason), "%s",
+			 s->task_state == 't' ? "stopped by a tracer"
+					      : "stopped (job-control signal)");
+	} else if (s->task_state == 'Z' || s->task_state == 'X') {
+		d->state = RS_ZOMBIE;
+		snprintf(d->reason, sizeof(d->reason), "main thread exited, process not reaped");
+	} else if (s->task_state == 'D') {
+		d->state = RS_DSTATE;
+		d->syscall = s->cur_nr;
+		if (s->cur_nr >= 0)
+			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep in %s%s%s",
+				 syscalls_format(s->cur_nr, nm, sizeof(nm)),
+				 *s->wchan ? ", wchan " : "", s->wchan);
+		else
+			snprintf(d->reason, sizeof(d->reason), "uninterruptible sleep%s%s",
+				 *s->wchan ? ", wchan " : "", s->wchan);
+	} else if (s->api && since(now, s->api_since_ns) >= p->block_min_ns) {
+		api_state(d, s, now);
+	} else if (s->gpu_since_ns && s->cur_nr >= 0 &&
+		   since(now, s->gpu_since_ns) >= p->block_min_ns) {
+		d->state = RS_GPU;
+		d->syscall = s->cur_nr;
+		d->state_since_ns = s->gpu_since_ns;
+		snprintf(d->reason, sizeof(d->reason),
+			 "inside the GPU driver (ioctl 0x%x) for %.1fs%s%s%s", s->gpu_req,
+			 (double)since(now, s->gpu_since_ns) / NS, *s->wchan ? " (wchan " : "",
+			 s->wchan, *s->wchan ? ")" : "");
+	} else if (s->cur_nr >= 0 && since(now, s->enter_ns) >= p->block_min_ns) {
+		d->state = RS_BLOCKED;
+		d->syscall = s->cur_nr;
+		d->state_since_ns = s->enter_ns;
+		snprintf(d->reason, sizeof(d->reason), "blocked in %s for %.1fs%s%s",
+			 syscalls_format(s->cur_nr, nm, sizeof(nm)),
+			 (double)since(now, s->enter_ns) / NS, *s->wchan ? " (wchan " : "",
+			 s->wchan);
+		if (*s->wchan)
+			strncat(d->reason, ")", sizeof(d->reason) - strlen(d->reason) - 1);
+	} else if (s->cur_nr < 0 &&
+		   (d->cpu_frac >= 0.5 || (s->task_state == 'R' && d->cpu_frac > 0.05)) &&
+		   since(now, quiet_since) >= p->spin_ns && since(now, base) >= p->spin_ns) {
+		/* on CPU, or runnable and getting some on a busy host, without a syscall */
+		d->state = RS_SPINNING;
+		d->state_since_ns = quiet_since;
+		snprintf(d->reason, sizeof(d->reason),
+			 "on CPU (%.0f%%) without a syscall for %.1fs", d->cpu_frac * 100,
+			 (double)since(now, quiet_since) / NS);
+	} else {
+		d->state = RS_RUNNING;
+		snprintf(d->reason, sizeof(d->reason), "running, last progress %.1fs ago",
+			 (double)d->no_progress_ns / NS);
+	}
+
+	key = state_key(d->state, d->syscall);
+	if (key != d->prev_key || !d->key_since_ns) {
+		d->prev_key = key;
+		d->key_since_ns = now;
+	}
+	if (!(det_state_info(d->state)->flags & DET_SINCE_EVENT))
+		d->state_since_ns = d->key_since_ns;
+	d->score = score_of(d, s);
+	d->hung = 0;
+	d->culprit = 0;
+}
+
+static void add_culprit(struct det_job *out, int i)
+{
+	if (out->n_culprits < DET_MAX_CULPRITS)
+		out->culprits[out->n_culprits++] = i;
+}
+
+/* id 0 is a communicator created before the probes were attached (its unique id unseen). */
+static const struct det_comm *comm_of(const struct det_sample *s, uint64_t id)
+{
+	for (int i = 0; i < s->ncomm; i++)
+		if (s->comm[i].id == id)
+			return &s->comm[i];
+	return NULL;
+}
+
+/* Unidentified communicators can be compared only while each rank has at most one of them
+ * (then it is the same one everywhere: the job's world communicator). */
+static int anon_comparable(const struct det_sample *s, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+
+		for (int c = 0; c < s[i].ncomm; c++)
+			k += s[i].comm[c].id == 0;
+		if (k > 1)
+			return 0;
+	}
+	return 1;
+}
+
+/* Waiting for something other ranks do: the device, NCCL, or a syscall that is not a sleep. */
+static int waiting(const struct det_rank *d)
+{
+	return (det_state_info(d->state)->flags & DET_WAITS_FOR_OTHERS) ||
+	       (d->state == RS_BLOCKED && !syscalls_is_sleep(d->syscall));
+}
+
+/*
+ * NCCL evidence: on a communicator that several ranks here share, the ranks that issued fewer
+ * collectives than the others, while those others wait (in a GPU synchronisation, in NCCL or in
+ * the kernel), never entered the collective the others wait in. Of several such communicators
+ * the one with the fewest laggards wins. Returns 1 when culprits were named.
+ */
+static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, struct det_job *out)
+{
+	uint64_t best_id = 0, best_max = 0;
+	int best_lag = 0, best_ahead = -1, anon = anon_comparable(s, n);
+
+	for (int i = 0; i < n; i++) {
+		if (s[i].exited)
+			continue;
+		for (int c = 0; c < s[i].ncomm; c++) {
+			uint64_t id = s[i].comm[c].id, max = 0;
+			int members = 0, lag = 0, ahead = -1, all_wait = 1;
+
+			if (!id && !anon)
+				continue;
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id);
+
+				if (!cj)
+					continue;
+				members++;
+				if (cj->seq > max)
+					max = cj->seq;
+			}
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id);
+
+				if (!cj)
+					continue;
+				if (cj->seq < max) {
+					lag++;
+				} else {
+					ahead = j;
+					all_wait &= waiting(&d[j]);
+				}
+			}
+			if (members >= 2 && lag && all_wait && (!best_lag || lag < best_lag)) {
+				best_id = id;
+				best_max = max;
+				best_lag = lag;
+				best_ahead = ahead;
+			}
+		}
+	}
+	if (!best_lag)
+		return 0;
+	for (int j = 0; j < n; j++) {
+		const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], best_id);
+
+		if (cj && cj->seq < best_max)
+			add_culprit(out, j);
+	}
+	{
+		int k = out->culprits[0];
+		const struct det_comm *ck = comm_of(&s[k], best_id);
+		const struct det_comm *ca = comm_of(&s[best_ahead], best_id);
+		char coll[128];
+
+		/* the first collective it missed: what the others issued next after its last */
+		coll_text(ca, ck->seq + 1, coll, sizeof(coll));
+		snprintf(
+		    out->why, sizeof(out->why),
+		    "rank %d issued %llu collectives on an NCCL communicator, the others %llu: "
+		    "it never entered %s, the first it missed (they wait in #%llu); it is %s",
+		    s[k].rank, (unsigned long long)ck->seq, (unsigned long long)best_max, coll,
+		    (unsigned long long)best_max, d[k].reason);
+	}
+	return 1;
+}
+
+void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
+		  uint64_t activity_ns, const struct det_params *p, struct det_job *out)
+{
+	uint64_t last = activity_ns;
+	int first_dead = -1, maxs = -1, mins = 1000;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < n; i++) {
+		if (s[i].exited) {
+			out->exited++;
+			if (d[i].score == 100 && !s[i].killed &&
+			    (first_dead < 0 || s[i].exit_ns < s[first_dead].exit_ns))
+				first_dead = i;
+			continue;
+		}
+		out->live++;
+		uint64_t b =
+		    s[i].progress_ns > s[i].adopted_ns ? s[i].progress_ns : s[i].adopted_ns;
+		if (b > last)
+			last = b;
+	}
+	if (first_dead >= 0) {
+		out->failed = 1;
+		add_culprit(out, first_dead);
+		d[first_dead].culprit = 1;
+		snprintf(out->why, sizeof(out->why), "rank %d (pid %d) was the first to die: %s",
+			 s[first_dead].rank, s[first_dead].pid, d[first_dead].reason);
+	}
+	if (!out->live)
+		return;
+	out->no_progress_ns = since(now, last);
+	out->hung = out->no_progress_ns >= p->soft_ns;
+	out->hard = out->no_progress_ns >= p->hard_ns;
+
+	if (first_dead < 0 && nccl_culprits(d, s, n, out)) {
+		/* named from NCCL sequence numbers */
+	} else if (first_dead < 0) {
+		/* Majority posture among all ranks (an early normal exit is a posture too). */
+		int best_cnt = 0, best_key = -1;
+
+		for (int i = 0; i < n; i++) {
+			int k = state_key(d[i].state, d[i].syscall), cnt = 0;
+
+			for (int j = 0; j < n; j++)
+				cnt += state_key(d[j].state, d[j].syscall) == k;
+			if (cnt > best_cnt) {
+				best_cnt = cnt;
+				best_key = k;
+			}
+			if (d[i].score > maxs)
+				maxs = d[i].score;
+			if (d[i].score < mins)
+				mins = d[i].score;
+		}
+		if (n >= 3 && best_cnt * 2 > n && best_cnt < n) {
+			int top = -1;
+
+			for (int i = 0; i < n; i++)
+				if (state_key(d[i].state, d[i].syscall) != best_key &&
+				    d[i].score > top)
+					top = d[i].score;
+			for (int i = 0; i < n; i++)
+				if (state_key(d[i].state, d[i].syscall) != best_key &&
+				    d[i].score == top)
+					add_culprit(out, i);
+			snprintf(out->why, sizeof(out->why),
+				 "%d of %d ranks are %s; rank %d is not: %s", best_cnt, n,
+				 det_state_name(best_key / 1024), s[out->culprits[0]].rank,
+				 d[out->culprits[0]].reason);
+		} else if (n == 1 && s[0].world_size <= 1) {
+			/* a job of one rank: whatever it waits for, it is the job's own doing */
+			add_culprit(out, 0);
+			snprintf(out->why, sizeof(out->why), "rank %d, the job's only rank, is %s",
+				 s[0].rank, d[0].reason);
+		} else if (maxs > mins || (maxs >= 60 && n > 0)) {
+			for (int i = 0; i < n; i++)
+				if (d[i].score == maxs)
+					add_culprit(out, i);
+			snprintf(out->why, sizeof(out->why),
+				 "rank %d is where no other rank waits: %s",
+				 s[out->culprits[0]].rank, d[out->culprits[0]].reason);
+		} else {
+			snprintf(out->why, sizeof(out->why),
+				 "every rank here is %s: the cause may be outside this host",
+				 n ? d[0].reason : "idle");
+		}
+	}
+	if (!out->hung)
+		return;
+	for (int i = 0; i < n; i++)
+		d[i].hung = !s[i].exited;
+	for (int i = 0; i < out->n_culprits; i++)
+		d[out->culprits[i]].culprit = 1;
+}

@@ -1,0 +1,138 @@
+/*
+ * Hang detector: turns raw per-rank samples into a rank state with a reason and a duration,
+ * and the ranks of one job into a verdict (hung or not) with the culprit rank(s).
+ * Pure logic: no I/O, driven with synthetic samples by tests/unit/test_detector.c.
+ */
+#ifndef FTBPF_DETECTOR_H
+#define FTBPF_DETECTOR_H
+
+#include <stdint.h>
+
+/* A rank's state. Its name, how suspicious it is and what it means are in one table
+ * (det_state_info, detector.c): adding a state is an entry here and a row there. */
+enum rank_state {
+	RS_RUNNING = 0,
+	RS_BLOCKED,  /* main thread inside a syscall */
+	RS_SPINNING, /* on CPU, no syscall, no progress */
+	RS_STOPPED,  /* SIGSTOP / ptrace stop */
+	RS_DSTATE,   /* uninterruptible sleep */
+	RS_ZOMBIE,   /* main thread gone, others alive */
+	RS_EXITED,
+	RS_GPU,	     /* main thread inside an ioctl on a GPU device file */
+	RS_GPU_SYNC, /* main thread inside a CUDA synchronisation (cuStreamSynchronize...) */
+	RS_NCCL,     /* main thread inside an NCCL call */
+	RS__N
+};
+
+#define DET_WAITS_FOR_OTHERS 0x1u /* waits for what other ranks do (the device, NCCL) */
+#define DET_SINCE_EVENT                                                                            \
+	0x2u /* its "since" is when it began (syscall entry...), not when
+				     the detector first saw it */
+
+struct det_state_info {
+	const char *name; /* in status, events, ftbpf-top's filters */
+	int score;	  /* how likely a rank in it is the cause of a stall (0..100) */
+	unsigned flags;	  /* DET_* */
+};
+
+/* The row of state s (a "unknown" row for anything out of range). */
+const struct det_state_info *det_state_info(enum rank_state s);
+
+#define DET_MAX_COMMS 8
+#define DET_COMM_HIST 8 /* FTBPF_COMM_HIST */
+
+/* An NCCL communicator of a rank, as the uprobes saw it. */
+struct det_comm {
+	uint64_t id;  /* the same on every member rank; 0: unknown (not comparable) */
+	uint64_t seq; /* collectives issued */
+	uint64_t last_ns;
+	uint64_t count; /* last collective: elements, data type, call */
+	unsigned dtype;
+	unsigned api;
+	int rank, nranks; /* in the communicator; -1 / 0 unknown */
+	struct {	  /* the last collectives issued on it, by seq % DET_COMM_HIST */
+		uint64_t seq, count;
+		unsigned api, dtype;
+	} hist[DET_COMM_HIST];
+};
+
+struct det_sample {
+	int pid;
+	int rank;
+	int world_size; /* as the launcher says; -1 or 0 unknown */
+	int exited;
+	int killed;    /* ended by the agent's own action: never a failure, never "first to die" */
+	int exit_code; /* raw wait status */
+	uint64_t exit_ns;
+	uint32_t sender_pid; /* who sent the fatal signal, 0 unknown */
+	char sender_comm[16];
+	char task_state; /* main thread: R S D T t Z I, 0 when unknown */
+	int cur_nr;	 /* syscall in flight on the main thread, -1 none */
+	uint64_t enter_ns;
+	uint64_t last_exit_ns;
+	uint64_t progress_ns; /* last progress, 0 never */
+	uint64_t adopted_ns;  /* baseline when nothing else is known */
+	uint64_t cpu_ns;      /* main thread utime + stime */
+	int cpu_valid;
+	char wchan[48];
+	uint64_t gpu_since_ns; /* main thread inside a GPU ioctl since, 0 when not */
+	uint32_t gpu_req;      /* its request code */
+	unsigned api;	       /* main thread inside this probed CUDA/NCCL call, 0 none */
+	uint64_t api_since_ns;
+	uint64_t api_seq; /* NCCL collective in flight: its number on its communicator */
+	int ncomm;
+	struct det_comm comm[DET_MAX_COMMS];
+};
+
+struct det_params {
+	uint64_t soft_ns;
+	uint64_t hard_ns;
+	uint64_t spin_ns;
+	uint64_t block_min_ns; /* shorter syscalls are not reported as blocked */
+};
+
+/* Per-rank memory (between scans) and output. Zero-initialise before first use. */
+struct det_rank {
+	uint64_t prev_cpu_ns, prev_ns;
+	int have_prev;
+	int prev_key;
+	uint64_t key_since_ns;
+
+	enum rank_state state;
+	int syscall;	 /* BLOCKED/DSTATE: the syscall, else -1 */
+	double cpu_frac; /* main-thread CPU share over the last interval */
+	uint64_t state_since_ns;
+	uint64_t no_progress_ns;
+	int score; /* how likely this rank is the cause of a stall */
+	int hung;
+	int culprit;
+	char reason[192];
+};
+
+#define DET_MAX_CULPRITS 8
+
+struct det_job {
+	int live, exited, hung, hard;
+	int failed; /* a rank died abnormally (signal or non-zero exit) */
+	uint64_t no_progress_ns;
+	int n_culprits;
+	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */
+	char why[512];
+};
+
+void det_params_from_seconds(struct det_params *p, double soft, double hard, double spin);
+void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t now,
+		     const struct det_params *p);
+/*
+ * Evaluate one job: n ranks, already updated by det_rank_update at the same now. This is the
+ * hang rule, for ftbpfd's jobs and ftbpf-ci's process trees alike: hung when no live rank made
+ * progress for soft_ns. activity_ns: progress of the job that belongs to no rank (ftbpf-ci: a
+ * process of the tree born or gone), 0 for none.
+ */
+void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
+		  uint64_t activity_ns, const struct det_params *p, struct det_job *out);
+const char *det_state_name(enum rank_state s);
+/* "killed by SIGKILL", "exited with code 3" into buf. */
+const char *det_exit_text(int status, char *buf, int len);
+
+#endif

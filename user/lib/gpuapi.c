@@ -1,0 +1,177 @@
+#include "lib/gpuapi.h"
+
+#include <string.h>
+
+#include "ftbpf/abi.h"
+
+/* clang-format off */
+#define RET FTBPF_COOKIE_RET
+#define CU(n, api)      {n, GPUAPI_LIB_CUDA, FTBPF_COOKIE(api, 0, 0, 0, 0) | RET, 0}
+#define LAUNCH(n)       {n, GPUAPI_LIB_CUDA, FTBPF_COOKIE(FTBPF_API_CU_LAUNCH, 0, 0, 0, 0), 1}
+#define NC(n, api, ...) {n, GPUAPI_LIB_NCCL, FTBPF_COOKIE(api, __VA_ARGS__), 0}
+#define NCR(n, api)     {n, GPUAPI_LIB_NCCL, FTBPF_COOKIE(api, 0, 0, 0, 0) | RET, 0}
+/* clang-format on */
+
+/*
+ * CUDA entries are base names: the driver exports versioned and per-thread-stream variants
+ * (cuCtxSynchronize_v2, cuStreamSynchronize_ptsz, cuMemcpyDtoH_v2_ptds...), and the runtime
+ * calls whichever cuGetProcAddress hands it (CUDA 13 gets cuCtxSynchronize_v2). Every variant a
+ * library's symbol table has is probed (gpuapi_match). NCCL entries are exact names.
+ * NCCL argument positions (1-based) from nccl.h: comm, count, datatype, op (0: none).
+ */
+const struct gpuapi_sym gpuapi_syms[] = {
+    CU("cuStreamSynchronize", FTBPF_API_CU_STREAM_SYNC),
+    CU("cuCtxSynchronize", FTBPF_API_CU_CTX_SYNC),
+    CU("cuEventSynchronize", FTBPF_API_CU_EVENT_SYNC),
+    CU("cuStreamWaitEvent", FTBPF_API_CU_STREAM_WAIT_EVENT),
+    CU("cuMemcpy", FTBPF_API_CU_MEMCPY),
+    CU("cuMemcpyDtoH", FTBPF_API_CU_MEMCPY),
+    CU("cuMemcpyHtoD", FTBPF_API_CU_MEMCPY),
+    CU("cuMemcpyDtoD", FTBPF_API_CU_MEMCPY),
+    CU("cuMemcpyPeer", FTBPF_API_CU_MEMCPY),
+    CU("cuMemcpy2D", FTBPF_API_CU_MEMCPY),
+    CU("cuMemcpy3D", FTBPF_API_CU_MEMCPY),
+    LAUNCH("cuLaunchKernel"),
+    LAUNCH("cuLaunchKernelEx"),
+    /* (sendbuff, recvbuff, count, datatype, op, comm, stream) */
+    NC("ncclAllReduce", FTBPF_API_NCCL_ALLREDUCE, 6, 3, 4, 5),
+    /* (sendbuff, recvbuff, sendcount, datatype, comm, stream) */
+    NC("ncclAllGather", FTBPF_API_NCCL_ALLGATHER, 5, 3, 4, 0),
+    /* (sendbuff, recvbuff, recvcount, datatype, op, comm, stream) */
+    NC("ncclReduceScatter", FTBPF_API_NCCL_REDUCESCATTER, 6, 3, 4, 5),
+    /* (sendbuff, recvbuff, count, datatype, root, comm, stream) */
+    NC("ncclBroadcast", FTBPF_API_NCCL_BROADCAST, 6, 3, 4, 0),
+    /* (buff, count, datatype, root, comm, stream) */
+    NC("ncclBcast", FTBPF_API_NCCL_BROADCAST, 5, 2, 3, 0),
+    /* (sendbuff, recvbuff, count, datatype, op, root, comm, stream) */
+    NC("ncclReduce", FTBPF_API_NCCL_REDUCE, 7, 3, 4, 5),
+    /* (buff, count, datatype, peer, comm, stream) */
+    NC("ncclSend", FTBPF_API_NCCL_SEND, 5, 2, 3, 0),
+    NC("ncclRecv", FTBPF_API_NCCL_RECV, 5, 2, 3, 0),
+    /* ncclGroupStart only opens a group: not probed; ncclGroupEnd launches it, may block */
+    NCR("ncclGroupEnd", FTBPF_API_NCCL_GROUP_END),
+    /* (comm *, nranks, ncclUniqueId by value, rank[, config]) */
+    NCR("ncclCommInitRank", FTBPF_API_NCCL_COMM_INIT),
+    NCR("ncclCommInitRankConfig", FTBPF_API_NCCL_COMM_INIT),
+    /* (comm, color, key, newcomm *, config) */
+    NCR("ncclCommSplit", FTBPF_API_NCCL_COMM_SPLIT),
+    NCR("ncclCommAbort", FTBPF_API_NCCL_COMM_ABORT),
+    NCR("ncclCommDestroy", FTBPF_API_NCCL_COMM_DESTROY),
+};
+const size_t gpuapi_nsyms = sizeof(gpuapi_syms) / sizeof(gpuapi_syms[0]);
+
+/* A run of driver variant suffixes: "_v2", "_v3", "_ptsz", "_ptds", in any order. */
+static int variant_suffix(const char *s)
+{
+	while (*s) {
+		if (s[0] != '_')
+			return 0;
+		if (s[1] == 'v' && s[2] >= '0' && s[2] <= '9') {
+			s += 2;
+			while (*s >= '0' && *s <= '9')
+				s++;
+		} else if (!strncmp(s, "_ptsz", 5) || !strncmp(s, "_ptds", 5)) {
+			s += 5;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int gpuapi_match(const char *name, int kind)
+{
+	for (size_t k = 0; k < gpuapi_nsyms; k++) {
+		const struct gpuapi_sym *g = &gpuapi_syms[k];
+		size_t n = strlen(g->name);
+
+		if ((int)g->lib != kind || strncmp(name, g->name, n))
+			continue;
+		if (!name[n] || (kind == GPUAPI_LIB_CUDA && variant_suffix(name + n)))
+			return (int)k;
+	}
+	return -1;
+}
+
+const char *gpuapi_name(unsigned api)
+{
+	switch (api) {
+	case FTBPF_API_CU_STREAM_SYNC:
+		return "cuStreamSynchronize";
+	case FTBPF_API_CU_CTX_SYNC:
+		return "cuCtxSynchronize";
+	case FTBPF_API_CU_EVENT_SYNC:
+		return "cuEventSynchronize";
+	case FTBPF_API_CU_STREAM_WAIT_EVENT:
+		return "cuStreamWaitEvent";
+	case FTBPF_API_CU_MEMCPY:
+		return "cuMemcpy";
+	case FTBPF_API_CU_LAUNCH:
+		return "cuLaunchKernel";
+	case FTBPF_API_NCCL_ALLREDUCE:
+		return "ncclAllReduce";
+	case FTBPF_API_NCCL_ALLGATHER:
+		return "ncclAllGather";
+	case FTBPF_API_NCCL_REDUCESCATTER:
+		return "ncclReduceScatter";
+	case FTBPF_API_NCCL_BROADCAST:
+		return "ncclBroadcast";
+	case FTBPF_API_NCCL_REDUCE:
+		return "ncclReduce";
+	case FTBPF_API_NCCL_SEND:
+		return "ncclSend";
+	case FTBPF_API_NCCL_RECV:
+		return "ncclRecv";
+	case FTBPF_API_NCCL_GROUP_START:
+		return "ncclGroupStart";
+	case FTBPF_API_NCCL_GROUP_END:
+		return "ncclGroupEnd";
+	case FTBPF_API_NCCL_COMM_INIT:
+		return "ncclCommInitRank";
+	case FTBPF_API_NCCL_COMM_SPLIT:
+		return "ncclCommSplit";
+	case FTBPF_API_NCCL_COMM_ABORT:
+		return "ncclCommAbort";
+	case FTBPF_API_NCCL_COMM_DESTROY:
+		return "ncclCommDestroy";
+	}
+	return "?";
+}
+
+/* ncclDataType_t, nccl.h order */
+static const struct {
+	const char *name;
+	unsigned size;
+} dtypes[] = {{"int8", 1},    {"uint8", 1},    {"int32", 4},	  {"uint32", 4},
+	      {"int64", 8},   {"uint64", 8},   {"float16", 2},	  {"float32", 4},
+	      {"float64", 8}, {"bfloat16", 2}, {"float8e4m3", 1}, {"float8e5m2", 1}};
+
+const char *gpuapi_dtype_name(unsigned dtype)
+{
+	return dtype < sizeof(dtypes) / sizeof(dtypes[0]) ? dtypes[dtype].name : "?";
+}
+
+unsigned gpuapi_dtype_size(unsigned dtype)
+{
+	return dtype < sizeof(dtypes) / sizeof(dtypes[0]) ? dtypes[dtype].size : 0;
+}
+
+const char *gpuapi_redop_name(unsigned op)
+{
+	static const char *n[] = {"sum", "prod", "max", "min", "avg"};
+
+	return op < sizeof(n) / sizeof(n[0]) ? n[op] : "?";
+}
+
+int gpuapi_lib_of(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	if (!strncmp(b, "libcuda.so", 10))
+		return GPUAPI_LIB_CUDA;
+	/* NCCL as its own library, or linked statically into PyTorch's CUDA library */
+	if (!strncmp(b, "libnccl.so", 10) || !strncmp(b, "libtorch_cuda.so", 16))
+		return GPUAPI_LIB_NCCL;
+	return 0;
+}

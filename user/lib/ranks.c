@@ -1,0 +1,198 @@
+/* Rank table: owned pointers (stable addresses); jobs by (owner, id), each with its members. */
+#include "lib/ranks.h"
+
+#include "ftbpf/slot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+void ranks_init(struct ranks *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+static void rank_free(struct rank *k)
+{
+	if (!k)
+		return;
+	if (k->pidfd >= 0)
+		close(k->pidfd);
+	/* the agent unpins a slot when its process ends; here only our mapping goes */
+	if (k->slot)
+		munmap(k->slot, sizeof(struct ftbpf_slot));
+	if (k->slot_fd >= 0)
+		close(k->slot_fd);
+	free(k);
+}
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->members);
+	free(j);
+}
+
+void ranks_fini(struct ranks *r)
+{
+	for (int i = 0; i < r->n; i++)
+		rank_free(r->v[i]);
+	for (int i = 0; i < r->njobs; i++)
+		job_free(r->jobs[i]);
+	free(r->v);
+	free(r->jobs);
+	memset(r, 0, sizeof(*r));
+}
+
+struct rank *ranks_find_live(const struct ranks *r, int pid)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->v[i]->pid == pid && !r->v[i]->s.exited)
+			return r->v[i];
+	return NULL;
+}
+
+struct rank *ranks_find(const struct ranks *r, int pid)
+{
+	struct rank *best = NULL;
+
+	for (int i = 0; i < r->n; i++) {
+		struct rank *k = r->v[i];
+
+		if (k->pid != pid)
+			continue;
+		if (!k->s.exited)
+			return k;
+		if (!best || k->start_ns > best->start_ns)
+			best = k;
+	}
+	return best;
+}
+
+struct job *ranks_job_find(const struct ranks *r, uid_t uid, const char *id)
+{
+	for (int i = 0; i < r->njobs; i++)
+		if (r->jobs[i]->uid == uid && !strcmp(r->jobs[i]->id, id))
+			return r->jobs[i];
+	return NULL;
+}
+
+static struct job *job_get(struct ranks *r, uid_t uid, const char *id)
+{
+	struct job *j = ranks_job_find(r, uid, id);
+
+	if (j)
+		return j;
+	if (r->njobs == r->jcap) {
+		int cap = r->jcap ? r->jcap * 2 : 16;
+		struct job **nj = realloc(r->jobs, cap * sizeof(*nj));
+
+		if (!nj)
+			return NULL;
+		r->jobs = nj;
+		r->jcap = cap;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->uid = uid;
+	strncpy(j->id, id, sizeof(j->id) - 1);
+	r->jobs[r->njobs++] = j;
+	return j;
+}
+
+static int job_join(struct job *j, struct rank *k)
+{
+	if (j->nmembers == j->cap) {
+		int cap = j->cap ? j->cap * 2 : 8;
+		struct rank **nm = realloc(j->members, cap * sizeof(*nm));
+
+		if (!nm)
+			return -1;
+		j->members = nm;
+		j->cap = cap;
+	}
+	j->members[j->nmembers++] = k;
+	k->job = j;
+	return 0;
+}
+
+static void job_leave(struct ranks *r, struct rank *k)
+{
+	struct job *j = k->job;
+
+	if (!j)
+		return;
+	for (int i = 0; i < j->nmembers; i++)
+		if (j->members[i] == k) {
+			memmove(j->members + i, j->members + i + 1,
+				(j->nmembers - i - 1) * sizeof(*j->members));
+			j->nmembers--;
+			break;
+		}
+	k->job = NULL;
+	if (j->nmembers)
+		return;
+	for (int i = 0; i < r->njobs; i++)
+		if (r->jobs[i] == j) {
+			r->jobs[i] = r->jobs[--r->njobs];
+			break;
+		}
+	job_free(j);
+}
+
+struct rank *ranks_add(struct ranks *r, int pid, uint64_t start_ns, uid_t uid, const char *job_id)
+{
+	struct rank *k;
+	struct job *j;
+
+	if (r->n == r->cap) {
+		int cap = r->cap ? r->cap * 2 : 64;
+		struct rank **nv = realloc(r->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		r->v = nv;
+		r->cap = cap;
+	}
+	k = calloc(1, sizeof(*k));
+	j = k ? job_get(r, uid, job_id) : NULL;
+	if (!j || job_join(j, k) < 0) {
+		free(k);
+		return NULL;
+	}
+	k->pid = pid;
+	k->start_ns = start_ns;
+	k->uid = uid;
+	k->pidfd = -1;
+	k->slot_fd = -1;
+	k->s.cur_nr = -1;
+	k->d.prev_key = -1;
+	snprintf(k->id.job, sizeof(k->id.job), "%s", job_id);
+	r->v[r->n++] = k;
+	return k;
+}
+
+void ranks_remove(struct ranks *r, struct rank *k)
+{
+	for (int i = 0; i < r->n; i++) {
+		if (r->v[i] != k)
+			continue;
+		job_leave(r, k);
+		rank_free(k);
+		r->v[i] = r->v[--r->n];
+		return;
+	}
+}
+
+void rank_add_signal(struct rank *k, const struct rank_sig *s)
+{
+	if (k->nsig == RANK_SIG_HISTORY) {
+		memmove(k->sigs, k->sigs + 1, sizeof(k->sigs[0]) * (RANK_SIG_HISTORY - 1));
+		k->nsig--;
+	}
+	k->sigs[k->nsig++] = *s;
+}

@@ -1,0 +1,520 @@
+/* A small etcd v3 JSON-gateway client: see etcdv3.h. */
+#include "os/etcdv3.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ENDPOINTS 8
+#define REPLY_MAX     (64u << 20)
+#define TEXT_MAX      (1u << 20) /* a key or value */
+
+struct etcd_conn {
+	CURL *curl;
+	char *endpoints[MAX_ENDPOINTS]; /* owned */
+	int nendpoints, cur;
+	char cacert[256], cert[256], key[256];
+	int timeout_ms;
+	char *buf; /* the reply being read (owned) */
+	size_t len, cap;
+	char err[160];
+	struct etcd_stats st;
+	/* a watch in progress */
+	etcd_event_fn ev_fn;
+	int (*stop)(void *ctx);
+	void *ev_ctx;
+	int ev_err;
+};
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ctx);
+
+struct etcd_conn *etcd_conn_new(const struct etcd_opts *o, char *err, size_t errlen)
+{
+	struct etcd_conn *c = calloc(1, sizeof(*c));
+	char *list, *save = NULL;
+
+	if (!c || sodium_init() < 0 || !(c->curl = curl_easy_init())) {
+		snprintf(err, errlen, "out of memory (or libsodium/libcurl failed to start)");
+		free(c);
+		return NULL;
+	}
+	list = strdup(o->endpoints ? o->endpoints : "");
+	for (char *t = list ? strtok_r(list, ",", &save) : NULL; t && c->nendpoints < MAX_ENDPOINTS;
+	     t = strtok_r(NULL, ",", &save)) {
+		while (*t == ' ')
+			t++;
+		if (strncmp(t, "http://", 7) && strncmp(t, "https://", 8)) {
+			snprintf(err, errlen,
+				 "etcd endpoint '%s' is not http://HOST:PORT or https://...", t);
+			free(list);
+			etcd_conn_free(c);
+			return NULL;
+		}
+		c->endpoints[c->nendpoints] = strdup(t);
+		if (c->endpoints[c->nendpoints])
+			c->nendpoints++;
+	}
+	free(list);
+	if (!c->nendpoints) {
+		snprintf(err, errlen, "no etcd endpoint");
+		etcd_conn_free(c);
+		return NULL;
+	}
+	snprintf(c->cacert, sizeof(c->cacert), "%s", o->cacert ? o->cacert : "");
+	snprintf(c->cert, sizeof(c->cert), "%s", o->cert ? o->cert : "");
+	snprintf(c->key, sizeof(c->key), "%s", o->key ? o->key : "");
+	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 2000;
+	return c;
+}
+
+void etcd_conn_free(struct etcd_conn *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->nendpoints; i++)
+		free(c->endpoints[i]);
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	free(c->buf);
+	free(c);
+}
+
+const char *etcd_conn_error(const struct etcd_conn *c)
+{
+	return c->err;
+}
+
+const struct etcd_stats *etcd_conn_stats(const struct etcd_conn *c)
+{
+	return &c->st;
+}
+
+/* ---- encoding ---- */
+static char *b64(const char *s)
+{
+	size_t n = strlen(s), m = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+	char *out = malloc(m);
+
+	if (out)
+		sodium_bin2base64(out, m, (const unsigned char *)s, n,
+				  sodium_base64_VARIANT_ORIGINAL);
+	return out;
+}
+
+/* Decoded text of a base64 field, NULL when absent, malformed, too long or not text. */
+static char *unb64(struct json_object *o, const char *field)
+{
+	struct json_object *x;
+	const char *s;
+	size_t n, out_len = 0;
+	char *out;
+
+	if (!json_object_object_get_ex(o, field, &x))
+		return strdup(""); /* etcd omits empty values */
+	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x)))
+		return NULL;
+	n = strlen(s);
+	if (n > TEXT_MAX * 4 / 3 + 4 || !(out = malloc(n + 1)))
+		return NULL;
+	if (sodium_base642bin((unsigned char *)out, n, s, n, NULL, &out_len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) ||
+	    memchr(out, 0, out_len)) {
+		free(out);
+		return NULL;
+	}
+	out[out_len] = 0;
+	return out;
+}
+
+/* An int64 etcd sends as a string ("123") or a number; -1 when absent or malformed. */
+static int64_t get_i64(struct json_object *o, const char *field)
+{
+	struct json_object *x;
+	const char *s;
+	char *end;
+	long long v;
+
+	if (!json_object_object_get_ex(o, field, &x))
+		return -1;
+	if (json_object_is_type(x, json_type_int))
+		return json_object_get_int64(x);
+	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x)) || !*s)
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	return errno || *end || v < 0 ? -1 : (int64_t)v;
+}
+
+/* The end of the range of keys starting with prefix: the prefix with its last byte + 1. */
+static char *prefix_end(const char *prefix)
+{
+	char *e = strdup(prefix);
+	size_t n = e ? strlen(e) : 0;
+
+	while (n > 0 && (unsigned char)e[n - 1] == 0xff)
+		e[--n] = 0;
+	if (n > 0)
+		e[n - 1]++;
+	return e;
+}
+
+/* ---- requests ---- */
+static size_t on_data(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct etcd_conn *c = ctx;
+	size_t n = size * nmemb;
+
+	if (c->len + n + 1 > REPLY_MAX)
+		return 0; /* aborts the transfer */
+	if (c->len + n + 1 > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		char *nb;
+
+		while (cap < c->len + n + 1)
+			cap *= 2;
+		nb = realloc(c->buf, cap);
+		if (!nb)
+			return 0;
+		c->buf = nb;
+		c->cap = cap;
+	}
+	memcpy(c->buf + c->len, p, n);
+	c->len += n;
+	c->buf[c->len] = 0;
+	return n;
+}
+
+static void setup(struct etcd_conn *c, const char *path, const char *body, char *url, size_t ulen)
+{
+	curl_easy_reset(c->curl);
+	snprintf(url, ulen, "%s%s", c->endpoints[c->cur], path);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)c->timeout_ms);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (*c->cacert)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
+	if (*c->cert)
+		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
+	if (*c->key)
+		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
+	c->len = 0;
+	c->err[0] = 0;
+}
+
+/* A transport failure: the next call tries the next endpoint. */
+static int failed(struct etcd_conn *c, const char *what)
+{
+	snprintf(c->err, sizeof(c->err), "%s: %s", c->endpoints[c->cur], what);
+	c->cur = (c->cur + 1) % c->nendpoints;
+	c->st.failures++;
+	return -EIO;
+}
+
+static int malformed(struct etcd_conn *c, const char *what)
+{
+	snprintf(c->err, sizeof(c->err), "%s: malformed reply (%s)", c->endpoints[c->cur], what);
+	c->st.bad_replies++;
+	return -EPROTO;
+}
+
+/* POST body to path; the reply as a JSON object in *ret (the caller's). */
+static int call(struct etcd_conn *c, const char *path, const char *body, struct json_object **ret)
+{
+	char url[512];
+	long code = 0;
+	CURLcode rc;
+	struct json_object *o, *e;
+
+	setup(c, path, body, url, sizeof(url));
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
+	c->st.requests++;
+	rc = curl_easy_perform(c->curl);
+	if (rc != CURLE_OK)
+		return failed(c, curl_easy_strerror(rc));
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &code);
+	o = c->len ? json_tokener_parse(c->buf) : NULL;
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return malformed(c, code == 200 ? "not a JSON object" : "an HTTP error");
+	}
+	if (code != 200 || json_object_object_get_ex(o, "error", &e)) {
+		const char *m = json_object_object_get_ex(o, "error", &e)
+				    ? json_object_get_string(e)
+				    : "HTTP error";
+
+		snprintf(c->err, sizeof(c->err), "%s: %s", c->endpoints[c->cur], m ? m : "error");
+		c->st.failures++;
+		json_object_put(o);
+		return -EIO;
+	}
+	*ret = o;
+	return 0;
+}
+
+/* Calls fn for every entry of a "kvs" array. 0, -EPROTO, or what fn returned. */
+static int each_kv(struct etcd_conn *c, struct json_object *o, etcd_kv_fn fn, void *ctx)
+{
+	struct json_object *kvs;
+
+	if (!json_object_object_get_ex(o, "kvs", &kvs))
+		return 0; /* none */
+	if (!json_object_is_type(kvs, json_type_array))
+		return malformed(c, "kvs");
+	for (size_t i = 0; i < json_object_array_length(kvs); i++) {
+		struct json_object *kv = json_object_array_get_idx(kvs, i);
+		char *k = json_object_is_type(kv, json_type_object) ? unb64(kv, "key") : NULL;
+		char *v = k ? unb64(kv, "value") : NULL;
+		int r = v ? fn(ctx, k, v) : malformed(c, "a key or value");
+
+		free(k);
+		free(v);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx, int64_t *ret_rev)
+{
+	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body;
+	struct json_object *o = NULL, *h;
+	int r = -ENOMEM;
+
+	if (k && e && asprintf(&body, "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, e) >= 0) {
+		r = call(c, "/v3/kv/range", body, &o);
+		free(body);
+	}
+	free(k);
+	free(end);
+	free(e);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(o, "header", &h) || (*ret_rev = get_i64(h, "revision")) < 0)
+		r = malformed(c, "header.revision");
+	else
+		r = each_kv(c, o, fn, ctx);
+	json_object_put(o);
+	return r;
+}
+
+static int keep_first(void *ctx, const char *key, const char *value)
+{
+	char **out = ctx;
+
+	(void)key;
+	if (!*out)
+		*out = strdup(value);
+	return 0;
+}
+
+int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t lease,
+		char **ret_existing)
+{
+	char *k = b64(key), *v = b64(value), *body = NULL, lease_s[40] = "";
+	struct json_object *o = NULL, *ok, *resps, *rr;
+	int r = -ENOMEM;
+
+	*ret_existing = NULL;
+	if (lease > 0)
+		snprintf(lease_s, sizeof(lease_s), ",\"lease\":\"%lld\"", (long long)lease);
+	if (k && v &&
+	    asprintf(&body,
+		     "{\"compare\":[{\"key\":\"%s\",\"result\":\"EQUAL\",\"target\":\"CREATE\","
+		     "\"create_revision\":\"0\"}],\"success\":[{\"request_put\":{\"key\":\"%s\","
+		     "\"value\":\"%s\"%s}}],\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
+		     k, k, v, lease_s, k) >= 0) {
+		r = call(c, "/v3/kv/txn", body, &o);
+		free(body);
+	}
+	free(k);
+	free(v);
+	if (r < 0)
+		return r;
+	if (json_object_object_get_ex(o, "succeeded", &ok) && json_object_get_boolean(ok)) {
+		json_object_put(o);
+		return 1;
+	}
+	/* lost: the failure branch read the value that stands */
+	if (!json_object_object_get_ex(o, "responses", &resps) ||
+	    !json_object_is_type(resps, json_type_array) || json_object_array_length(resps) != 1 ||
+	    !json_object_object_get_ex(json_object_array_get_idx(resps, 0), "response_range",
+				       &rr)) {
+		json_object_put(o);
+		return malformed(c, "txn responses");
+	}
+	r = each_kv(c, rr, keep_first, ret_existing);
+	json_object_put(o);
+	if (r == 0 && !*ret_existing)
+		r = malformed(c, "txn lost without a value"); /* deleted meanwhile: retry */
+	return r < 0 ? r : 0;
+}
+
+int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t lease)
+{
+	char *k = b64(key), *v = b64(value), *body = NULL, lease_s[40] = "";
+	struct json_object *o = NULL;
+	int r = -ENOMEM;
+
+	if (lease > 0)
+		snprintf(lease_s, sizeof(lease_s), ",\"lease\":\"%lld\"", (long long)lease);
+	if (k && v && asprintf(&body, "{\"key\":\"%s\",\"value\":\"%s\"%s}", k, v, lease_s) >= 0) {
+		r = call(c, "/v3/kv/put", body, &o);
+		free(body);
+	}
+	free(k);
+	free(v);
+	json_object_put(o);
+	return r;
+}
+
+int etcd_lease_grant(struct etcd_conn *c, int ttl_s, int64_t *ret_id)
+{
+	char body[64];
+	struct json_object *o = NULL;
+	int r;
+
+	snprintf(body, sizeof(body), "{\"TTL\":\"%d\"}", ttl_s);
+	r = call(c, "/v3/lease/grant", body, &o);
+	if (r < 0)
+		return r;
+	*ret_id = get_i64(o, "ID");
+	json_object_put(o);
+	return *ret_id > 0 ? 0 : malformed(c, "lease ID");
+}
+
+int etcd_lease_keepalive(struct etcd_conn *c, int64_t id)
+{
+	char body[64];
+	struct json_object *o = NULL, *res;
+	int64_t ttl;
+	int r;
+
+	snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
+	r = call(c, "/v3/lease/keepalive", body, &o);
+	if (r < 0)
+		return r;
+	/* the gateway wraps the streamed reply: {"result":{"ID":..,"TTL":..}} */
+	if (!json_object_object_get_ex(o, "result", &res) ||
+	    !json_object_is_type(res, json_type_object))
+		r = malformed(c, "keepalive result");
+	else if ((ttl = get_i64(res, "TTL")) <= 0)
+		r = -ENOENT; /* expired (TTL absent or 0) */
+	json_object_put(o);
+	return r;
+}
+
+/* ---- watch ---- */
+static int watch_line(struct etcd_conn *c, const char *line)
+{
+	struct json_object *o = json_tokener_parse(line), *res, *evs, *x;
+	int r = 0;
+
+	if (!o || !json_object_object_get_ex(o, "result", &res) ||
+	    !json_object_is_type(res, json_type_object)) {
+		json_object_put(o);
+		return malformed(c, "watch message");
+	}
+	if (json_object_object_get_ex(res, "canceled", &x) && json_object_get_boolean(x)) {
+		json_object_put(o);
+		return -ESTALE; /* compacted, or refused: read everything again */
+	}
+	if (json_object_object_get_ex(res, "events", &evs)) {
+		if (!json_object_is_type(evs, json_type_array))
+			r = malformed(c, "events");
+		for (size_t i = 0; r == 0 && i < json_object_array_length(evs); i++) {
+			struct json_object *ev = json_object_array_get_idx(evs, i), *kv, *t;
+			int put = !(json_object_object_get_ex(ev, "type", &t) &&
+				    !strcmp(json_object_get_string(t), "DELETE"));
+			char *k = NULL, *v = NULL;
+
+			if (!json_object_object_get_ex(ev, "kv", &kv) || !(k = unb64(kv, "key")) ||
+			    !(v = unb64(kv, "value")))
+				r = malformed(c, "event kv");
+			else
+				r = c->ev_fn(c->ev_ctx, put, k, v, get_i64(kv, "mod_revision"));
+			free(k);
+			free(v);
+		}
+	}
+	json_object_put(o);
+	return r;
+}
+
+static size_t on_watch_data(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct etcd_conn *c = ctx;
+	size_t n = size * nmemb;
+	char *nl;
+
+	if (on_data(p, size, nmemb, ctx) != n)
+		return 0;
+	while ((nl = memchr(c->buf, '\n', c->len))) {
+		*nl = 0;
+		c->ev_err = watch_line(c, c->buf);
+		c->len -= (size_t)(nl + 1 - c->buf);
+		memmove(c->buf, nl + 1, c->len + 1);
+		if (c->ev_err)
+			return 0;
+	}
+	return n;
+}
+
+static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t cc, curl_off_t d)
+{
+	struct etcd_conn *c = ctx;
+
+	(void)a, (void)b, (void)cc, (void)d;
+	return c->stop(c->ev_ctx) ? 1 : 0;
+}
+
+int etcd_watch(struct etcd_conn *c, const char *prefix, int64_t start_rev, etcd_event_fn fn,
+	       int (*stop)(void *ctx), void *ctx, int idle_s)
+{
+	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body = NULL;
+	char url[512];
+	CURLcode rc;
+	int r = 0;
+
+	if (!k || !e ||
+	    asprintf(&body,
+		     "{\"create_request\":{\"key\":\"%s\",\"range_end\":\"%s\",\"start_revision\":"
+		     "\"%lld\"}}",
+		     k, e, (long long)start_rev) < 0) {
+		free(k);
+		free(end);
+		free(e);
+		return -ENOMEM;
+	}
+	free(k);
+	free(end);
+	free(e);
+	setup(c, "/v3/watch", body, url, sizeof(url));
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_data);
+	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, (long)(idle_s > 0 ? idle_s : 3));
+	c->ev_fn = fn;
+	c->stop = stop;
+	c->ev_ctx = ctx;
+	c->ev_err = 0;
+	c->st.requests++;
+	rc = curl_easy_perform(c->curl);
+	free(body);
+	if (c->ev_err)
+		r = c->ev_err;
+	else if (rc == CURLE_ABORTED_BY_CALLBACK || rc == CURLE_OPERATION_TIMEDOUT)
+		r = 0; /* stopped, or silent for idle_s */
+	else if (rc != CURLE_OK)
+		r = failed(c, curl_easy_strerror(rc));
+	return r;
+}

@@ -1,0 +1,46 @@
+/* Small /proc readers used where the BPF side has no answer (environ, wchan, fallbacks). */
+#ifndef FTBPF_PROCFS_H
+#define FTBPF_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_stat {
+	char state;
+	int ppid;
+	uint64_t utime_ns, stime_ns;
+	uint64_t start_ns; /* since boot */
+	char comm[16];
+};
+
+/* Read at most cap bytes of a /proc file; returns bytes read or -errno. */
+ssize_t procfs_read(const char *path, char *buf, size_t cap);
+ssize_t procfs_environ(int pid, char *buf, size_t cap);
+/* tid < 0: the process; else /proc/pid/task/tid. */
+int procfs_stat(int pid, int tid, struct proc_stat *ret);
+/* Are two start times (since boot) of one process? /proc has clock ticks, the kernel
+ * nanoseconds: one tick apart is equal. */
+static inline int procfs_same_start(uint64_t x, uint64_t y)
+{
+	return (x > y ? x - y : y - x) < 20000000ull;
+}
+int procfs_uid(int pid, uid_t *ret);
+/* The inode of pid's network namespace (pid 0: ours). 0 or -errno. */
+int procfs_netns(int pid, uint64_t *ret_ino);
+/* The syscall thread tid of pid is blocked in (/proc/PID/task/TID/syscall): 0 and *ret_nr
+ * (-1: blocked outside a syscall), -EAGAIN when it is running, or -errno. */
+int procfs_syscall(int pid, int tid, int *ret_nr);
+/* Does pid catch sig (a handler installed: /proc/PID/status SigCgt)? 1, 0, or -errno. */
+int procfs_sig_caught(int pid, int sig);
+int procfs_wchan(int pid, int tid, char *buf, size_t len);
+int procfs_kstack(int pid, int tid, char *buf, size_t len);
+/* Calls fn for every numeric entry of /proc (or /proc/pid/task when pid > 0). */
+int procfs_foreach_pid(int pid, int (*fn)(void *ctx, int id), void *ctx);
+/* Calls fn for every child process of every thread of pid (/proc/PID/task/TID/children);
+ * -EOPNOTSUPP when the kernel has no such files (CONFIG_PROC_CHILDREN off). */
+int procfs_foreach_child(int pid, int (*fn)(void *ctx, int child), void *ctx);
+/* Parse the text of /proc/PID/stat. */
+int procfs_parse_stat(const char *buf, size_t len, struct proc_stat *ret);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * Files and directories the agent (root) creates or opens on behalf of its configuration: the
+ * state dir, the event log, the control socket, the timer FIFO. A path in a directory that
+ * another user can write is refused (a planted symlink or file there would make root truncate,
+ * append to or delete something else), final components are opened with O_NOFOLLOW, and only
+ * what is ours is ever replaced. Library-like: errors are returned with a message, never logged.
+ */
+#ifndef FTBPF_SAFEFS_H
+#define FTBPF_SAFEFS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The directory part of path ("." when it has none) into dir. 0 or -ENAMETOOLONG. */
+int safefs_parent(const char *path, char *dir, size_t len);
+/*
+ * dir is a directory (not a symlink) owned by root or by us, and no user but its owner can
+ * write it. 0, or -errno with a message in err.
+ */
+int safefs_check_dir(const char *dir, char *err, size_t errlen);
+/* Create dir (and its missing parents, mode 0755) with mode, then check it as above. */
+int safefs_mkdir(const char *dir, mode_t mode, char *err, size_t errlen);
+/*
+ * Open path (flags as open(2), O_NOFOLLOW and O_CLOEXEC added) in a checked directory. An
+ * existing file must be a regular file owned by us; its mode is set to mode. Returns the fd or
+ * -errno with a message in err.
+ */
+int safefs_open(const char *path, int flags, mode_t mode, char *err, size_t errlen);
+/* Remove path only if it is a Unix socket (a stale one of ours); 0 when absent or removed. */
+int safefs_unlink_socket(const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,127 @@
+#include "top/top_collect.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/ctl_client.h"
+
+#define EVENTS_BATCH 100
+
+static int fetch_events(struct top_source *src, struct top_model *m)
+{
+	struct json_object *req = json_object_new_object(), *o;
+	struct ctl_conn *c = NULL;
+	int r;
+
+	json_object_object_add(req, "cmd", json_object_new_string("events"));
+	json_object_object_add(req, "after", json_object_new_int64((int64_t)m->last_seq));
+	json_object_object_add(req, "limit", json_object_new_int(EVENTS_BATCH));
+	r = ctl_conn_open(src->socket, src->timeout_ms, &c);
+	if (r == 0)
+		r = ctl_conn_send(c, req);
+	json_object_put(req);
+	while (r == 0 && (r = ctl_conn_read(c, &o)) == 0) {
+		struct json_object *ev;
+		int end = 0;
+
+		if (json_object_object_get_ex(o, "event", &ev))
+			top_model_add_event(m, ev);
+		else if (json_object_object_get_ex(o, "ok", NULL)) {
+			if (!ctl_get_bool(o, "ok"))
+				r = -EPROTO;
+			end = 1;
+			/* the agent's sequence went back (a restart without its log): start over */
+			if (ctl_get_int(o, "last_seq", 0) < (int64_t)m->last_seq)
+				top_model_clear_events(m);
+		}
+		json_object_put(o);
+		if (end)
+			break;
+	}
+	if (r == 0 || r == -EPIPE)
+		r = 0;
+	ctl_conn_close(c);
+	return r;
+}
+
+int top_collect(struct top_source *src, struct top_model *m, double now_s)
+{
+	struct json_object *req = json_object_new_object(), *o = NULL;
+	char why[160];
+	int r;
+
+	json_object_object_add(req, "cmd", json_object_new_string("status"));
+	r = ctl_call(src->socket, req, src->timeout_ms, &o);
+	json_object_put(req);
+	if (r == 0) {
+		r = top_model_update(m, o, now_s);
+		if (r < 0)
+			snprintf(why, sizeof(why), "unexpected answer: %s",
+				 ctl_get_str(o, "error") ? ctl_get_str(o, "error")
+							 : "not a status");
+	} else {
+		snprintf(why, sizeof(why), "%s", strerror(-r));
+	}
+	json_object_put(o);
+	if (r < 0) {
+		top_model_disconnected(m, why);
+		return r;
+	}
+	if (m->agent_pid != src->agent_pid) { /* another agent: its own event sequence */
+		top_model_clear_events(m);
+		src->agent_pid = m->agent_pid;
+	}
+	r = fetch_events(src, m);
+	if (r < 0)
+		top_model_disconnected(m, strerror(-r));
+	return r;
+}
+
+/* The rank's armed timers (from "timers", which lists every timer the caller may see) into the
+ * explain reply as "timers"; left out when the request fails. */
+static void attach_timers(struct top_source *src, int pid, struct json_object *explain)
+{
+	struct json_object *req = json_object_new_object(), *o = NULL, *all, *mine;
+
+	json_object_object_add(req, "cmd", json_object_new_string("timers"));
+	if (ctl_call(src->socket, req, src->timeout_ms, &o) == 0 && ctl_get_bool(o, "ok") &&
+	    json_object_object_get_ex(o, "timers", &all) &&
+	    json_object_is_type(all, json_type_array)) {
+		mine = json_object_new_array();
+		for (size_t i = 0; i < json_object_array_length(all); i++) {
+			struct json_object *t = json_object_array_get_idx(all, i);
+
+			if (ctl_get_int(t, "pid", 0) == pid)
+				json_object_array_add(mine, json_object_get(t));
+		}
+		json_object_object_add(explain, "timers", mine);
+	}
+	json_object_put(o);
+	json_object_put(req);
+}
+
+int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
+			size_t errlen)
+{
+	struct json_object *req = json_object_new_object(), *o = NULL;
+	int r;
+
+	json_object_object_add(req, "cmd", json_object_new_string("explain"));
+	json_object_object_add(req, "pid", json_object_new_int(pid));
+	r = ctl_call(src->socket, req, src->timeout_ms, &o);
+	json_object_put(req);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", strerror(-r));
+		return r;
+	}
+	if (!ctl_get_bool(o, "ok")) {
+		snprintf(err, errlen, "%s",
+			 ctl_get_str(o, "error") ? ctl_get_str(o, "error") : "refused");
+		json_object_put(o);
+		return -EPERM;
+	}
+	attach_timers(src, pid, o);
+	*ret_obj = o;
+	return 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * ftbpf-top's collection: one short connection per request to ftbpfd's control socket
+ * (status, new events, explain), results handed to the model. A connection per request keeps
+ * nothing open across an agent restart: the next refresh simply reaches the new agent.
+ */
+#ifndef FTBPF_TOP_COLLECT_H
+#define FTBPF_TOP_COLLECT_H
+
+#include <json-c/json.h>
+
+#include "top/top_model.h"
+
+struct top_source {
+	const char *socket; /* borrowed */
+	int timeout_ms;
+	int agent_pid; /* the agent the events came from: another pid restarts the event list */
+};
+
+/* Status and new events into the model; on failure the model is marked disconnected.
+ * Returns 0 or -errno. now_s is monotonic. */
+int top_collect(struct top_source *src, struct top_model *m, double now_s);
+
+/* "explain" for pid: *ret_obj (owned by the caller) or -errno with err filled. */
+int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
+			size_t errlen);
+
+#endif

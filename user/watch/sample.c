@@ -1,0 +1,207 @@
+/*
+ * Sampling a watched process into the detector's input (see sample.h). With the tracker: the
+ * main thread's record (syscall and probed call in flight, progress, GPU ioctls) and the task
+ * iterator's snapshot (state, CPU time); without it, /proc: state and CPU time from stat, the
+ * syscall in flight from /proc/PID/task/PID/syscall, progress from read/write syscall counts.
+ */
+#include "watch/sample.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "os/ksyms.h"
+#include "os/procfs.h"
+#include "watch/tracker.h"
+
+void sampler_init(struct sampler *sp, struct tracker *tr)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->tr = tr;
+}
+
+void sampler_fini(struct sampler *sp)
+{
+	free(sp->snap);
+	ksyms_free(sp->ksyms);
+	memset(sp, 0, sizeof(*sp));
+}
+
+int sampler_refresh(struct sampler *sp, int stacks)
+{
+	struct ftbpf_task_snap *snap = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!sp->tr)
+		return -EOPNOTSUPP;
+	r = tracker_snapshot(sp->tr, stacks, &snap, &n);
+	if (r < 0)
+		return r;
+	free(sp->snap);
+	sp->snap = snap;
+	sp->nsnap = n;
+	return 0;
+}
+
+const struct ftbpf_task_snap *sampler_task(const struct sampler *sp, uint32_t tid)
+{
+	for (size_t i = 0; i < sp->nsnap; i++)
+		if (sp->snap[i].tid == tid)
+			return &sp->snap[i];
+	return NULL;
+}
+
+char sampler_state_char(const struct ftbpf_task_snap *t)
+{
+	uint32_t st = t->state;
+
+	if (t->exit_state & 0x20)
+		return 'Z';
+	if (t->exit_state & 0x10)
+		return 'X';
+	if (st == 0)
+		return 'R';
+	if (st & 0x4)
+		return 'T';
+	if (st & 0x8)
+		return 't';
+	if ((st & 0x2) && (st & 0x400))
+		return 'I';
+	if (st & 0x2)
+		return 'D';
+	return 'S';
+}
+
+static int count_one(void *ctx, int id)
+{
+	(void)id;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+int sampler_nthreads(const struct sampler *sp, int pid)
+{
+	int n = 0;
+
+	if (sp->tr && tracker_features(sp->tr)->task_iter) {
+		for (size_t i = 0; i < sp->nsnap; i++)
+			n += sp->snap[i].tgid == (uint32_t)pid;
+		return n;
+	}
+	procfs_foreach_pid(pid, count_one, &n);
+	return n;
+}
+
+static uint64_t read_io(int pid)
+{
+	char p[64], buf[1024];
+	unsigned long long r = 0, w = 0;
+	const char *s;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/io", pid);
+	n = procfs_read(p, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	if ((s = strstr(buf, "syscr:")))
+		r = strtoull(s + 6, NULL, 10);
+	if ((s = strstr(buf, "syscw:")))
+		w = strtoull(s + 6, NULL, 10);
+	return r + w;
+}
+
+/* Without the tracker: progress is a change in the read/write syscall counts, the syscall in
+ * flight what /proc says (since when it first said so). */
+static void sample_proc(int pid, uint64_t now, struct det_sample *s, struct sample_memory *m)
+{
+	uint64_t io = read_io(pid);
+	int nr = -1;
+
+	if (procfs_syscall(pid, pid, &nr) < 0)
+		nr = -1;
+	if (!m->io_change_ns || io != m->io) {
+		m->io = io;
+		m->io_change_ns = now;
+	}
+	if (!m->nr_since_ns || nr != m->nr) {
+		m->nr = nr;
+		m->nr_since_ns = now;
+	}
+	s->cur_nr = nr;
+	s->enter_ns = m->nr_since_ns;
+	s->progress_ns = m->io_change_ns;
+}
+
+int sampler_sample(struct sampler *sp, int pid, uint64_t now, struct det_sample *s,
+		   struct sample_memory *mem)
+{
+	const struct ftbpf_task_snap *sn = sampler_task(sp, (uint32_t)pid);
+	struct ftbpf_thread t;
+	struct proc_stat st;
+
+	s->cpu_valid = 0;
+	s->wchan[0] = 0;
+	if (sp->tr && tracker_thread_get(sp->tr, (uint32_t)pid, &t) == 0) {
+		s->cur_nr = t.cur_nr;
+		s->enter_ns = t.enter_ns;
+		s->last_exit_ns = t.last_exit_ns;
+		s->progress_ns = t.progress_ns;
+		s->gpu_since_ns = t.gpu_since_ns;
+		s->gpu_req = t.gpu_req;
+		s->api = t.api;
+		s->api_since_ns = t.api_since_ns;
+		s->api_seq = t.api_seq;
+	} else if (!sp->tr && mem) {
+		sample_proc(pid, now, s, mem);
+	} else {
+		s->cur_nr = -1; /* no syscall seen since it is watched */
+	}
+	if (sn) {
+		s->task_state = sampler_state_char(sn);
+		s->cpu_ns = sn->utime_ns + sn->stime_ns;
+		s->cpu_valid = 1;
+	} else if (procfs_stat(pid, pid, &st) == 0) {
+		s->task_state = st.state;
+		s->cpu_ns = st.utime_ns + st.stime_ns;
+		s->cpu_valid = 1;
+	} else if (procfs_stat(pid, -1, &st) < 0) {
+		return -ESRCH;
+	}
+	/* the wait channel of what the detector may call blocked (in it half a second or more):
+	 * not a /proc read per process per sample */
+	if (s->task_state == 'D' ||
+	    (s->cur_nr >= 0 && now > s->enter_ns && now - s->enter_ns >= 500000000ull))
+		procfs_wchan(pid, pid, s->wchan, sizeof(s->wchan));
+	return 0;
+}
+
+struct json_object *sampler_kstack_json(struct sampler *sp, int pid, int tid)
+{
+	struct json_object *arr = json_object_new_array();
+	const struct ftbpf_task_snap *sn = sampler_task(sp, (uint32_t)tid);
+	char buf[4096], sym[160];
+
+	if (sn && sn->nr_stack > 0) {
+		if (!sp->ksyms)
+			sp->ksyms = ksyms_load();
+		for (int i = 0; sp->ksyms && i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
+			json_object_array_add(arr, json_object_new_string(ksyms_format(
+						       sp->ksyms, sn->stack[i], sym, sizeof(sym))));
+		if (json_object_array_length(arr))
+			return arr;
+	}
+	if (procfs_kstack(pid, tid, buf, sizeof(buf)) == 0) {
+		char *save, *line = strtok_r(buf, "\n", &save);
+
+		for (; line; line = strtok_r(NULL, "\n", &save)) {
+			char *sp2 = strchr(line, ' ');
+
+			json_object_array_add(arr, json_object_new_string(sp2 ? sp2 + 1 : line));
+		}
+	}
+	return arr;
+}
