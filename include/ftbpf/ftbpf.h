@@ -26,7 +26,8 @@ struct ftbpf;
  * ftbpf_open - connect to ftbpfd and map this process's slot.
  * @socket_path: control socket; NULL for $FTBPF_SOCKET, else /run/ftbpf/ftbpfd.sock.
  * @job, @rank: identity to use if the process is not already adopted as a rank from its
- *              environment (RANK/WORLD_SIZE, OMPI_*, FTBPF_*); NULL / -1 for defaults.
+ *              environment (RANK/WORLD_SIZE, OMPI_*, FTBPF_*); job NULL: $FTBPF_JOB, else
+ *              the agent names one ("client:PID"); rank -1: the agent's default.
  * @ret: the handle, owned by the caller until ftbpf_close().
  * Registers the calling process (the agent checks it by SO_PEERCRED). Returns 0, -ECONNREFUSED
  * or -ENOENT when no agent listens, -EPROTO on an unexpected answer.

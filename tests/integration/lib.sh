@@ -116,12 +116,15 @@ ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $
 # agent_rss_kb: the agent's resident set
 agent_rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
 # take_pid PID CMD...: start CMD in the background as the process with pid PID (root only:
-# the next pid is set through ns_last_pid, retried while other processes take it first);
+# the next pid is set through ns_last_pid, retried for 8 s while other processes take it);
 # sets TAKEN_PID (empty when it could not)
 take_pid() {
 	local want=$1 got; shift
 	TAKEN_PID=
-	for _ in $(seq 50); do
+	local end=$(($(date +%s) + 8))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		# a busy host forks too: wait while the pid is taken, then try again
+		if [ -e "/proc/$want" ]; then sleep 0.05; continue; fi
 		echo $((want - 1)) > /proc/sys/kernel/ns_last_pid
 		"$@" >/dev/null 2>&1 & got=$!
 		if [ "$got" = "$want" ]; then TAKEN_PID=$got; WORKLOAD_PIDS+=($got); return 0; fi

@@ -3,9 +3,10 @@
 # by the BPF program at syscall entry; a blocked or spinning one by the agent; release in time
 # means no signal; nested and concurrent scopes; beyond 16 scopes the socket takes over; exit
 # clears; pings count as progress; the kernel keeps enforcing while no agent runs, and a
-# restarted agent resumes the slots.
+# restarted agent resumes the slots. (Decisions are off: every run here is a separate
+# process of one job, and the timers kill them; coordinated restarts are t_za..t_zc's.)
 . "$(dirname "$0")/lib.sh"
-start_agent --soft-timeout 3 --hard-timeout 300 --action report || exit 1
+start_agent --soft-timeout 3 --hard-timeout 300 --action report --decisions off || exit 1
 export FTBPF_SOCKET=$SOCK
 C=$B/workloads/timer_client
 run() { # run MODE [EXPIRY] -> sets RC, OUT, MS
@@ -47,7 +48,7 @@ wait_until 5 bash -c "grep -q armed '$T/nk.out' && grep -q armed '$T/rb.out'"
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null; AGENT_PID=
 wait $NK; rc=$?
 [ $rc -eq 137 ] && pass "killed at its deadline by the kernel while no agent ran" || fail "no-agent enforcement: rc=$rc"
-start_agent --soft-timeout 3 --hard-timeout 300 --action report || exit 1
+start_agent --soft-timeout 3 --hard-timeout 300 --action report --decisions off || exit 1
 ftbpf timers --json | jq -e ".timers[] | select(.pid==$RB and .source==\"slot\" and .scope==\"blocked\")" >/dev/null &&
 	pass "restarted agent sees the slot timer" || fail "slot timer lost: $(ftbpf timers --json)"
 wait $RB; rc=$?
@@ -56,7 +57,7 @@ has_event timer_expired ".pid==$RB and .enforced_by==\"agent\"" && pass "by the 
 
 # escalation (timer_escalate): SIGTERM at expiry, SIGKILL after the grace if still alive
 stop_agent
-start_agent --soft-timeout 3 --hard-timeout 300 --action report --timer-escalate 1 --grace 1 || exit 1
+start_agent --soft-timeout 3 --hard-timeout 300 --action report --decisions off --timer-escalate 1 --grace 1 || exit 1
 run syscalls; [ $RC -eq 143 ] && pass "escalation: SIGTERM from the kernel ends a normal process" || fail "esc syscalls rc=$RC"
 for m in syscalls blocked; do
 	run ignterm-$m

@@ -50,4 +50,33 @@ wait $LAUNCHER; RC=$?
 has_event decision ".kind==\"generation\" and .job==\"$JOB\" and .generation==2 and .stop" &&
 	pass "generation 2 is a stop" || fail "no stop decision"
 ftbpf decisions | grep -q "generation (stop)" && pass "ftbpf decisions shows the stop" || fail "ftbpf decisions: $(ftbpf decisions)"
+
+# ranks run by hand from a script: ranks it starts again after a failure are of the new
+# generation (not ended as old ones), and the stop ends the ranks but never the script (a
+# shell is not a launcher)
+D2=$T/byhand; mkdir -p "$D2"
+cat >"$T/byhand.sh" <<EOS
+for phase in 1 2; do
+	for r in 0 1; do FTBPF_JOB=byhand "$B/examples/c_loop" --dir "$D2" --rank \$r --step-ms 50 >>"$D2/out" 2>&1 & done
+	wait; echo "phase \$phase over" >>"$D2/out"
+done
+sleep 60
+EOS
+bash "$T/byhand.sh" </dev/null >/dev/null 2>&1 & SCRIPT=$!; WORKLOAD_PIDS+=($SCRIPT)
+cl() { pgrep -a -x c_loop | awk -v m="--dir $D2 --rank $1 " 'index($0 " ", m) {print $1; exit}'; }
+running() { [ -n "$(cl 0)" ] && [ -n "$(cl 1)" ]; }
+wait_until 10 running && sleep 1
+kill -KILL "$(cl 0)"
+wait_until 20 grep -q "phase 1 over" "$D2/out" || fail "phase 1 did not end: $(cat "$D2/out")"
+wait_until 10 running && sleep 1.5
+P2=$(cl 1)
+has_event action ".pid==$P2" && fail "a rank started after the failure was ended as an old one" ||
+	pass "ranks started again after the failure are of generation 1"
+kill -KILL "$(cl 0)"
+wait_until 20 grep -q "phase 2 over" "$D2/out" || fail "phase 2 did not end: $(cat "$D2/out")"
+wait_until 5 has_event decision '.kind=="generation" and .job=="byhand" and .stop' || fail "no stop for byhand"
+sleep 1
+alive $SCRIPT && ! has_event action ".pid==$SCRIPT" && pass "the stop ended the ranks, not the script that ran them" ||
+	fail "the script was signalled: $(events_of action | grep -c "$SCRIPT")"
+pkill -KILL -P $SCRIPT; pkill -KILL -x c_loop
 finish

@@ -101,6 +101,27 @@ static uint64_t now_ms(void)
 	return clock_real_ns() / 1000000;
 }
 
+/* A CLOCK_MONOTONIC time (a kernel event's) on the wall clock, in ms; 0: now. */
+static uint64_t mono_to_wall_ms(uint64_t mono_ns)
+{
+	uint64_t now = clock_mono_ns();
+
+	if (!mono_ns || mono_ns > now)
+		return now_ms();
+	return (clock_real_ns() - (now - mono_ns)) / 1000000;
+}
+
+/* Did rank k's process start at or after wall_ms (a launcher's restarted worker)? */
+static int started_since(const struct rank *k, uint64_t wall_ms)
+{
+	uint64_t boot = clock_boot_ns(), age_ms;
+
+	if (!k->start_ns || k->start_ns > boot)
+		return 0;
+	age_ms = (boot - k->start_ns) / 1000000;
+	return now_ms() - age_ms + 10 >= wall_ms; /* start times are in clock ticks (10 ms) */
+}
+
 /* ---- jobs ---- */
 static void job_prefix(char *buf, size_t len, uid_t uid, const char *id)
 {
@@ -423,13 +444,13 @@ static void claim_ckpt(struct decider *d, struct djob *dj, int64_t target, enum 
 
 /* Claim generation g+1: cause, where, who is left out, from which step, or stop. */
 static void claim_gen(struct decider *d, struct djob *dj, enum dec_cause cause, const char *node,
-		      const char *why)
+		      uint64_t fault_ms, const char *why)
 {
 	const struct ftbpf_config *cfg = d->cfg;
 	struct dec_gen g = {.generation = dj->gen + 1,
 			    .cause = cause,
 			    .resume_step = dj->last_complete,
-			    .at_ms = now_ms()};
+			    .at_ms = fault_ms};
 	char rel[DEC_KEY_LEN], val[DEC_VALUE_MAX];
 
 	if (dj->claimed_gen_ms && now_ms() - dj->claimed_gen_ms < CLAIM_RETRY_MS)
@@ -451,7 +472,9 @@ static void claim_gen(struct decider *d, struct djob *dj, enum dec_cause cause, 
 	for (int i = 0; i < dj->nmem && g.nexcluded < DEC_MAX_EXCLUDED; i++)
 		if (dj->mem[i].m.excluded && strcmp(dj->mem[i].node, g.excluded[0]))
 			snprintf(g.excluded[g.nexcluded++], DEC_NODE_LEN, "%s", dj->mem[i].node);
-	if (node && *node && cause != DEC_CAUSE_NODE_DEAD && g.nexcluded < DEC_MAX_EXCLUDED) {
+	/* (a node that decides alone has nowhere else to run: it never leaves itself out) */
+	if (node && *node && cause != DEC_CAUSE_NODE_DEAD && g.nexcluded < DEC_MAX_EXCLUDED &&
+	    store_shared(d->st)) {
 		int faults = 1;
 
 		for (int i = 0; i < dj->nfault; i++)
@@ -493,14 +516,14 @@ static void failures(struct decider *d, struct djob *dj, struct job *j)
 			 k->pid, d->node, (k->s.exit_code & 0x7f) ? "signal" : "exit code",
 			 (k->s.exit_code & 0x7f) ? k->s.exit_code & 0x7f
 						 : (k->s.exit_code >> 8) & 0xff);
-		claim_gen(d, dj, DEC_CAUSE_RANK_DIED, d->node, why);
+		claim_gen(d, dj, DEC_CAUSE_RANK_DIED, d->node, mono_to_wall_ms(k->s.exit_ns), why);
 		return;
 	}
 	if (j && j->res.hard && !j->res.failed && j->res.live > 0 && dj->applied_gen == dj->gen &&
 	    dj->hang_claimed != dj->gen + 1) {
 		dj->hang_claimed = dj->gen + 1;
 		snprintf(why, sizeof(why), "hard timeout on %.31s: %.60s", d->node, j->res.why);
-		claim_gen(d, dj, DEC_CAUSE_HANG, d->node, why);
+		claim_gen(d, dj, DEC_CAUSE_HANG, d->node, now_ms(), why);
 		return;
 	}
 	/* members lost: declared dead by the mesh, or their lease expired */
@@ -509,7 +532,7 @@ static void failures(struct decider *d, struct djob *dj, struct job *j)
 		    now_ms() - dj->lost_ms[i] < (uint64_t)(d->cfg->recovery_wait_s * 1000))
 			continue;
 		snprintf(why, sizeof(why), "node %s was lost", dj->lost[i]);
-		claim_gen(d, dj, DEC_CAUSE_NODE_DEAD, dj->lost[i], why);
+		claim_gen(d, dj, DEC_CAUSE_NODE_DEAD, dj->lost[i], dj->lost_ms[i], why);
 		return;
 	}
 }
@@ -625,18 +648,56 @@ static void signal_rank(struct decider *d, struct rank *k, int sig, const char *
 		timersvc_kill_after_grace(d->ts, k->pid, k->pidfd, k->uid, 1);
 }
 
+/*
+ * May the parent of a rank be stopped as its launcher? Not when it is a shell, a terminal
+ * multiplexer, a login or privilege tool, a wrapper like timeout(1), or a service manager: a
+ * rank started by hand or from a script has no launcher to stop (its user's shell is not one).
+ */
+static int is_launcher(const struct proc_stat *parent)
+{
+	static const char *const not_launchers[] = {
+	    "sh",
+	    "bash",
+	    "dash",
+	    "zsh",
+	    "fish",
+	    "ksh",
+	    "tcsh",
+	    "csh",
+	    "sudo",
+	    "su",
+	    "sshd",
+	    "login",
+	    "tmux",
+	    "tmux: server",
+	    "screen",
+	    "timeout",
+	    "systemd",
+	    "init",
+	    "containerd-shim",
+	    "nohup",
+	    "setsid",
+	};
+
+	for (size_t i = 0; i < sizeof(not_launchers) / sizeof(not_launchers[0]); i++)
+		if (!strcmp(parent->comm, not_launchers[i]))
+			return 0;
+	return 1;
+}
+
 /* Stop the process that launched this node's ranks (torchrun, mpirun): an elastic rendezvous
  * re-forms without this node. */
 static void stop_launcher(struct decider *d, struct djob *dj, struct job *j, const char *why)
 {
 	for (int i = 0; j && i < j->nmembers && !dj->launcher_stopped; i++) {
 		struct rank *k = j->members[i];
-		struct proc_stat st;
+		struct proc_stat st, pst;
 		uid_t uid;
 		int fd;
 
 		if (k->s.exited || procfs_stat(k->pid, -1, &st) < 0 || st.ppid <= 1 ||
-		    st.ppid == getpid() || procfs_uid(st.ppid, &uid) < 0 || uid != k->uid)
+		    st.ppid == getpid() || procfs_uid(st.ppid, &uid) < 0 || uid != k->uid ||
+		    procfs_stat(st.ppid, -1, &pst) < 0 || !is_launcher(&pst))
 			continue;
 		fd = pidfd_open_pid(st.ppid);
 		if (fd < 0)
@@ -718,14 +779,20 @@ static void apply_generation(struct decider *d, struct djob *dj, struct job *j)
 	for (int i = 0; j && i < j->nmembers; i++) {
 		struct rank *k = j->members[i];
 
-		if (!k->s.exited && k->generation < dj->gen && k->pidfd >= 0) {
-			signal_rank(d, k, SIGTERM, dj->g.stop ? "stop" : "restart");
-			older = 1;
+		if (k->s.exited || k->generation >= dj->gen || k->pidfd < 0)
+			continue;
+		if (!dj->g.stop && started_since(k, dj->g.at_ms)) {
+			k->generation =
+			    dj->gen; /* restarted after the fault: of the new generation */
+			continue;
 		}
+		signal_rank(d, k, SIGTERM, dj->g.stop ? "stop" : "restart");
+		older = 1;
 	}
-	/* left out: stop the launcher of the ranks that were in the job (a node that comes
-	 * back later, with ranks of the new generation, rejoins) */
-	if ((left_out && older) || dj->g.stop)
+	/* left out, or the end: stop the launcher of the ranks that were in the job, if ended
+	 * here now (a node that comes back later, with ranks of the new generation, rejoins; an
+	 * agent restarted after the decision has nothing to stop) */
+	if (older && (left_out || dj->g.stop))
 		stop_launcher(d, dj, j, left_out ? "left_out" : "stop");
 	else if (!dj->g.stop)
 		health_check_start(d, dj);
@@ -882,8 +949,10 @@ void decide_on_signal(struct decider *d, struct rank *k, int sig, uint32_t sende
 	struct local l;
 	struct job *j = k->job;
 
+	/* from outside: not the agent, not the process itself (raise(), or the kernel's timer
+	 * enforcement, which signals from the process's own context) */
 	if (sig <= 0 || sig > 63 || !(d->preempt_mask & (1ull << sig)) || sender_pid == 0 ||
-	    sender_pid == (uint32_t)getpid() || !participates(j))
+	    sender_pid == (uint32_t)getpid() || sender_pid == (uint32_t)k->pid || !participates(j))
 		return;
 	k->preempted = 1;
 	dj = djob_find(d, j->uid, j->id, 1);

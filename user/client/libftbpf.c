@@ -115,6 +115,10 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 		r = -errno;
 		goto fail;
 	}
+	if (!job || !*job)
+		job = getenv("FTBPF_JOB");
+	if (job && !*job)
+		job = NULL;
 	if (job)
 		escape(job, ej, sizeof(ej));
 	snprintf(req, sizeof(req), "{\"v\":1,\"cmd\":\"register\"%s%s%s%s}\n",

@@ -48,7 +48,9 @@ struct dec_gen {
 	char by[DEC_NODE_LEN];	 /* the node that decided */
 	int nexcluded;
 	char excluded[DEC_MAX_EXCLUDED][DEC_NODE_LEN];
-	uint64_t at_ms; /* wall clock */
+	/* when the fault happened (wall clock): processes started since then are of the new
+	 * generation (a launcher's restarted workers), older ones end */
+	uint64_t at_ms;
 	char why[DEC_WHY_LEN];
 };
 

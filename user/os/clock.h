@@ -1,4 +1,5 @@
-/* The two clocks every module reads: monotonic (deadlines, ages) and real (wire, logs). */
+/* The clocks every module reads: monotonic (deadlines, ages), real (wire, logs), boot (process
+ * start times). */
 #ifndef FTBPF_CLOCK_H
 #define FTBPF_CLOCK_H
 
@@ -22,6 +23,15 @@ static inline uint64_t clock_real_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_BOOTTIME in ns (the clock of a process's start time in /proc/PID/stat). */
+static inline uint64_t clock_boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * CLOCK_NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
