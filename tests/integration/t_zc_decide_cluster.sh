@@ -11,6 +11,8 @@
 #             without node 3; their restarted ranks learn it
 #   partition node 3 cut off (etcd with the majority): node 3 decides nothing and fences its
 #             ranks; nodes 1 and 2 go on without it; healed, all three agree on the decisions
+#   agentkill kill -9 of node 1's agent 5 ms after a SIGTERM on its rank: the others complete
+#             the checkpoint, hold the same decisions, none conflicting
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 NS=(ftd1 ftd2 ftd3)
@@ -149,12 +151,13 @@ sleep 3
 G0=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .generation][0]')
 CUT=$(date +%s%3N)
 ip link set veth-ftd3 down
-wait_until 20 bash -c "jq -e 'select(.type==\"fenced\")' '$T/n3/events.jsonl' >/dev/null 2>&1" &&
+wait_until 20 grep -q '"type":"fenced"' "$T/n3/events.jsonl" &&
 	pass "node 3, cut off from etcd, fenced its ranks" || fail "node 3 did not fence"
 wait ${LA[3]}; RC3=$?
 [ $RC3 = 42 ] && pass "node 3's ranks ended (launcher exit 42)" || fail "node 3's launcher exit $RC3: $(tail -2 "$T/r5/n3/log.0")"
 wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' decisions --json | jq -e '[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))] | length == 1' >/dev/null" &&
-	pass "the majority decided generation $((G0 + 1)) without node 3" || fail "majority decided nothing"
+	pass "the majority decided generation $((G0 + 1)) without node 3" ||
+	fail "majority decided nothing; members in etcd: $(ETCDCTL_API=3 etcdctl --endpoints "$EP" get --prefix /ftbpf-it/ --keys-only | grep members | tr '\n' ' '); node 1: $(f 1 status --json | jq -c '[.jobs[] | select(.job=="cjob")][0] | {generation, fenced}')"
 BY3=$(f 1 decisions --json | jq "[.decisions[] | select(.at_ms > $CUT and .by==\"$(node 3)\")] | length")
 [ "$BY3" = 0 ] && pass "node 3 decided nothing while cut off" || fail "node 3 made $BY3 decisions while cut off"
 ip link set veth-ftd3 up
@@ -163,5 +166,21 @@ wait_until 20 same && pass "healed: node 3 agrees with the majority ($(f 3 decis
 	fail "node 3 disagrees: $(f 3 decisions --json | jq -c '.decisions[-1]') vs $(f 1 decisions --json | jq -c '.decisions[-1]')"
 for i in 1 2; do kill -TERM "${LA[$i]}" 2>/dev/null; done
 wait_launchers 1 2
-for i in 1 2 3; do agent_alive_i() { kill -0 "${AG[$1]}" 2>/dev/null; }; agent_alive_i $i || fail "agent $i died"; done
+
+# ---- agentkill: node 1's agent killed -9 right after a SIGTERM on its rank ----
+wait_until 15 all_alive || fail "the mesh did not heal"
+run 6 100 0 1 2 3
+wait_until 30 started 6 1 2 3 || fail "round 6 did not start"
+sleep 2
+kill -TERM "$(worker 6 1 0)"; sleep 0.005; kill -9 "${AG[1]}"; wait "${AG[1]}" 2>/dev/null; AG[1]=
+wait_launchers 2 3
+[ "${RCS[2]}${RCS[3]}" = 4242 ] && pass "node 1's agent killed mid-decision: nodes 2 and 3 completed the checkpoint (exit 42)" ||
+	fail "after the agent kill: exits ${RCS[2]} ${RCS[3]}"
+keys() { f "$1" decisions --json | jq -c '[.decisions[] | {kind, generation, checkpoint, step}]'; }
+wait_until 10 bash -c "[ \"\$('$B/ftbpf' --socket '$T/n2/s.sock' decisions --json | jq -c .decisions)\" = \"\$('$B/ftbpf' --socket '$T/n3/s.sock' decisions --json | jq -c .decisions)\" ]" &&
+	pass "nodes 2 and 3 hold the same decisions" || fail "nodes 2 and 3 disagree"
+DUP=$(keys 2 | jq '[group_by([.kind, .generation, .checkpoint])[] | select(length > 1)] | length')
+[ "$DUP" = 0 ] && pass "no conflicting decision: one per kind, generation and request" || fail "$DUP conflicting decisions: $(keys 2)"
+kill -9 "${LA[1]}" $(cat "$T/r6/n1/pids.0") 2>/dev/null
+for i in 2 3; do agent_alive_i() { kill -0 "${AG[$1]}" 2>/dev/null; }; agent_alive_i $i || fail "agent $i died"; done
 finish

@@ -65,6 +65,7 @@ def main():
                     w.kill()
                 w.wait()
         codes = [w.returncode for w in workers]
+        failed = failed or any(c != 0 for c in codes)  # torchrun: any nonzero exit fails the group
         for r, c in enumerate(codes):
             with open(os.path.join(a.dir, "rc.%d.%d" % (rnd, r)), "w") as f:
                 f.write("%d\n" % c)

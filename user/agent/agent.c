@@ -212,11 +212,14 @@ static void on_mesh_event(void *ctx, const char *type, const struct swim_member 
 	struct agent *a = ctx;
 
 	eventlog_emit(a->el, view_peer(type, m));
-	if (a->dc && !strcmp(type, "peer_dead")) {
+	if (a->dc && (!strcmp(type, "peer_dead") || !strcmp(type, "peer_alive"))) {
 		char addr[32];
 
 		mesh_format_addr(&m->addr, addr, sizeof(addr));
-		decide_peer_dead(a->dc, addr);
+		if (type[5] == 'd')
+			decide_peer_dead(a->dc, addr);
+		else
+			decide_peer_alive(a->dc, addr);
 	}
 }
 

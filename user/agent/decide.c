@@ -28,6 +28,10 @@
 #define MAX_NODES      64
 #define MAX_GENS       256
 #define CLAIM_RETRY_MS 1000 /* a claim not seen in the store by then is made again */
+/* A lost node must stay lost this long before a decision: a node that the mesh declared dead
+ * on another's word (gossip from a node that was itself cut off) refutes it within a protocol
+ * period, and is not lost any more. */
+#define LOST_CONFIRM_MS 1000
 
 struct node_report {
 	char node[DEC_NODE_LEN];
@@ -79,8 +83,8 @@ struct djob {
 	int health_failed;
 	int launcher_stopped;
 	uint64_t hang_claimed; /* the generation a hard timeout was claimed for */
-	uint64_t done_mono_ns; /* when the current request was seen complete (ranks adopted
-				* later are not asked to exit) */
+	uint64_t done_at_ms;   /* when the current request was complete (wall clock: ranks started
+			      * later are of a new run, not asked to exit) */
 };
 
 struct decider {
@@ -258,6 +262,11 @@ static void load(struct decider *d, struct djob *dj)
 	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
 	v = store_get(d->st, key);
 	dj->ck_done = v != NULL;
+	if (v) {
+		struct dec_done dn;
+
+		dj->done_at_ms = dec_done_parse(v, &dn) == 0 ? dn.at_ms : 0;
+	}
 	free(v);
 	dec_key_report(rel, sizeof(rel), dj->gen, dj->ck_n, "");
 	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
@@ -400,12 +409,24 @@ static void log_decision(struct decider *d, struct djob *dj, const char *kind)
 	eventlog_emit(d->el, o);
 }
 
+static void forget_lost(struct djob *dj, int i)
+{
+	dj->lost_ms[i] = dj->lost_ms[--dj->nlost];
+	memcpy(dj->lost[i], dj->lost[dj->nlost], DEC_NODE_LEN);
+}
+
 static void new_decisions(struct decider *d, struct djob *dj)
 {
 	if (dj->gen > dj->seen_gen) {
 		dj->seen_gen = dj->gen;
 		dj->claimed_gen_ms = 0;
 		log_decision(d, dj, "generation");
+		/* the losses it left out are dealt with (a node lost again later is a new loss) */
+		for (int i = 0; i < dj->nlost;)
+			if (excluded(dj, dj->lost[i]))
+				forget_lost(dj, i);
+			else
+				i++;
 	}
 	if (dj->ck_n && dj->gen * 1000000 + dj->ck_n > dj->seen_ck) {
 		dj->seen_ck = dj->gen * 1000000 + dj->ck_n;
@@ -415,7 +436,6 @@ static void new_decisions(struct decider *d, struct djob *dj)
 	}
 	if (dj->ck_done && dj->gen * 1000000 + dj->ck_n > dj->seen_done) {
 		dj->seen_done = dj->gen * 1000000 + dj->ck_n;
-		dj->done_mono_ns = clock_mono_ns();
 		if (!dj->done_ms)
 			dj->done_ms = now_ms();
 		log_decision(d, dj, "checkpoint_complete");
@@ -528,8 +548,9 @@ static void failures(struct decider *d, struct djob *dj, struct job *j)
 	}
 	/* members lost: declared dead by the mesh, or their lease expired */
 	for (int i = 0; i < dj->nlost; i++) {
-		if (excluded(dj, dj->lost[i]) || !strcmp(dj->lost[i], d->node) ||
-		    now_ms() - dj->lost_ms[i] < (uint64_t)(d->cfg->recovery_wait_s * 1000))
+		if (!strcmp(dj->lost[i], d->node) ||
+		    now_ms() - dj->lost_ms[i] <
+			LOST_CONFIRM_MS + (uint64_t)(d->cfg->recovery_wait_s * 1000))
 			continue;
 		snprintf(why, sizeof(why), "node %s was lost", dj->lost[i]);
 		claim_gen(d, dj, DEC_CAUSE_NODE_DEAD, dj->lost[i], dj->lost_ms[i], why);
@@ -560,14 +581,11 @@ static void vanished(struct decider *d, struct djob *dj)
 		if (dj->mem[i].m.ranks > 0)
 			snprintf(dj->prev_mem[n++], DEC_NODE_LEN, "%s", dj->mem[i].node);
 	dj->nprev = n;
-	/* a lost node that is back (its member key again) is not lost any more */
+	/* a lost node that is back (its member key again: its agent reaches the store) is not
+	 * lost any more (with a shared store: the mesh alone does not make a node lost) */
 	for (int i = 0; i < dj->nlost;) {
-		const struct node_member *m = member(dj, dj->lost[i]);
-
-		if (m && m->m.generation >= dj->gen && m->m.ranks > 0 &&
-		    now_ms() - dj->lost_ms[i] > 2000) {
-			dj->lost_ms[i] = dj->lost_ms[--dj->nlost];
-			memcpy(dj->lost[i], dj->lost[dj->nlost], DEC_NODE_LEN);
+		if (store_shared(d->st) && member(dj, dj->lost[i])) {
+			forget_lost(dj, i);
 			continue;
 		}
 		i++;
@@ -799,6 +817,21 @@ static void apply_generation(struct decider *d, struct djob *dj, struct job *j)
 }
 
 /* ---- the slots ---- */
+/* What rank k is told to do: go on (FTBPF_ACT_NONE), exit for a restart, or stop. */
+static uint32_t told_to_exit(const struct decider *d, const struct djob *dj, const struct rank *k)
+{
+	if (dj->g.stop)
+		return FTBPF_ACT_STOP;
+	if (dj->fenced || k->generation < dj->gen)
+		return FTBPF_ACT_RESTART;
+	/* a completed preemption checkpoint (after its grace): the ranks that were asked */
+	if (dj->ck_done && dj->ck.cause == DEC_CAUSE_PREEMPTION &&
+	    (d->cfg->preempt_grace_s <= 0 || dj->final_claimed) &&
+	    !started_since(k, dj->done_at_ms))
+		return FTBPF_ACT_RESTART;
+	return FTBPF_ACT_NONE;
+}
+
 static void write_slot(struct decider *d, struct djob *dj, struct rank *k)
 {
 	struct ftbpf_slot_decision x = {0}, *s;
@@ -815,14 +848,7 @@ static void write_slot(struct decider *d, struct djob *dj, struct rank *k)
 	x.nexcluded = (uint32_t)dj->g.nexcluded;
 	for (int i = 0; i < dj->g.nexcluded; i++)
 		memcpy(x.excluded[i], dj->g.excluded[i], DEC_NODE_LEN);
-	if (dj->g.stop)
-		x.action = FTBPF_ACT_STOP;
-	else if (dj->fenced || k->generation < dj->gen)
-		x.action = FTBPF_ACT_RESTART;
-	else if (dj->ck_done && dj->ck.cause == DEC_CAUSE_PREEMPTION &&
-		 (d->cfg->preempt_grace_s <= 0 || dj->final_claimed) &&
-		 (!dj->done_mono_ns || k->adopted_ns < dj->done_mono_ns))
-		x.action = FTBPF_ACT_RESTART;
+	x.action = told_to_exit(d, dj, k);
 	x.exit_code = (uint32_t)(x.action == FTBPF_ACT_STOP ? d->cfg->stop_exit_code
 							    : d->cfg->restart_exit_code);
 	/* write only what changed (FNV-1a over the decision) */
@@ -959,13 +985,18 @@ void decide_on_signal(struct decider *d, struct rank *k, int sig, uint32_t sende
 	if (!dj)
 		return;
 	load(d, dj);
-	/* not a preemption: a launcher ending its workers after a failure or a decided restart */
-	for (int i = 0; i < j->nmembers; i++)
-		if ((j->members[i]->s.exited && abnormal_exit(d, j->members[i])) ||
-		    j->members[i]->generation < dj->gen) {
+	/* not a preemption: a launcher ending its workers after a failure, or after ranks were
+	 * told to exit (a decided restart or stop, a completed preemption: a launcher takes their
+	 * exit 42 for a failure too) */
+	for (int i = 0; i < j->nmembers; i++) {
+		const struct rank *m = j->members[i];
+
+		if (m->s.exited ? m->generation == dj->gen && abnormal_exit(d, m)
+				: told_to_exit(d, dj, m) != FTBPF_ACT_NONE) {
 			d->ignored_signals++;
 			return;
 		}
+	}
 	if (dj->ck_n && !dj->ck_done)
 		return; /* one is in progress: this signal joins it */
 	d->preemptions++;
@@ -1004,12 +1035,30 @@ int decide_checkpoint(struct decider *d, struct job *j, const char *why, int64_t
 void decide_peer_dead(struct decider *d, const char *node)
 {
 	for (int i = 0; i < d->njobs; i++) {
+		struct djob *dj = d->jobs[i];
 		const struct node_member *m;
 
-		load(d, d->jobs[i]);
-		m = member(d->jobs[i], node);
-		if (m && m->m.ranks > 0)
-			lost_node(d->jobs[i], node);
+		load(d, dj);
+		m = member(dj, node);
+		/* with a shared store, the node's lease has the last word: a node whose member
+		 * key stands keeps its lease, so its agent is alive and reaches the store (the
+		 * mesh may have taken another's word, or lost only UDP); it is lost when the
+		 * key goes (vanished) */
+		if (m && m->m.ranks > 0 && !store_shared(d->st))
+			lost_node(dj, node);
+	}
+}
+
+void decide_peer_alive(struct decider *d, const char *node)
+{
+	for (int i = 0; i < d->njobs; i++) {
+		struct djob *dj = d->jobs[i];
+
+		for (int l = 0; l < dj->nlost; l++)
+			if (!strcmp(dj->lost[l], node)) {
+				forget_lost(dj, l);
+				break;
+			}
 	}
 }
 

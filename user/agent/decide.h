@@ -52,6 +52,8 @@ void decide_on_signal(struct decider *d, struct rank *k, int sig, uint32_t sende
 int decide_checkpoint(struct decider *d, struct job *j, const char *why, int64_t *ret_step);
 /* A peer of the mesh was declared dead (its name as the mesh knows it). */
 void decide_peer_dead(struct decider *d, const char *node);
+/* The mesh sees node alive again (a refuted death): it is not lost. */
+void decide_peer_alive(struct decider *d, const char *node);
 /* Rank k got its slot: it learns what was decided for its job. */
 void decide_rank_registered(struct decider *d, struct rank *k);
 /* Look at every job again (each scan, and when the store changed). */
