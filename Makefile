@@ -156,6 +156,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 $(BUILD)/tests/test_ctl_server: tests/unit/test_ctl_server.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/tests
 	$(CC) $(filter-out -fstack-protector-strong,$(CFLAGS)) $(SAN_FLAGS) tests/unit/test_ctl_server.c $(CORE_SRCS) -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
 
+# the client library's API, linked as a user's program is
+$(BUILD)/tests/test_client_api: tests/unit/test_client_api.c $(BUILD)/libftbpf.a | $(BUILD)/tests
+	$(CC) $(CFLAGS) $^ -o $@ -lcunit -lpthread
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
 

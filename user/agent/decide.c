@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/decide_int.h"
 #include "agent/eventlog.h"
 #include "agent/store.h"
 #include "agent/timersvc.h"
@@ -24,123 +25,35 @@
 #include "os/pidfd.h"
 #include "os/procfs.h"
 
-#define MAX_JOBS       1024
-#define MAX_NODES      64
-#define MAX_GENS       256
 #define CLAIM_RETRY_MS 1000 /* a claim not seen in the store by then is made again */
 /* A lost node must stay lost this long before a decision: a node that the mesh declared dead
  * on another's word (gossip from a node that was itself cut off) refutes it within a protocol
  * period, and is not lost any more. */
 #define LOST_CONFIRM_MS 1000
 
-struct node_report {
-	char node[DEC_NODE_LEN];
-	struct dec_report r;
-};
-
-struct node_member {
-	char node[DEC_NODE_LEN];
-	struct dec_member m;
-};
-
-/* One job as the decider follows it. */
-struct djob {
-	uid_t uid;
-	char id[FTBPF_JOB_LEN];
-	char prefix[DEC_KEY_LEN]; /* "jobs/<uid>/<id, '/' and '%' escaped>/" */
-	/* what the store holds (load) */
-	uint64_t gen; /* the current generation */
-	struct dec_gen g;
-	uint64_t fail_at[MAX_GENS]; /* when each failure generation was decided */
-	int nfail;
-	char fault_node[MAX_GENS][DEC_NODE_LEN];
-	int nfault;
-	uint64_t ck_n; /* the current generation's latest checkpoint request, 0 none */
-	struct dec_ckpt ck;
-	int ck_done;
-	int64_t last_complete;
-	struct node_report rep[MAX_NODES];
-	int nrep;
-	struct node_member mem[MAX_NODES];
-	int nmem;
-	/* this node's part */
-	uint64_t applied_gen; /* generation whose consequences were carried out here */
-	uint64_t seen_gen, seen_ck, seen_done;	/* decisions already logged */
-	uint64_t claimed_gen_ms, claimed_ck_ms; /* a claim in flight (not yet in the store) */
-	uint64_t req_ms, done_ms;		/* the current request: seen, completed (grace) */
-	int final_claimed;
-	uint64_t step_prev, step_prev_ms; /* the job's step rate */
-	double steps_per_s;
-	int retargets;
-	int fenced;
-	char prev_mem[MAX_NODES][DEC_NODE_LEN]; /* members at the last look, with ranks */
-	int nprev;
-	char lost[MAX_NODES][DEC_NODE_LEN]; /* members lost (mesh, or their lease) */
-	uint64_t lost_ms[MAX_NODES];
-	int nlost;
-	pid_t health_pid;
-	uint64_t health_ms;
-	int health_failed;
-	int launcher_stopped;
-	uint64_t hang_claimed; /* the generation a hard timeout was claimed for */
-	uint64_t done_at_ms;   /* when the current request was complete (wall clock: ranks started
-			      * later are of a new run, not asked to exit) */
-};
-
-struct decider {
-	const struct ftbpf_config *cfg;
-	struct ranks *ranks;
-	struct eventlog *el;
-	struct timersvc *ts;
-	struct store *st;
-	char node[DEC_NODE_LEN];
-	uint64_t preempt_mask;
-	struct djob *jobs[MAX_JOBS]; /* owned */
-	int njobs;
-	uint64_t claims, retargets, fences, preemptions, ignored_signals, health_failures;
-};
-
-static uint64_t now_ms(void)
-{
-	return clock_real_ns() / 1000000;
-}
-
+/* ---- jobs ---- */
 /* A CLOCK_MONOTONIC time (a kernel event's) on the wall clock, in ms; 0: now. */
 static uint64_t mono_to_wall_ms(uint64_t mono_ns)
 {
 	uint64_t now = clock_mono_ns();
 
 	if (!mono_ns || mono_ns > now)
-		return now_ms();
+		return dc_now_ms();
 	return (clock_real_ns() - (now - mono_ns)) / 1000000;
 }
 
 /* Did rank k's process start at or after wall_ms (a launcher's restarted worker)? */
-static int started_since(const struct rank *k, uint64_t wall_ms)
+int dc_started_since(const struct rank *k, uint64_t wall_ms)
 {
 	uint64_t boot = clock_boot_ns(), age_ms;
 
 	if (!k->start_ns || k->start_ns > boot)
 		return 0;
 	age_ms = (boot - k->start_ns) / 1000000;
-	return now_ms() - age_ms + 10 >= wall_ms; /* start times are in clock ticks (10 ms) */
+	return dc_now_ms() - age_ms + 10 >= wall_ms; /* start times are in clock ticks (10 ms) */
 }
 
-/* ---- jobs ---- */
-static void job_prefix(char *buf, size_t len, uid_t uid, const char *id)
-{
-	size_t o = (size_t)snprintf(buf, len, "jobs/%u/", (unsigned)uid);
-
-	for (; *id && o + 5 < len; id++) {
-		if (*id == '/' || *id == '%')
-			o += (size_t)snprintf(buf + o, len - o, "%%%02X", (unsigned char)*id);
-		else
-			buf[o++] = *id;
-	}
-	snprintf(buf + o, len - o, "/");
-}
-
-static struct djob *djob_find(struct decider *d, uid_t uid, const char *id, int create)
+struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 {
 	struct djob *dj;
 
@@ -151,7 +64,7 @@ static struct djob *djob_find(struct decider *d, uid_t uid, const char *id, int 
 		return NULL;
 	dj->uid = uid;
 	snprintf(dj->id, sizeof(dj->id), "%s", id);
-	job_prefix(dj->prefix, sizeof(dj->prefix), uid, id);
+	dc_job_prefix(dj->prefix, sizeof(dj->prefix), uid, id);
 	dj->last_complete = -1;
 	dj->health_pid = -1;
 	d->jobs[d->njobs++] = dj;
@@ -172,155 +85,7 @@ static struct job *local_job(struct decider *d, const struct djob *dj)
 	return ranks_job_find(d->ranks, dj->uid, dj->id);
 }
 
-/* ---- reading the store ---- */
-static int load_one(void *ctx, const char *key, const char *value)
-{
-	struct djob *dj = ctx;
-	const char *k = key + strlen(dj->prefix);
-	uint64_t g, n;
-
-	if (dec_key_numbers(k, "gen", &g, NULL) == 0) {
-		struct dec_gen x;
-
-		if (dec_gen_parse(value, &x) < 0 || x.generation != g)
-			return 0; /* malformed: not ours to follow */
-		if (!x.stop && x.cause != DEC_CAUSE_PREEMPTION && x.cause != DEC_CAUSE_OPERATOR &&
-		    dj->nfail < MAX_GENS)
-			dj->fail_at[dj->nfail++] = x.at_ms;
-		if (*x.node && dj->nfault < MAX_GENS)
-			snprintf(dj->fault_node[dj->nfault++], DEC_NODE_LEN, "%s", x.node);
-		if (g > dj->gen) {
-			dj->gen = g;
-			dj->g = x;
-		}
-	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
-		struct dec_done x;
-
-		if (dec_done_parse(value, &x) == 0 && x.step > dj->last_complete)
-			dj->last_complete = x.step;
-	} else if (!strncmp(k, "members/", 8) && dj->nmem < MAX_NODES) {
-		struct node_member *m = &dj->mem[dj->nmem];
-
-		if (dec_node_valid(k + 8) && dec_member_parse(value, &m->m) == 0) {
-			snprintf(m->node, sizeof(m->node), "%s", k + 8);
-			dj->nmem++;
-		}
-	}
-	return 0;
-}
-
-/* Second pass: the current generation's checkpoint request and the reports on it. */
-static int load_ckpt(void *ctx, const char *key, const char *value)
-{
-	struct djob *dj = ctx;
-	const char *k = key + strlen(dj->prefix);
-	uint64_t g, n;
-
-	if (dec_key_numbers(k, "ckpt", &g, &n) == 0 && g == dj->gen && n > dj->ck_n) {
-		struct dec_ckpt x;
-
-		if (dec_ckpt_parse(value, &x) == 0 && x.id == n && x.generation == g) {
-			dj->ck_n = n;
-			dj->ck = x;
-		}
-	}
-	return 0;
-}
-
-static int load_reports(void *ctx, const char *key, const char *value)
-{
-	struct djob *dj = ctx;
-	const char *node = strrchr(key, '/') + 1;
-	struct node_report *r;
-
-	if (dj->nrep == MAX_NODES || !dec_node_valid(node))
-		return 0;
-	r = &dj->rep[dj->nrep];
-	if (dec_report_parse(value, &r->r) == 0) {
-		snprintf(r->node, sizeof(r->node), "%s", node);
-		dj->nrep++;
-	}
-	return 0;
-}
-
-static void load(struct decider *d, struct djob *dj)
-{
-	char key[DEC_KEY_LEN * 2], rel[DEC_KEY_LEN], *v;
-
-	dj->gen = 0;
-	memset(&dj->g, 0, sizeof(dj->g));
-	dj->g.resume_step = -1;
-	dj->nfail = dj->nfault = dj->nmem = dj->nrep = 0;
-	dj->ck_n = 0;
-	dj->ck_done = 0;
-	dj->last_complete = -1;
-	store_list(d->st, dj->prefix, load_one, dj);
-	store_list(d->st, dj->prefix, load_ckpt, dj);
-	if (!dj->ck_n)
-		return;
-	dec_key_done(rel, sizeof(rel), dj->gen, dj->ck_n);
-	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
-	v = store_get(d->st, key);
-	dj->ck_done = v != NULL;
-	if (v) {
-		struct dec_done dn;
-
-		dj->done_at_ms = dec_done_parse(v, &dn) == 0 ? dn.at_ms : 0;
-	}
-	free(v);
-	dec_key_report(rel, sizeof(rel), dj->gen, dj->ck_n, "");
-	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
-	store_list(d->st, key, load_reports, dj);
-}
-
-static const struct node_member *member(const struct djob *dj, const char *node)
-{
-	for (int i = 0; i < dj->nmem; i++)
-		if (!strcmp(dj->mem[i].node, node))
-			return &dj->mem[i];
-	return NULL;
-}
-
-static int excluded(const struct djob *dj, const char *node)
-{
-	for (int i = 0; i < dj->g.nexcluded; i++)
-		if (!strcmp(dj->g.excluded[i], node))
-			return 1;
-	return 0;
-}
-
-/* ---- claims ---- */
-static int can_decide(struct decider *d)
-{
-	uint64_t last;
-
-	return store_reachable(d->st, &last);
-}
-
-static int claim(struct decider *d, struct djob *dj, const char *rel, const char *value)
-{
-	char key[DEC_KEY_LEN * 2];
-
-	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
-	d->claims++;
-	return store_claim(d->st, key, value);
-}
-
-static void put(struct decider *d, struct djob *dj, const char *rel, const char *value, int leased)
-{
-	char key[DEC_KEY_LEN * 2];
-
-	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
-	store_put(d->st, key, value, leased);
-}
-
-/* ---- what the local ranks do ---- */
-struct local {
-	int ranks, saved, live;
-	int64_t max_step;
-};
-
-static void local_view(const struct job *j, int64_t target, struct local *l)
+void dc_local_view(const struct job *j, int64_t target, struct local *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->max_step = -1;
@@ -357,7 +122,7 @@ static int margin(struct decider *d, const struct djob *dj)
 
 static void step_rate(struct djob *dj, const struct local *l)
 {
-	uint64_t now = now_ms();
+	uint64_t now = dc_now_ms();
 
 	if (l->max_step < 0)
 		return;
@@ -374,41 +139,6 @@ static void step_rate(struct djob *dj, const struct local *l)
 	}
 }
 
-/* ---- decisions ---- */
-static void log_decision(struct decider *d, struct djob *dj, const char *kind)
-{
-	struct json_object *o = view_event("decision");
-
-	jstr(o, "job", dj->id);
-	jint(o, "uid", dj->uid);
-	jstr(o, "kind", kind);
-	jint(o, "generation", (int64_t)dj->gen);
-	if (!strcmp(kind, "generation")) {
-		jstr(o, "cause", dec_cause_name(dj->g.cause));
-		jbool(o, "stop", dj->g.stop);
-		jint(o, "resume_step", dj->g.resume_step);
-		jstr(o, "node", *dj->g.node ? dj->g.node : NULL);
-		jstr(o, "by", dj->g.by);
-		jstr(o, "why", dj->g.why);
-		{
-			struct json_object *ex = json_object_new_array();
-
-			for (int i = 0; i < dj->g.nexcluded; i++)
-				json_object_array_add(ex,
-						      json_object_new_string(dj->g.excluded[i]));
-			json_object_object_add(o, "excluded", ex);
-		}
-	} else {
-		jint(o, "checkpoint", (int64_t)dj->ck_n);
-		jint(o, "step", dj->ck.target);
-		jstr(o, "cause", dec_cause_name(dj->ck.cause));
-		jstr(o, "by", dj->ck.by);
-		jstr(o, "why", dj->ck.why);
-	}
-	jstr(o, "node", d->node);
-	eventlog_emit(d->el, o);
-}
-
 static void forget_lost(struct djob *dj, int i)
 {
 	dj->lost_ms[i] = dj->lost_ms[--dj->nlost];
@@ -420,10 +150,10 @@ static void new_decisions(struct decider *d, struct djob *dj)
 	if (dj->gen > dj->seen_gen) {
 		dj->seen_gen = dj->gen;
 		dj->claimed_gen_ms = 0;
-		log_decision(d, dj, "generation");
+		dc_log_decision(d, dj, "generation");
 		/* the losses it left out are dealt with (a node lost again later is a new loss) */
 		for (int i = 0; i < dj->nlost;)
-			if (excluded(dj, dj->lost[i]))
+			if (dc_excluded(dj, dj->lost[i]))
 				forget_lost(dj, i);
 			else
 				i++;
@@ -431,14 +161,14 @@ static void new_decisions(struct decider *d, struct djob *dj)
 	if (dj->ck_n && dj->gen * 1000000 + dj->ck_n > dj->seen_ck) {
 		dj->seen_ck = dj->gen * 1000000 + dj->ck_n;
 		dj->claimed_ck_ms = 0;
-		dj->req_ms = dj->req_ms ? dj->req_ms : now_ms();
-		log_decision(d, dj, "checkpoint");
+		dj->req_ms = dj->req_ms ? dj->req_ms : dc_now_ms();
+		dc_log_decision(d, dj, "checkpoint");
 	}
 	if (dj->ck_done && dj->gen * 1000000 + dj->ck_n > dj->seen_done) {
 		dj->seen_done = dj->gen * 1000000 + dj->ck_n;
 		if (!dj->done_ms)
-			dj->done_ms = now_ms();
-		log_decision(d, dj, "checkpoint_complete");
+			dj->done_ms = dc_now_ms();
+		dc_log_decision(d, dj, "checkpoint_complete");
 	}
 }
 
@@ -450,16 +180,16 @@ static void claim_ckpt(struct decider *d, struct djob *dj, int64_t target, enum 
 			     .id = dj->ck_n + 1,
 			     .target = target,
 			     .cause = cause,
-			     .at_ms = now_ms()};
+			     .at_ms = dc_now_ms()};
 	char rel[DEC_KEY_LEN], val[DEC_VALUE_MAX];
 
-	if (dj->claimed_ck_ms && now_ms() - dj->claimed_ck_ms < CLAIM_RETRY_MS)
+	if (dj->claimed_ck_ms && dc_now_ms() - dj->claimed_ck_ms < CLAIM_RETRY_MS)
 		return;
 	snprintf(c.by, sizeof(c.by), "%s", d->node);
 	snprintf(c.why, sizeof(c.why), "%s", why);
 	dec_key_ckpt(rel, sizeof(rel), c.generation, c.id);
-	if (dec_ckpt_format(&c, val, sizeof(val)) == 0 && claim(d, dj, rel, val) == 0)
-		dj->claimed_ck_ms = now_ms();
+	if (dec_ckpt_format(&c, val, sizeof(val)) == 0 && dc_claim(d, dj, rel, val) == 0)
+		dj->claimed_ck_ms = dc_now_ms();
 }
 
 /* Claim generation g+1: cause, where, who is left out, from which step, or stop. */
@@ -473,7 +203,7 @@ static void claim_gen(struct decider *d, struct djob *dj, enum dec_cause cause, 
 			    .at_ms = fault_ms};
 	char rel[DEC_KEY_LEN], val[DEC_VALUE_MAX];
 
-	if (dj->claimed_gen_ms && now_ms() - dj->claimed_gen_ms < CLAIM_RETRY_MS)
+	if (dj->claimed_gen_ms && dc_now_ms() - dj->claimed_gen_ms < CLAIM_RETRY_MS)
 		return;
 	snprintf(g.node, sizeof(g.node), "%s", node ? node : "");
 	snprintf(g.by, sizeof(g.by), "%s", d->node);
@@ -487,7 +217,7 @@ static void claim_gen(struct decider *d, struct djob *dj, enum dec_cause cause, 
 		snprintf(g.excluded[g.nexcluded++], DEC_NODE_LEN, "%s", node);
 	for (int i = 0; i < dj->nlost && g.nexcluded < DEC_MAX_EXCLUDED; i++)
 		if (strcmp(dj->lost[i], g.excluded[0]) && strcmp(dj->lost[i], d->node) &&
-		    now_ms() - dj->lost_ms[i] >= (uint64_t)(cfg->recovery_wait_s * 1000))
+		    dc_now_ms() - dj->lost_ms[i] >= (uint64_t)(cfg->recovery_wait_s * 1000))
 			snprintf(g.excluded[g.nexcluded++], DEC_NODE_LEN, "%s", dj->lost[i]);
 	for (int i = 0; i < dj->nmem && g.nexcluded < DEC_MAX_EXCLUDED; i++)
 		if (dj->mem[i].m.excluded && strcmp(dj->mem[i].node, g.excluded[0]))
@@ -503,8 +233,8 @@ static void claim_gen(struct decider *d, struct djob *dj, enum dec_cause cause, 
 			snprintf(g.excluded[g.nexcluded++], DEC_NODE_LEN, "%s", node);
 	}
 	dec_key_gen(rel, sizeof(rel), g.generation);
-	if (dec_gen_format(&g, val, sizeof(val)) == 0 && claim(d, dj, rel, val) == 0)
-		dj->claimed_gen_ms = now_ms();
+	if (dec_gen_format(&g, val, sizeof(val)) == 0 && dc_claim(d, dj, rel, val) == 0)
+		dj->claimed_gen_ms = dc_now_ms();
 }
 
 /* ---- failures ---- */
@@ -543,13 +273,13 @@ static void failures(struct decider *d, struct djob *dj, struct job *j)
 	    dj->hang_claimed != dj->gen + 1) {
 		dj->hang_claimed = dj->gen + 1;
 		snprintf(why, sizeof(why), "hard timeout on %.31s: %.60s", d->node, j->res.why);
-		claim_gen(d, dj, DEC_CAUSE_HANG, d->node, now_ms(), why);
+		claim_gen(d, dj, DEC_CAUSE_HANG, d->node, dc_now_ms(), why);
 		return;
 	}
 	/* members lost: declared dead by the mesh, or their lease expired */
 	for (int i = 0; i < dj->nlost; i++) {
 		if (!strcmp(dj->lost[i], d->node) ||
-		    now_ms() - dj->lost_ms[i] <
+		    dc_now_ms() - dj->lost_ms[i] <
 			LOST_CONFIRM_MS + (uint64_t)(d->cfg->recovery_wait_s * 1000))
 			continue;
 		snprintf(why, sizeof(why), "node %s was lost", dj->lost[i]);
@@ -565,7 +295,7 @@ static void lost_node(struct djob *dj, const char *node)
 			return;
 	if (dj->nlost < MAX_NODES) {
 		snprintf(dj->lost[dj->nlost], DEC_NODE_LEN, "%s", node);
-		dj->lost_ms[dj->nlost++] = now_ms();
+		dj->lost_ms[dj->nlost++] = dc_now_ms();
 	}
 }
 
@@ -575,7 +305,7 @@ static void vanished(struct decider *d, struct djob *dj)
 	int n = 0;
 
 	for (int i = 0; i < dj->nprev; i++)
-		if (!member(dj, dj->prev_mem[i]) && strcmp(dj->prev_mem[i], d->node))
+		if (!dc_member(dj, dj->prev_mem[i]) && strcmp(dj->prev_mem[i], d->node))
 			lost_node(dj, dj->prev_mem[i]);
 	for (int i = 0; i < dj->nmem && n < MAX_NODES; i++)
 		if (dj->mem[i].m.ranks > 0)
@@ -584,7 +314,7 @@ static void vanished(struct decider *d, struct djob *dj)
 	/* a lost node that is back (its member key again: its agent reaches the store) is not
 	 * lost any more (with a shared store: the mesh alone does not make a node lost) */
 	for (int i = 0; i < dj->nlost;) {
-		if (store_shared(d->st) && member(dj, dj->lost[i])) {
+		if (store_shared(d->st) && dc_member(dj, dj->lost[i])) {
 			forget_lost(dj, i);
 			continue;
 		}
@@ -607,7 +337,7 @@ static void checkpoint_progress(struct decider *d, struct djob *dj, const struct
 			uint64_t at = dj->req_ms + (uint64_t)(d->cfg->preempt_grace_s * 1000);
 
 			at = at > 2 * took ? at - 2 * took : dj->done_ms;
-			if (now_ms() >= at) {
+			if (dc_now_ms() >= at) {
 				dj->final_claimed = 1;
 				dj->retargets = 0;
 				claim_ckpt(d, dj, dec_target(l->max_step, margin(d, dj)),
@@ -620,7 +350,7 @@ static void checkpoint_progress(struct decider *d, struct djob *dj, const struct
 	if (l->ranks) {
 		dec_key_report(rel, sizeof(rel), dj->gen, dj->ck_n, d->node);
 		if (dec_report_format(&rep, val, sizeof(val)) == 0)
-			put(d, dj, rel, val, 0);
+			dc_put(d, dj, rel, val, 0);
 	}
 	if (dec_retarget(&dj->ck, &rep)) {
 		dj->retargets++;
@@ -634,7 +364,7 @@ static void checkpoint_progress(struct decider *d, struct djob *dj, const struct
 		const struct node_member *m = &dj->mem[i];
 		int ok = 0;
 
-		if (m->m.ranks == 0 || m->m.excluded || excluded(dj, m->node))
+		if (m->m.ranks == 0 || m->m.excluded || dc_excluded(dj, m->node))
 			continue;
 		nodes++;
 		for (int r = 0; r < dj->nrep; r++)
@@ -646,279 +376,12 @@ static void checkpoint_progress(struct decider *d, struct djob *dj, const struct
 		all &= ok;
 	}
 	if (nodes && all) {
-		struct dec_done done = {dj->ck.target, now_ms()};
+		struct dec_done done = {dj->ck.target, dc_now_ms()};
 
 		dec_key_done(rel, sizeof(rel), dj->gen, dj->ck_n);
 		if (dec_done_format(&done, val, sizeof(val)) == 0)
-			claim(d, dj, rel, val);
+			dc_claim(d, dj, rel, val);
 	}
-}
-
-/* ---- a new generation here: end the old ranks, leave if left out ---- */
-static void signal_rank(struct decider *d, struct rank *k, int sig, const char *why)
-{
-	int r;
-
-	k->killed_by_agent = 1;
-	r = pidfd_signal(k->pidfd, sig);
-	eventlog_emit(d->el, view_action(k, why, sig, r < 0 ? strerror(-r) : "sent"));
-	if (r == 0 && sig == SIGTERM)
-		timersvc_kill_after_grace(d->ts, k->pid, k->pidfd, k->uid, 1);
-}
-
-/*
- * May the parent of a rank be stopped as its launcher? Not when it is a shell, a terminal
- * multiplexer, a login or privilege tool, a wrapper like timeout(1), or a service manager: a
- * rank started by hand or from a script has no launcher to stop (its user's shell is not one).
- */
-static int is_launcher(const struct proc_stat *parent)
-{
-	static const char *const not_launchers[] = {
-	    "sh",
-	    "bash",
-	    "dash",
-	    "zsh",
-	    "fish",
-	    "ksh",
-	    "tcsh",
-	    "csh",
-	    "sudo",
-	    "su",
-	    "sshd",
-	    "login",
-	    "tmux",
-	    "tmux: server",
-	    "screen",
-	    "timeout",
-	    "systemd",
-	    "init",
-	    "containerd-shim",
-	    "nohup",
-	    "setsid",
-	};
-
-	for (size_t i = 0; i < sizeof(not_launchers) / sizeof(not_launchers[0]); i++)
-		if (!strcmp(parent->comm, not_launchers[i]))
-			return 0;
-	return 1;
-}
-
-/* Stop the process that launched this node's ranks (torchrun, mpirun): an elastic rendezvous
- * re-forms without this node. */
-static void stop_launcher(struct decider *d, struct djob *dj, struct job *j, const char *why)
-{
-	for (int i = 0; j && i < j->nmembers && !dj->launcher_stopped; i++) {
-		struct rank *k = j->members[i];
-		struct proc_stat st, pst;
-		uid_t uid;
-		int fd;
-
-		if (k->s.exited || procfs_stat(k->pid, -1, &st) < 0 || st.ppid <= 1 ||
-		    st.ppid == getpid() || procfs_uid(st.ppid, &uid) < 0 || uid != k->uid ||
-		    procfs_stat(st.ppid, -1, &pst) < 0 || !is_launcher(&pst))
-			continue;
-		fd = pidfd_open_pid(st.ppid);
-		if (fd < 0)
-			continue;
-		if (pidfd_signal(fd, SIGTERM) == 0) {
-			struct json_object *o = view_action_pid(st.ppid, uid, why, SIGTERM, "sent");
-
-			jstr(o, "job", dj->id);
-			eventlog_emit(d->el, o);
-			dj->launcher_stopped = 1;
-			timersvc_kill_after_grace(d->ts, st.ppid, fd, uid, 0);
-		}
-		close(fd);
-	}
-}
-
-static void health_check_start(struct decider *d, struct djob *dj)
-{
-	pid_t pid;
-
-	if (!*d->cfg->health_check || dj->health_pid > 0)
-		return;
-	pid = fork();
-	if (pid == 0) {
-		execl("/bin/sh", "sh", "-c", d->cfg->health_check, (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0) {
-		dj->health_pid = pid;
-		dj->health_ms = now_ms();
-	}
-}
-
-static void health_check_poll(struct decider *d, struct djob *dj, struct job *j)
-{
-	int status = 0, failed = -1;
-	pid_t r;
-
-	if (dj->health_pid <= 0)
-		return;
-	r = waitpid(dj->health_pid, &status, WNOHANG);
-	if (r == dj->health_pid) {
-		failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	} else if (now_ms() - dj->health_ms > (uint64_t)(d->cfg->health_check_timeout_s * 1000)) {
-		kill(dj->health_pid, SIGKILL);
-		waitpid(dj->health_pid, &status, 0);
-		failed = 1;
-	}
-	if (failed < 0)
-		return;
-	dj->health_pid = -1;
-	{
-		struct json_object *o = view_event(failed ? "health_check_failed" : "health_check");
-
-		jstr(o, "job", dj->id);
-		jint(o, "uid", dj->uid);
-		jstr(o, "node", d->node);
-		jint(o, "generation", (int64_t)dj->gen);
-		eventlog_emit(d->el, o);
-	}
-	if (failed) {
-		dj->health_failed = 1;
-		d->health_failures++;
-		stop_launcher(d, dj, j, "health_check_failed");
-	}
-}
-
-static void apply_generation(struct decider *d, struct djob *dj, struct job *j)
-{
-	int left_out = excluded(dj, d->node), older = 0;
-
-	if (dj->applied_gen >= dj->gen)
-		return;
-	dj->applied_gen = dj->gen;
-	dj->final_claimed = 0;
-	dj->req_ms = dj->done_ms = 0;
-	dj->retargets = 0;
-	dj->launcher_stopped = 0;
-	for (int i = 0; j && i < j->nmembers; i++) {
-		struct rank *k = j->members[i];
-
-		if (k->s.exited || k->generation >= dj->gen || k->pidfd < 0)
-			continue;
-		if (!dj->g.stop && started_since(k, dj->g.at_ms)) {
-			k->generation =
-			    dj->gen; /* restarted after the fault: of the new generation */
-			continue;
-		}
-		signal_rank(d, k, SIGTERM, dj->g.stop ? "stop" : "restart");
-		older = 1;
-	}
-	/* left out, or the end: stop the launcher of the ranks that were in the job, if ended
-	 * here now (a node that comes back later, with ranks of the new generation, rejoins; an
-	 * agent restarted after the decision has nothing to stop) */
-	if (older && (left_out || dj->g.stop))
-		stop_launcher(d, dj, j, left_out ? "left_out" : "stop");
-	else if (!dj->g.stop)
-		health_check_start(d, dj);
-}
-
-/* ---- the slots ---- */
-/* What rank k is told to do: go on (FTBPF_ACT_NONE), exit for a restart, or stop. */
-static uint32_t told_to_exit(const struct decider *d, const struct djob *dj, const struct rank *k)
-{
-	if (dj->g.stop)
-		return FTBPF_ACT_STOP;
-	if (dj->fenced || k->generation < dj->gen)
-		return FTBPF_ACT_RESTART;
-	/* a completed preemption checkpoint (after its grace): the ranks that were asked */
-	if (dj->ck_done && dj->ck.cause == DEC_CAUSE_PREEMPTION &&
-	    (d->cfg->preempt_grace_s <= 0 || dj->final_claimed) &&
-	    !started_since(k, dj->done_at_ms))
-		return FTBPF_ACT_RESTART;
-	return FTBPF_ACT_NONE;
-}
-
-static void write_slot(struct decider *d, struct djob *dj, struct rank *k)
-{
-	struct ftbpf_slot_decision x = {0}, *s;
-	uint64_t seq, v = 1469598103934665603ull;
-
-	x.generation = dj->gen;
-	x.ckpt_step = dj->ck_n ? dj->ck.target : -1;
-	x.ckpt_id = dj->ck_n;
-	x.ckpt_state = !dj->ck_n     ? FTBPF_CK_NONE
-		       : dj->ck_done ? FTBPF_CK_COMPLETE
-				     : FTBPF_CK_REQUESTED;
-	x.resume_step = dj->last_complete;
-	x.cause = dj->g.cause;
-	x.nexcluded = (uint32_t)dj->g.nexcluded;
-	for (int i = 0; i < dj->g.nexcluded; i++)
-		memcpy(x.excluded[i], dj->g.excluded[i], DEC_NODE_LEN);
-	x.action = told_to_exit(d, dj, k);
-	x.exit_code = (uint32_t)(x.action == FTBPF_ACT_STOP ? d->cfg->stop_exit_code
-							    : d->cfg->restart_exit_code);
-	/* write only what changed (FNV-1a over the decision) */
-	for (size_t i = 0; i < sizeof(x); i++)
-		v = (v ^ ((const unsigned char *)&x)[i]) * 1099511628211ull;
-	v |= 1;
-	if (k->dec_written == v)
-		return;
-	k->dec_written = v;
-	s = &k->slot->dec;
-	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->seq, seq | 1, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	x.seq = seq | 1;
-	memcpy((void *)s, &x, sizeof(x));
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
-}
-
-static void write_slots(struct decider *d, struct djob *dj, struct job *j)
-{
-	for (int i = 0; j && i < j->nmembers; i++)
-		if (j->members[i]->slot && !j->members[i]->s.exited)
-			write_slot(d, dj, j->members[i]);
-}
-
-/* ---- fencing ---- */
-static int other_members(const struct decider *d, const struct djob *dj)
-{
-	for (int i = 0; i < dj->nmem; i++)
-		if (dj->mem[i].m.ranks > 0 && strcmp(dj->mem[i].node, d->node))
-			return 1;
-	return 0;
-}
-
-static int fence(struct decider *d, struct djob *dj, struct job *j)
-{
-	uint64_t last = 0;
-	int ok;
-
-	if (!store_shared(d->st))
-		return 0;
-	ok = store_reachable(d->st, &last);
-	if (ok) {
-		dj->fenced = 0;
-		return 0;
-	}
-	if (dj->fenced)
-		return 1;
-	if (!other_members(d, dj) || !last ||
-	    now_ms() - last < (uint64_t)(d->cfg->fence_after_s * 1000))
-		return 0;
-	dj->fenced = 1;
-	d->fences++;
-	{
-		struct json_object *o = view_event("fenced");
-
-		jstr(o, "job", dj->id);
-		jint(o, "uid", dj->uid);
-		jstr(o, "node", d->node);
-		jdbl(o, "unreachable_s", (double)(now_ms() - last) / 1000.0);
-		eventlog_emit(d->el, o);
-	}
-	for (int i = 0; j && i < j->nmembers; i++) {
-		struct rank *k = j->members[i];
-
-		if (!k->s.exited && k->pidfd >= 0)
-			signal_rank(d, k, SIGTERM, "fenced");
-	}
-	return 1;
 }
 
 /* ---- one job ---- */
@@ -929,30 +392,30 @@ static void tick_job(struct decider *d, struct djob *dj)
 	char rel[DEC_KEY_LEN], val[DEC_VALUE_MAX];
 	struct local l;
 
-	load(d, dj);
+	dc_load(d, dj);
 	new_decisions(d, dj);
-	local_view(j, dj->ck_n && !dj->ck_done ? dj->ck.target : -1, &l);
+	dc_local_view(j, dj->ck_n && !dj->ck_done ? dj->ck.target : -1, &l);
 	step_rate(dj, &l);
-	if (fence(d, dj, j)) {
-		write_slots(d, dj, j);
+	if (dc_fence(d, dj, j)) {
+		dc_write_slots(d, dj, j);
 		return;
 	}
 	me.ranks = l.ranks;
 	me.generation = dj->gen;
 	me.excluded = dj->health_failed;
-	if (l.ranks || member(dj, d->node)) {
+	if (l.ranks || dc_member(dj, d->node)) {
 		dec_key_member(rel, sizeof(rel), d->node);
 		if (dec_member_format(&me, val, sizeof(val)) == 0)
-			put(d, dj, rel, val, 1);
+			dc_put(d, dj, rel, val, 1);
 	}
 	vanished(d, dj);
-	health_check_poll(d, dj, j);
-	apply_generation(d, dj, j);
-	if (can_decide(d) && !dj->g.stop) {
+	dc_health_check_poll(d, dj, j);
+	dc_apply_generation(d, dj, j);
+	if (dc_can_decide(d) && !dj->g.stop) {
 		failures(d, dj, j);
 		checkpoint_progress(d, dj, &l);
 	}
-	write_slots(d, dj, j);
+	dc_write_slots(d, dj, j);
 }
 
 void decide_tick(struct decider *d)
@@ -961,7 +424,7 @@ void decide_tick(struct decider *d)
 		struct job *j = d->ranks->jobs[i];
 
 		if (participates(j))
-			djob_find(d, j->uid, j->id, 1);
+			dc_find(d, j->uid, j->id, 1);
 	}
 	for (int i = 0; i < d->njobs; i++)
 		if (local_job(d, d->jobs[i]))
@@ -981,10 +444,10 @@ void decide_on_signal(struct decider *d, struct rank *k, int sig, uint32_t sende
 	    sender_pid == (uint32_t)getpid() || sender_pid == (uint32_t)k->pid || !participates(j))
 		return;
 	k->preempted = 1;
-	dj = djob_find(d, j->uid, j->id, 1);
+	dj = dc_find(d, j->uid, j->id, 1);
 	if (!dj)
 		return;
-	load(d, dj);
+	dc_load(d, dj);
 	/* not a preemption: a launcher ending its workers after a failure, or after ranks were
 	 * told to exit (a decided restart or stop, a completed preemption: a launcher takes their
 	 * exit 42 for a failure too) */
@@ -992,19 +455,31 @@ void decide_on_signal(struct decider *d, struct rank *k, int sig, uint32_t sende
 		const struct rank *m = j->members[i];
 
 		if (m->s.exited ? m->generation == dj->gen && abnormal_exit(d, m)
-				: told_to_exit(d, dj, m) != FTBPF_ACT_NONE) {
+				: dc_told_to_exit(d, dj, m) != FTBPF_ACT_NONE) {
 			d->ignored_signals++;
 			return;
 		}
 	}
 	if (dj->ck_n && !dj->ck_done)
-		return; /* one is in progress: this signal joins it */
+		return;		 /* one is in progress: this signal joins it */
+	if (!dc_can_decide(d)) { /* nothing can be agreed now: the rank is left alone */
+		struct json_object *o = view_event("decision_unavailable");
+
+		d->unavailable++;
+		jstr(o, "job", j->id);
+		jint(o, "uid", j->uid);
+		jint(o, "pid", k->pid);
+		jstr(o, "trigger", "preemption signal");
+		jstr(o, "why", "the decision store cannot be reached");
+		eventlog_emit(d->el, o);
+		return;
+	}
 	d->preemptions++;
-	dj->req_ms = now_ms();
+	dj->req_ms = dc_now_ms();
 	dj->done_ms = 0;
 	dj->final_claimed = 0;
 	dj->retargets = 0;
-	local_view(j, -1, &l);
+	dc_local_view(j, -1, &l);
 	claim_ckpt(d, dj, dec_target(l.max_step, margin(d, dj)), DEC_CAUSE_PREEMPTION,
 		   "preemption signal");
 }
@@ -1016,15 +491,15 @@ int decide_checkpoint(struct decider *d, struct job *j, const char *why, int64_t
 
 	if (!j || !participates(j))
 		return -ENOENT;
-	dj = djob_find(d, j->uid, j->id, 1);
+	dj = dc_find(d, j->uid, j->id, 1);
 	if (!dj)
 		return -ENOMEM;
-	load(d, dj);
+	dc_load(d, dj);
 	if (dj->ck_n && !dj->ck_done)
 		return -EBUSY;
-	if (!can_decide(d))
+	if (!dc_can_decide(d))
 		return -EAGAIN;
-	local_view(j, -1, &l);
+	dc_local_view(j, -1, &l);
 	dj->retargets = 0;
 	dj->claimed_ck_ms = 0;
 	*ret_step = dec_target(l.max_step, margin(d, dj));
@@ -1038,8 +513,8 @@ void decide_peer_dead(struct decider *d, const char *node)
 		struct djob *dj = d->jobs[i];
 		const struct node_member *m;
 
-		load(d, dj);
-		m = member(dj, node);
+		dc_load(d, dj);
+		m = dc_member(dj, node);
 		/* with a shared store, the node's lease has the last word: a node whose member
 		 * key stands keeps its lease, so its agent is alive and reaches the store (the
 		 * mesh may have taken another's word, or lost only UDP); it is lost when the
@@ -1064,179 +539,14 @@ void decide_peer_alive(struct decider *d, const char *node)
 
 void decide_rank_registered(struct decider *d, struct rank *k)
 {
-	struct djob *dj = djob_find(d, k->job->uid, k->job->id, 1);
+	struct djob *dj = dc_find(d, k->job->uid, k->job->id, 1);
 
 	if (!dj || !k->slot)
 		return;
-	load(d, dj);
+	dc_load(d, dj);
 	k->generation = dj->gen;
 	k->dec_written = 0;
-	write_slot(d, dj, k);
-}
-
-/* ---- views ---- */
-void decide_job_json(struct decider *d, const struct job *j, struct json_object *o)
-{
-	struct djob *dj = djob_find(d, j->uid, j->id, 0);
-	struct json_object *c;
-	struct local l;
-
-	if (!dj) {
-		jint(o, "generation", 0);
-		jnull(o, "checkpoint");
-		return;
-	}
-	jint(o, "generation", (int64_t)dj->gen);
-	if (!dj->ck_n) {
-		jnull(o, "checkpoint");
-		return;
-	}
-	local_view(j, dj->ck.target, &l);
-	c = json_object_new_object();
-	jint(c, "id", (int64_t)dj->ck_n);
-	jint(c, "target", dj->ck.target);
-	jstr(c, "state", dj->ck_done ? "complete" : "requested");
-	jstr(c, "cause", dec_cause_name(dj->ck.cause));
-	jint(c, "ranks", l.ranks);
-	jint(c, "ranks_saved", l.saved);
-	jint(c, "nodes", dj->nmem);
-	jint(c, "resume_step", dj->last_complete);
-	json_object_object_add(o, "checkpoint", c);
-	jbool(o, "fenced", dj->fenced);
-}
-
-struct hist_ctx {
-	struct json_object *arr;
-	uid_t uid;
-};
-
-static int hist_one(void *ctx, const char *key, const char *value)
-{
-	struct hist_ctx *h = ctx;
-	const char *p = key + 5, *rest; /* "jobs/" */
-	char job[FTBPF_JOB_LEN * 3] = "";
-	unsigned uid;
-	uint64_t g, n;
-	struct json_object *o;
-	const char *kinds[] = {"gen/", "ckpt/", "done/"};
-	size_t jl;
-
-	if (sscanf(p, "%u/", &uid) != 1 || (h->uid && uid != (unsigned)h->uid))
-		return 0;
-	p = strchr(p, '/') + 1;
-	for (int i = 0; i < 3; i++) {
-		for (rest = p; (rest = strstr(rest, kinds[i])); rest++)
-			if (rest[-1] == '/')
-				break;
-		if (!rest)
-			continue;
-		jl = (size_t)(rest - 1 - p);
-		if (jl >= sizeof(job))
-			return 0;
-		for (size_t a = 0, b = 0; a < jl; a++) { /* unescape %XX */
-			unsigned x;
-
-			if (p[a] == '%' && a + 2 < jl && sscanf(p + a + 1, "%2X", &x) == 1) {
-				job[b++] = (char)x;
-				a += 2;
-			} else {
-				job[b++] = p[a];
-			}
-			job[b] = 0;
-		}
-		o = NULL;
-		if (i == 0 && dec_key_numbers(rest, "gen", &g, NULL) == 0) {
-			struct dec_gen x;
-
-			if (dec_gen_parse(value, &x) < 0)
-				return 0;
-			o = json_object_new_object();
-			jstr(o, "kind", "generation");
-			jint(o, "generation", (int64_t)g);
-			jstr(o, "cause", dec_cause_name(x.cause));
-			jbool(o, "stop", x.stop);
-			jint(o, "resume_step", x.resume_step);
-			jstr(o, "node", *x.node ? x.node : NULL);
-			jstr(o, "by", x.by);
-			jint(o, "at_ms", (int64_t)x.at_ms);
-			jstr(o, "why", x.why);
-			{
-				struct json_object *ex = json_object_new_array();
-
-				for (int e = 0; e < x.nexcluded; e++)
-					json_object_array_add(
-					    ex, json_object_new_string(x.excluded[e]));
-				json_object_object_add(o, "excluded", ex);
-			}
-		} else if (i == 1 && dec_key_numbers(rest, "ckpt", &g, &n) == 0) {
-			struct dec_ckpt x;
-
-			if (dec_ckpt_parse(value, &x) < 0)
-				return 0;
-			o = json_object_new_object();
-			jstr(o, "kind", "checkpoint");
-			jint(o, "generation", (int64_t)g);
-			jint(o, "checkpoint", (int64_t)n);
-			jint(o, "step", x.target);
-			jstr(o, "cause", dec_cause_name(x.cause));
-			jstr(o, "by", x.by);
-			jint(o, "at_ms", (int64_t)x.at_ms);
-			jstr(o, "why", x.why);
-		} else if (i == 2 && dec_key_numbers(rest, "done", &g, &n) == 0) {
-			struct dec_done x;
-
-			if (dec_done_parse(value, &x) < 0)
-				return 0;
-			o = json_object_new_object();
-			jstr(o, "kind", "checkpoint_complete");
-			jint(o, "generation", (int64_t)g);
-			jint(o, "checkpoint", (int64_t)n);
-			jint(o, "step", x.step);
-			jint(o, "at_ms", (int64_t)x.at_ms);
-		}
-		if (o) {
-			jstr(o, "job", job);
-			jint(o, "uid", uid);
-			json_object_array_add(h->arr, o);
-		}
-		return 0;
-	}
-	return 0;
-}
-
-static int by_time(const void *a, const void *b)
-{
-	struct json_object *x = *(struct json_object *const *)a,
-			   *y = *(struct json_object *const *)b, *tx, *ty;
-	int64_t ax = json_object_object_get_ex(x, "at_ms", &tx) ? json_object_get_int64(tx) : 0;
-	int64_t ay = json_object_object_get_ex(y, "at_ms", &ty) ? json_object_get_int64(ty) : 0;
-
-	return ax < ay ? -1 : ax > ay;
-}
-
-struct json_object *decide_history_json(struct decider *d, uid_t uid)
-{
-	struct hist_ctx h = {json_object_new_array(), uid};
-
-	store_list(d->st, "jobs/", hist_one, &h);
-	json_object_array_sort(h.arr, by_time);
-	return h.arr;
-}
-
-struct json_object *decide_json(struct decider *d)
-{
-	struct json_object *o = json_object_new_object(), *c = json_object_new_object();
-
-	jstr(o, "node", d->node);
-	json_object_object_add(o, "store", store_json(d->st));
-	jint(c, "claims", (int64_t)d->claims);
-	jint(c, "preemptions", (int64_t)d->preemptions);
-	jint(c, "retargets", (int64_t)d->retargets);
-	jint(c, "fences", (int64_t)d->fences);
-	jint(c, "signals_not_preemption", (int64_t)d->ignored_signals);
-	jint(c, "health_check_failures", (int64_t)d->health_failures);
-	json_object_object_add(o, "counters", c);
-	return o;
+	dc_write_slot(d, dj, k);
 }
 
 /* ---- lifecycle ---- */

@@ -31,12 +31,17 @@
 #define WATCH_IDLE_S 3	  /* a silent watch is read again after this long */
 #define REACHABLE_MS 4000 /* an answer this recent: reachable */
 #define RETRY_MS     200
+/* A claim not carried out this long after it was made is dropped (counted): what it decided
+ * was about a moment that has passed (a partition, an unreachable store), and a decision must
+ * not land long after its cause. The decider claims again if the cause still holds. */
+#define CLAIM_EXPIRY_MS 5000
 
 enum op_kind { OP_CLAIM, OP_PUT };
 
 struct op {
 	enum op_kind kind;
 	int leased;
+	uint64_t made_ms;
 	char *key, *value; /* owned, key with the prefix */
 	struct op *next;
 };
@@ -57,7 +62,7 @@ struct store_etcd {
 	int stop;
 	uint64_t last_ok_ms;
 	int64_t lease;
-	uint64_t claims_won, claims_lost, watch_restarts, ops_retried;
+	uint64_t claims_won, claims_lost, claims_expired, watch_restarts, ops_retried;
 	char error[200];
 	/* the agent's side */
 	int efd; /* owned */
@@ -302,6 +307,14 @@ static void *requester(void *arg)
 		for (o = list; o && !failed;) {
 			struct op *next = o->next;
 
+			if (o->kind == OP_CLAIM && now_ms() - o->made_ms > CLAIM_EXPIRY_MS) {
+				pthread_mutex_lock(&s->mu);
+				s->claims_expired++;
+				pthread_mutex_unlock(&s->mu);
+				op_free(o);
+				o = next;
+				continue;
+			}
 			if (run_op(s, o, lease) < 0) {
 				failed = 1;
 				break;
@@ -344,6 +357,7 @@ static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, con
 	}
 	o->kind = kind;
 	o->leased = leased;
+	o->made_ms = now_ms();
 	pthread_mutex_lock(&s->mu);
 	if (leased)
 		kvmap_set(&s->leased, o->key, value);
@@ -431,6 +445,7 @@ static void etcd_counters(struct store *b, struct json_object *c)
 	jint(c, "keys", (int64_t)s->mirror.n);
 	jint(c, "claims_won", (int64_t)s->claims_won);
 	jint(c, "claims_lost", (int64_t)s->claims_lost);
+	jint(c, "claims_expired", (int64_t)s->claims_expired);
 	jint(c, "ops_retried", (int64_t)s->ops_retried);
 	jint(c, "watch_restarts", (int64_t)s->watch_restarts);
 	jint(c, "requests", (int64_t)(w->requests + r->requests));

@@ -282,6 +282,14 @@ static int each_kv(struct etcd_conn *c, struct json_object *o, etcd_kv_fn fn, vo
 	return 0;
 }
 
+/* A reply's header.revision (every KV reply has one), -1 when absent or malformed. */
+static int64_t revision(struct json_object *o)
+{
+	struct json_object *h;
+
+	return json_object_object_get_ex(o, "header", &h) ? get_i64(h, "revision") : -1;
+}
+
 int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx, int64_t *ret_rev)
 {
 	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body;
@@ -371,6 +379,8 @@ int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t le
 	}
 	free(k);
 	free(v);
+	if (r == 0 && revision(o) <= 0)
+		r = malformed(c, "put: header.revision");
 	json_object_put(o);
 	return r;
 }

@@ -1,0 +1,118 @@
+#!/bin/bash
+# time-limit: 300
+# Decisions when the store is missing or lies. A single-node job of two C ranks
+# (docs/examples/c_loop.c) with an agent told to agree in etcd:
+#   etcd down at start  status says unreachable; an operator's checkpoint is refused with a
+#                       clear error; a SIGTERM to a rank decides nothing; the ranks train on
+#   etcd comes up       reachable; a checkpoint is agreed and made
+#   etcd dies mid-run   unreachable again; nothing decided, ranks untouched (a job with no
+#                       other node is not fenced)
+#   a junk server       every answer malformed (not JSON, HTTP errors, wrong shapes, bad
+#                       base64): counted as bad replies, the agent lives, nothing decided
+. "$(dirname "$0")/lib.sh"
+command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
+EPORT=$((24000 + RANDOM % 1000))
+EP=http://127.0.0.1:$EPORT
+ETCD=
+stop_etcd() { [ -n "$ETCD" ] && { kill -9 "$ETCD"; wait "$ETCD"; } 2>/dev/null; ETCD=; }
+trap 'stop_etcd; cleanup' EXIT
+export FTBPF_SOCKET=$SOCK
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --etcd-endpoints "$EP" \
+	--etcd-prefix /ftbpf-zd/ --etcd-lease-ttl 3 --fence-after 2 || exit 1
+store() { status_json | jq -c ".agent.decisions.store | $1"; }
+[ "$(store '[.kind, .reachable]')" = '["etcd",false]' ] &&
+	pass "etcd down at start: status says unreachable ($(store .counters.error))" || fail "store: $(store .)"
+D=$T/c; mkdir -p "$D"
+/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D" --job bjob \
+	-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
+LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
+wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
+for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
+sleep 1
+OUT=$(ftbpf checkpoint bjob 2>&1); RC=$?
+[ $RC -ne 0 ] && echo "$OUT" | grep -q unreachable &&
+	pass "checkpoint refused while etcd is down: $OUT" || fail "checkpoint with etcd down: rc=$RC $OUT"
+steps() { grep -c '^STEP' "$D/log.0" 2>/dev/null || awk 'END {print NR}' "$D/log.0"; }
+kill -TERM "$(awk '{print $1}' "$D/pids.0")"
+sleep 3
+untouched() {
+	for p in $(cat "$D/pids.0"); do alive "$p" || return 1; done
+	! has_event decision '.job=="bjob"' && ! has_event action '.job=="bjob"'
+}
+untouched && has_event decision_unavailable '.job=="bjob" and .trigger=="preemption signal"' &&
+	pass "a SIGTERM with etcd down: nothing decided (decision_unavailable logged), no action, both ranks train on" ||
+	fail "with etcd down: $(events_of decision | tail -2) $(events_of action | tail -2)"
+
+# ---- etcd comes up ----
+etcd --name zd --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
+	--listen-peer-urls "http://127.0.0.1:$((EPORT + 1000))" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1000))" \
+	--initial-cluster "zd=http://127.0.0.1:$((EPORT + 1000))" >"$T/etcd.log" 2>&1 &
+ETCD=$!
+wait_until 20 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.reachable)\" = true ]" &&
+	pass "etcd up: reachable" || fail "etcd up, still unreachable: $(store .)"
+wait_until 10 bash -c "'$B/ftbpf' --socket '$SOCK' checkpoint bjob >/dev/null 2>&1" || fail "checkpoint refused with etcd up"
+wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob"' &&
+	pass "a checkpoint agreed in etcd and made" || fail "no checkpoint with etcd up"
+
+# ---- etcd dies mid-run ----
+N=$(events_of decision | grep -c '"bjob"')
+stop_etcd
+wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.reachable)\" = false ]" &&
+	pass "etcd killed mid-run: unreachable" || fail "still reachable: $(store .)"
+kill -TERM "$(awk '{print $2}' "$D/pids.0")"
+sleep 4
+M=$(events_of decision | grep -c '"bjob"')
+live=1; for p in $(cat "$D/pids.0"); do alive "$p" || live=0; done
+[ "$N" = "$M" ] && [ $live = 1 ] && ! has_event fenced '.job=="bjob"' &&
+	pass "nothing decided, ranks untouched, a single-node job not fenced" ||
+	fail "after etcd died: decisions $N -> $M, ranks alive $live"
+kill -9 $LAUNCHER $(cat "$D/pids.0") 2>/dev/null
+stop_agent
+
+# ---- a junk server ----
+cat >"$T/junk.py" <<'EOF'
+import http.server, itertools, sys
+answers = itertools.cycle([
+    (200, b"not json at all"),
+    (500, b"{\"error\":\"etcdserver: boom\"}"),
+    (200, b"[1,2,3]"),
+    (200, b"{\"header\":{\"revision\":\"x\"},\"kvs\":5}"),
+    (200, b"{\"header\":{\"revision\":\"7\"},\"kvs\":[{\"key\":\"!!!notbase64\",\"value\":\"???\"}]}"),
+    (200, b"{\"result\":{\"events\":\"no\"}}\n{garbage\n"),
+    (200, b"{\"ID\":\"-5\",\"TTL\":\"zz\"}"),
+    (200, b"{" * 5000),
+])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        code, body = next(answers)
+        self.send_response(code); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+EOF
+JPORT=$((EPORT + 2000))
+/usr/bin/python3 "$T/junk.py" $JPORT & JUNK=$!; WORKLOAD_PIDS+=($JUNK)
+wait_until 10 curl -s -o /dev/null "http://127.0.0.1:$JPORT/" -d x
+start_agent --soft-timeout 60 --hard-timeout 600 --action report \
+	--etcd-endpoints "http://127.0.0.1:$JPORT" --etcd-prefix /ftbpf-zd/ || exit 1
+D=$T/j; mkdir -p "$D"
+/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D" --job jjob \
+	-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
+LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
+wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
+for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
+wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq '.agent.decisions.store.counters.bad_replies')\" -ge 3 ]" &&
+	pass "malformed etcd replies counted: $(store .counters.bad_replies) bad replies ($(store .counters.error))" ||
+	fail "bad replies not counted: $(store .)"
+kill -TERM "$(awk '{print $1}' "$D/pids.0")"
+sleep 3
+live=1; for p in $(cat "$D/pids.0"); do alive "$p" || live=0; done
+[ "$(store .reachable)" = false ] && [ $live = 1 ] && ! has_event decision '.job=="jjob"' && alive "$AGENT_PID" &&
+	pass "a lying store: unreachable, nothing decided, ranks train on, the agent lives" ||
+	fail "junk store: reachable $(store .reachable), ranks alive $live"
+kill -9 $LAUNCHER $(cat "$D/pids.0") 2>/dev/null
+finish
