@@ -41,8 +41,16 @@ has_event decision ".kind==\"checkpoint\" and .cause==\"preemption\" and .job==\
 grep START "$D/log.2" | tail -1 | grep -q "generation 1 from step $((CK + 1))" &&
 	pass "restarted workers: $(grep START "$D/log.2" | tail -1)" || fail "restart: $(grep START "$D/log.2" | tail -1)"
 jq_status ".jobs[] | select(.job==\"$JOB\") | .generation == 1" && pass "status shows generation 1" || fail "status generation"
-PYG=$(FTBPF_JOB=$JOB FTBPF_RANK=7 PYTHONPATH=$ROOT/python timeout 20 /usr/bin/python3 -c 'import ftbpf; print(ftbpf.generation(), ftbpf.restart_info()["cause"])' 2>&1)
-[ "$PYG" = "1 rank_died" ] && pass "a Python rank of the job: ftbpf.generation() is 1, restart_info cause rank_died" || fail "Python: $PYG"
+PYG=$(FTBPF_JOB=$JOB FTBPF_RANK=7 PYTHONPATH=$ROOT/python timeout 20 /usr/bin/python3 -c '
+import ftbpf
+try:
+    ftbpf.should_save(-1); bad = "accepted"
+except ValueError as e:
+    bad = "ValueError"
+print(ftbpf.generation(), ftbpf.restart_info()["cause"], bad)' 2>&1)
+[ "$PYG" = "1 rank_died ValueError" ] &&
+	pass "a Python rank of the job: ftbpf.generation() is 1, restart_info cause rank_died; should_save(-1) raises ValueError" ||
+	fail "Python: $PYG"
 sleep 1
 kill -KILL "$(worker 1 1)"
 wait $LAUNCHER; RC=$?
