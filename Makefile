@@ -45,9 +45,10 @@ BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/ben
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
-               tmux jq python3-torch openmpi-bin procps util-linux iproute2
+               libmicrohttpd-dev python3-prometheus-client \
+               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man
 
-.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install
+.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall
 all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop
 
 deps:
@@ -83,7 +84,7 @@ $(BUILD)/libftbpfwatch.a: $(WATCH_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/ftbpfd: tools/ftbpfd.c $(AGENT_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lcurl -lsodium -lpthread -lm
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lcurl -lmicrohttpd -lsodium -lpthread -lm
 
 # ftbpf-ci: the tracker (same BPF programs, loaded privately), user stacks (libdw), Python stacks
 CI_SRCS := $(wildcard user/ci/*.c) user/watch/ustack.c user/watch/pystack.c
@@ -243,19 +244,52 @@ format:
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: ok"
 
+# make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, the client library (ldconfig when
+# installing into /), headers, the Python binding where this system's python3 looks
+# (site-packages of PREFIX), man pages made from each tool's --help (help2man: one source), bash
+# completion, the docs the unit's Documentation= names, the unit and an example config.
+PREFIX  ?= /usr/local
+PYSITE  := $(shell /usr/bin/python3 -c 'import site, sys; p = sys.argv[1]; print(next((d for d in site.getsitepackages() if d.startswith(p + "/lib/")), p + "/lib/python3/dist-packages"))' $(PREFIX) 2>/dev/null)
+DOCDIR  := $(PREFIX)/share/doc/ftbpf
+MANDIR  := $(PREFIX)/share/man
+COMPDIR := $(PREFIX)/share/bash-completion/completions
+INSTALLED_FILES = $(PREFIX)/sbin/ftbpfd $(PREFIX)/bin/ftbpf $(PREFIX)/bin/ftbpf-ci $(PREFIX)/bin/ftbpf-top \
+	$(PREFIX)/lib/libftbpf.so.0 $(PREFIX)/lib/libftbpf.so $(PREFIX)/lib/libftbpf.a \
+	$(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
+	$(MANDIR)/man8/ftbpfd.8 $(MANDIR)/man1/ftbpf.1 $(MANDIR)/man1/ftbpf-ci.1 $(MANDIR)/man1/ftbpf-top.1 \
+	$(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
 install: all
-	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)/usr/local/sbin/ftbpfd
-	install -D -m 0755 $(BUILD)/ftbpf $(DESTDIR)/usr/local/bin/ftbpf
-	install -D -m 0755 $(BUILD)/ftbpf-ci $(DESTDIR)/usr/local/bin/ftbpf-ci
-	install -D -m 0755 $(BUILD)/ftbpf-top $(DESTDIR)/usr/local/bin/ftbpf-top
-	install -D -m 0644 $(BUILD)/libftbpf.so $(DESTDIR)/usr/local/lib/libftbpf.so.0
-	ln -sf libftbpf.so.0 $(DESTDIR)/usr/local/lib/libftbpf.so
-	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)/usr/local/lib/libftbpf.a
-	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)/usr/local/include/ftbpf/ftbpf.h
-	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)/usr/local/include/ftbpf/slot.h
-	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)/usr/local/lib/python3/dist-packages/ftbpf/__init__.py
-	install -D -m 0644 contrib/ftbpfd.service $(DESTDIR)/etc/systemd/system/ftbpfd.service
+	@test -n "$(PYSITE)" || { echo "install: cannot tell python3's site-packages"; exit 1; }
+	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)$(PREFIX)/sbin/ftbpfd
+	install -D -m 0755 $(BUILD)/ftbpf $(DESTDIR)$(PREFIX)/bin/ftbpf
+	install -D -m 0755 $(BUILD)/ftbpf-ci $(DESTDIR)$(PREFIX)/bin/ftbpf-ci
+	install -D -m 0755 $(BUILD)/ftbpf-top $(DESTDIR)$(PREFIX)/bin/ftbpf-top
+	install -D -m 0644 $(BUILD)/libftbpf.so $(DESTDIR)$(PREFIX)/lib/libftbpf.so.0
+	ln -sf libftbpf.so.0 $(DESTDIR)$(PREFIX)/lib/libftbpf.so
+	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)$(PREFIX)/lib/libftbpf.a
+	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)$(PREFIX)/include/ftbpf/ftbpf.h
+	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)$(PREFIX)/include/ftbpf/slot.h
+	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)$(PYSITE)/ftbpf/__init__.py
+	mkdir -p $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
+	help2man -N -s 8 -n "the ftbpf node agent" $(BUILD)/ftbpfd > $(DESTDIR)$(MANDIR)/man8/ftbpfd.8
+	help2man -N -n "query and command the ftbpf node agent" $(BUILD)/ftbpf > $(DESTDIR)$(MANDIR)/man1/ftbpf.1
+	help2man -N -n "run a test command and diagnose its hangs" $(BUILD)/ftbpf-ci > $(DESTDIR)$(MANDIR)/man1/ftbpf-ci.1
+	help2man -N -n "live view of the ftbpf node agent" $(BUILD)/ftbpf-top > $(DESTDIR)$(MANDIR)/man1/ftbpf-top.1
+	install -D -m 0644 contrib/ftbpf.bash-completion $(DESTDIR)$(COMPDIR)/ftbpf
+	mkdir -p $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/examples/* $(DESTDIR)$(DOCDIR)/examples/
+	sed 's|/usr/local|$(PREFIX)|g' contrib/ftbpfd.service > $(BUILD)/ftbpfd.service
+	install -D -m 0644 $(BUILD)/ftbpfd.service $(DESTDIR)/etc/systemd/system/ftbpfd.service
 	test -e $(DESTDIR)/etc/ftbpf/ftbpfd.conf || install -D -m 0644 contrib/ftbpfd.conf $(DESTDIR)/etc/ftbpf/ftbpfd.conf
+	if [ -z "$(DESTDIR)" ]; then ldconfig; fi
+
+# make uninstall: what install put there (the config file, state and logs stay)
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
+	rm -rf $(DESTDIR)$(DOCDIR)
+	-rmdir $(DESTDIR)$(PREFIX)/include/ftbpf $(DESTDIR)$(PYSITE)/ftbpf/__pycache__ $(DESTDIR)$(PYSITE)/ftbpf 2>/dev/null
+	if [ -z "$(DESTDIR)" ]; then ldconfig; fi
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -7,6 +7,8 @@
 #  3. CUDA/NCCL uprobes on the mock libraries: per-call cost (probe hit vs none) and the
 #     whole agent's cost on a healthy 4-rank NCCL job.
 #  4. ftbpfd's CPU and RSS while it watches 64 ranks.
+#  5. decisions: ftbpf_should_save's cost (C, Python) against its floor; across 3 nodes with a
+#     real etcd, preemption -> every rank sees the request, crash and node loss -> decision.
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -27,7 +29,7 @@ start_agent() {
 	echo "bench: agent did not start"; cat "$T/agent.out"; exit 1
 }
 stop_agent() { kill "$AG"; wait "$AG" 2>/dev/null; AG=; rm -rf "$PIN"; }
-# BENCH_ONLY=syscall|timers|gpu|ci|mesh|ranks|top runs one section
+# BENCH_ONLY=syscall|timers|decisions|gpu|ci|mesh|ranks|metrics|top runs one section
 want() { [ -z "${BENCH_ONLY:-}" ] || [ "$BENCH_ONLY" = "$1" ]; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() { "$B/bench_syscall" "$ITERS" 5 "$@"; }
@@ -79,6 +81,34 @@ start_agent --soft-timeout 600 --hard-timeout 1200 --action report --timer-fifo 
 C_NS=$(FTBPF_SOCKET="$T/s.sock" "$B/bench_timers" 1000000)
 FTBPF_SOCKET="$T/s.sock" FTBPF_FIFO="$T/timer.fifo" PYTHONPATH="$B/python" timeout 600 /usr/bin/python3 -u tools/bench_timers.py "$C_NS" 2>&1 | sed -u "s/^/   /"
 stop_agent
+
+fi
+if want decisions; then
+echo "== decisions: the training loop's per-step call (ftbpf_should_save), against its floor"
+start_agent --soft-timeout 600 --hard-timeout 1200 --action report
+read -r SS_NS SS_FLOOR < <(FTBPF_SOCKET="$T/s.sock" "$B/bench_timers" 10000000 should_save)
+awk -v n="$SS_NS" -v f="$SS_FLOOR" 'BEGIN {
+	printf "   C:      should_save %6.2f ns, floor (a relaxed store of the step) %6.2f ns: %.1fx the floor; target <= 50 ns %s\n", n, f, n / (f > 0 ? f : 1), (n <= 50 ? "MET" : "MISSED") }'
+FTBPF_SOCKET="$T/s.sock" PYTHONPATH="$B/python" FTBPF_JOB=bench-decisions FTBPF_RANK=0 timeout 300 /usr/bin/python3 - <<'PY' 2>&1 | sed -u "s/^/   /"
+import time, ftbpf
+def per_call(fn, n=300000):
+    best = []
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        for i in range(n):
+            fn(i)
+        best.append((time.perf_counter_ns() - t0) / n)
+    best.sort()
+    return best[len(best) // 2]
+ftbpf.should_save(0)  # opens the connection and maps the slot
+ours = per_call(ftbpf.should_save)
+floor = per_call(lambda i: None)
+print("Python: should_save %6.0f ns, floor (an empty Python call) %4.0f ns: %.1fx the floor; target <= 2000 ns %s"
+      % (ours, floor, ours / floor, "MET" if ours <= 2000 else "MISSED"))
+PY
+stop_agent
+echo "== decisions across 3 nodes (network namespaces, a real etcd): tools/bench_decisions.sh"
+timeout 900 tools/bench_decisions.sh
 
 fi
 if want gpu; then
@@ -182,8 +212,8 @@ for n in $MESH_NS; do
 done
 fi
 # start_ranks64 SECONDS: a 64-rank ring job under a fresh agent, all ranks adopted
-start_ranks64() {
-	start_agent --soft-timeout 60 --hard-timeout 600 --action report
+start_ranks64() { # SECONDS [more agent flags]
+	start_agent --soft-timeout 60 --hard-timeout 600 --action report "${@:2}"
 	rm -rf "$T/job64"; mkdir -p "$T/job64"
 	RANKPIDS=()
 	for r in $(seq 0 63); do
@@ -223,6 +253,26 @@ awk -v pct="$PCT" -v w=$W -v rss="$RSS" -v scans="$SCANS" -v hung="$HUNG" 'BEGIN
 	printf "   agent RSS: %.1f MiB\n", rss / 1024
 	printf "   jobs flagged hung during the run: %d\n", hung
 }'
+stop_ranks64
+fi
+if want metrics; then
+echo "== the Prometheus endpoint with 64 ranks (target: scraped every second it costs the agent <= 0.5% of a core)"
+MPORT=$((25000 + RANDOM % 1000))
+start_ranks64 120 --metrics-listen "127.0.0.1:$MPORT"
+N=300
+c0=$(cpu)
+for _ in $(seq $N); do curl -s -o /dev/null "http://127.0.0.1:$MPORT/metrics"; done
+c1=$(cpu)
+BYTES=$(curl -s "http://127.0.0.1:$MPORT/metrics" | wc -c)
+awk -v c0="$c0" -v c1="$c1" -v n=$N -v hz="$HZ" -v bytes="$BYTES" 'BEGIN {
+	per = (c1 - c0) / hz / n
+	printf "   agent CPU per scrape: %.2f ms (%d scrapes, %d bytes each); at one scrape per second: %.3f%% of a core; target <= 0.5%% %s\n", per * 1000, n, bytes, per * 100, (per * 100 <= 0.5 ? "MET" : "MISSED")
+}'
+off=$(agent_cpu_pct 10)
+( while :; do curl -s -o /dev/null "http://127.0.0.1:$MPORT/metrics"; sleep 1; done ) & SCR=$!
+on=$(agent_cpu_pct 10)
+kill $SCR; wait $SCR 2>/dev/null
+echo "   agent CPU over 10 s: ${off}% without scrapes, ${on}% scraped every second"
 stop_ranks64
 fi
 if want top; then

@@ -15,6 +15,8 @@
 
 #define EXIT_USAGE   2
 #define EXIT_CONNECT 3
+#define EXIT_HUNG    4 /* status --check: a job is hung */
+#define EXIT_FAILED  5 /* status --check: a job failed (none hung) */
 
 /* The commands and their synopses come from the protocol's table (proto/ctl_proto.c). */
 static void usage(FILE *f)
@@ -41,7 +43,8 @@ static void usage(FILE *f)
 	fprintf(f, "\nThe socket is $FTBPF_SOCKET, else " FTBPF_DEFAULT_SOCKET ".\n"
 		   "Unprivileged users see and act on their own processes only.\n"
 		   "Exit status: 0 ok, 1 the agent refused or failed the request, 2 usage,\n"
-		   "3 no agent.\n");
+		   "3 no agent; status --check: 4 a job is hung, 5 a job failed.\n"
+		   "ftbpf --version prints this tool's version.\n");
 }
 
 /* Short names for the field getters (absent or null: NULL / 0 / def). */
@@ -315,10 +318,28 @@ static void print_decisions(struct json_object *o)
 	}
 }
 
+/* status --check: 0 when no job is hung or failed, EXIT_HUNG when one is hung, else
+ * EXIT_FAILED when one failed (for scripts and health probes). */
+static int status_check(struct json_object *o)
+{
+	struct json_object *jobs;
+	int hung = 0, failed = 0;
+
+	if (json_object_object_get_ex(o, "jobs", &jobs) &&
+	    json_object_is_type(jobs, json_type_array))
+		for (size_t k = 0; k < json_object_array_length(jobs); k++) {
+			struct json_object *j = json_object_array_get_idx(jobs, k);
+
+			hung |= gb(j, "hung");
+			failed |= gb(j, "failed");
+		}
+	return hung ? EXIT_HUNG : failed ? EXIT_FAILED : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("FTBPF_SOCKET");
-	int json = 0, follow = 0, limit = 0, cluster = 0, i = 1, rc;
+	int json = 0, follow = 0, limit = 0, cluster = 0, check = 0, i = 1, rc;
 	const struct ctl_cmd_info *info;
 	const char *cmd;
 	struct json_object *req, *o = NULL;
@@ -333,6 +354,9 @@ int main(int argc, char **argv)
 			i += 2;
 		} else if (!strcmp(argv[i], "--help")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("ftbpf %s\n", FTBPF_VERSION);
 			return 0;
 		} else {
 			usage(stderr);
@@ -363,10 +387,20 @@ int main(int argc, char **argv)
 			follow = 1;
 		else if (!strcmp(argv[i], "--cluster") && !strcmp(cmd, "status"))
 			cluster = 1;
-		else if (!strcmp(argv[i], "--limit") && i + 1 < argc)
-			limit = atoi(argv[++i]);
-		else if (info && (info->args & CTL_ARG_PID) &&
-			 !json_object_object_get_ex(req, "pid", NULL)) {
+		else if (!strcmp(argv[i], "--check") && !strcmp(cmd, "status"))
+			check = 1;
+		else if (!strcmp(argv[i], "--limit") && !strcmp(cmd, "events")) {
+			long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+
+			if (i + 1 >= argc || *end || n <= 0 || n > 1000000) {
+				fprintf(stderr,
+					"ftbpf: --limit needs a number of events (1-1000000)\n");
+				return EXIT_USAGE;
+			}
+			limit = (int)n;
+			i++;
+		} else if (info && (info->args & CTL_ARG_PID) &&
+			   !json_object_object_get_ex(req, "pid", NULL)) {
 			long pid = strtol(argv[i], &end, 10);
 
 			if (*end || pid <= 0) {
@@ -405,7 +439,12 @@ int main(int argc, char **argv)
 	}
 	rc = ctl_conn_open(sock, 0, &conn);
 	if (rc < 0) {
-		fprintf(stderr, "ftbpf: cannot reach ftbpfd at %s: %s\n", sock, strerror(-rc));
+		fprintf(stderr,
+			"ftbpf: cannot reach ftbpfd at %s: %s\n"
+			"  Is the agent running? (systemctl start ftbpfd, or sudo make run in the "
+			"source tree.)\n"
+			"  Another agent's socket: --socket PATH or FTBPF_SOCKET.\n",
+			sock, strerror(-rc));
 		return EXIT_CONNECT;
 	}
 	rc = ctl_conn_send(conn, req);
@@ -447,9 +486,11 @@ int main(int argc, char **argv)
 		json_object_put(o);
 		return rc;
 	}
-	if (json || !strcmp(cmd, "version"))
-		printf("%s\n", json_object_to_json_string_ext(o, json ? JSON_C_TO_STRING_PRETTY
-								      : JSON_C_TO_STRING_PLAIN));
+	if (json)
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	else if (!strcmp(cmd, "version"))
+		printf("ftbpfd %s (control protocol v%lld); ftbpf %s\n", gs(o, "version"),
+		       (long long)gi(o, "protocol", 0), FTBPF_VERSION);
 	else if (!strcmp(cmd, "status"))
 		print_status(o);
 	else if (!strcmp(cmd, "peers"))
@@ -467,6 +508,7 @@ int main(int argc, char **argv)
 		print_decisions(o);
 	if (!json && cluster) /* status --cluster: the cluster view after the status */
 		print_cluster(o);
+	rc = check ? status_check(o) : 0;
 	json_object_put(o);
-	return 0;
+	return rc;
 }

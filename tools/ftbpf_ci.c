@@ -81,7 +81,7 @@ static void usage(FILE *f)
 	    "  --hang-exit-code N    exit code on a hang (default %d)\n"
 	    "  --timeout-exit-code N exit code on --timeout (default %d)\n"
 	    "  --quiet               no notes on stderr except the diagnosis\n"
-	    "  --help\n\n"
+	    "  --help, --version\n\n"
 	    "Exit codes: COMMAND's own code (128+N when a signal N ended it); %d hang; %d "
 	    "timeout;\n"
 	    "%d COMMAND not executable; %d COMMAND not found; %d ftbpf-ci's own error;\n"
@@ -126,6 +126,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "--version")) {
+			printf("ftbpf-ci %s\n", FTBPF_VERSION);
 			exit(0);
 		} else if (!strcmp(a, "--quiet")) {
 			o->quiet = 1;

@@ -152,12 +152,20 @@ static int run_once(const struct opts *o, struct top_model *m, struct top_source
 		width =
 		    ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40 ? ws.ws_col : 160;
 	r = top_collect(src, m, mono_s());
+	if (r < 0) { /* one frame only: nothing to retry, say why and how to reach one */
+		fprintf(stderr,
+			"ftbpf-top: cannot reach ftbpfd at %s: %s\n"
+			"  Is the agent running? Another agent's socket: --socket PATH or "
+			"FTBPF_SOCKET.\n",
+			o->socket ? o->socket : "?", m->error);
+		return EXIT_CONNECT;
+	}
 	top_frame_init(&f, width);
 	top_render_main(m, &f, width, 0, o->socket, o->events);
 	for (int i = 0; i < f.n; i++)
 		printf("%s\n", f.lines[i].text);
 	top_frame_fini(&f);
-	return r < 0 ? EXIT_CONNECT : 0;
+	return 0;
 }
 
 enum view { V_MAIN, V_DETAIL, V_HELP, V_PROMPT, V_PEERS };

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -10,14 +12,44 @@
 #include "lib/config.h"
 #include "os/log.h"
 #include "proto/mesh_proto.h"
+#include "watch/tracker.h"
 
 #include <sodium.h>
+
+/*
+ * --unpin: detach everything a stopped agent left in the kernel (its pinned links and maps
+ * under pin_dir: the programs stay attached while their links are pinned). Refused while an
+ * agent holds the state dir's lock. Exit 0 done, 1 an agent runs or removal failed.
+ */
+static int unpin_all(const struct ftbpf_config *cfg)
+{
+	char p[600];
+	int fd, r;
+
+	snprintf(p, sizeof(p), "%s/ftbpfd.lock", cfg->state_dir);
+	fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		fprintf(stderr, "ftbpfd: an agent is running (%s is locked): stop it first\n", p);
+		close(fd);
+		return 1;
+	}
+	r = tracker_unpin_all(cfg->pin_dir);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		fprintf(stderr, "ftbpfd: unpin %s: %s\n", cfg->pin_dir, strerror(-r));
+		return 1;
+	}
+	printf("ftbpfd: removed the pins under %s: no ftbpf program stays attached\n",
+	       cfg->pin_dir);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
 	struct ftbpf_config cfg;
 	const char *config_path = FTBPF_DEFAULT_CONFIG;
-	int explicit_config = 0, reset = 0, print = 0, r;
+	int explicit_config = 0, reset = 0, print = 0, unpin = 0, r;
 	char err[512];
 	struct agent *a;
 
@@ -73,6 +105,10 @@ int main(int argc, char **argv)
 			print = 1;
 			continue;
 		}
+		if (!strcmp(arg, "--unpin")) {
+			unpin = 1;
+			continue;
+		}
 		if (strncmp(arg, "--", 2)) {
 			fprintf(stderr, "ftbpfd: unexpected argument '%s' (see --help)\n", arg);
 			return 2;
@@ -107,6 +143,8 @@ int main(int argc, char **argv)
 		config_dump(&cfg, stdout);
 		return 0;
 	}
+	if (unpin)
+		return unpin_all(&cfg);
 	/* what can be checked before anything is loaded is checked now, as a usage error */
 	if (*cfg.mesh_bind) {
 		uint8_t key[MESH_KEY_BYTES];

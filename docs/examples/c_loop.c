@@ -37,6 +37,20 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Log the first moment this rank sees a checkpoint request (for the benchmark: the slot is
+ * read, no syscall). */
+static void note_request(const struct ftbpf *h, FILE *log, long long *seen)
+{
+	struct ftbpf_restart_info ri;
+
+	if (!ftbpf_checkpoint_requested(h) || ftbpf_restart_info(h, &ri) < 0)
+		return;
+	if (ri.ckpt_step >= 0 && ri.ckpt_step != *seen) {
+		*seen = ri.ckpt_step;
+		fprintf(log, "REQUEST %lld seen %.6f\n", (long long)ri.ckpt_step, now_s());
+	}
+}
+
 /* The wall-clock time step 0 began at: the first rank to start writes it, the others read. */
 static double epoch(const char *p)
 {
@@ -68,6 +82,7 @@ int main(int argc, char **argv)
 	long steps = 1000000, crash_at = -1, step_ms = 50, rank = 0;
 	struct ftbpf_restart_info ri;
 	struct ftbpf *h = NULL;
+	long long seen = -1;
 	struct sigaction sa = {.sa_handler = on_term};
 	char p[512];
 	double e;
@@ -103,10 +118,13 @@ int main(int argc, char **argv)
 	if (ri.resume_step >= 0) /* restarted: step on from now */
 		e = now_s() - (ri.resume_step + 1) * step_ms / 1000.0;
 	for (long step = ri.resume_step + 1; step < steps; step++) {
-		double at = e + step * step_ms / 1000.0, w = at - now_s();
+		double at = e + step * step_ms / 1000.0, w;
 
-		if (w > 0) /* "compute" until the step's time */
-			usleep((useconds_t)(w * 1e6));
+		/* "compute" until the step's time, looking at the slot every millisecond */
+		while ((w = at - now_s()) > 0) {
+			usleep((useconds_t)((w < 0.001 ? w : 0.001) * 1e6));
+			note_request(h, log, &seen);
+		}
 		if (step == crash_at) {
 			fprintf(log, "CRASH at step %ld\n", step);
 			abort();

@@ -16,9 +16,15 @@ and a TimerClient for torch::
 Acquire and release are plain stores into the process's slot (a page shared with the agent
 and the kernel). The library is found through $FTBPF_LIB, next to this package, in the build
 tree, or as the system's libftbpf.so.0. The agent's socket is $FTBPF_SOCKET or the default.
+
+It fails open: with no agent (or no library) every call is a no-op that says so once on
+stderr, and the training goes on unwatched. `import ftbpf` does not import torch (TimerClient
+is made on first use). job_status() asks the agent about this process's job.
 """
 import ctypes
+import json
 import os
+import socket as _socket
 import signal as _signal
 import sys
 import threading
@@ -27,7 +33,8 @@ from contextlib import contextmanager
 
 __all__ = ["expires", "acquire", "release", "ping", "step", "TimerClient", "FtbpfError",
            "install_preemption_handler", "checkpoint_requested", "should_save", "saved",
-           "generation", "restart_info", "action", "await_checkpoint", "exit_for_restart"]
+           "generation", "restart_info", "action", "await_checkpoint", "exit_for_restart",
+           "job_status", "agent_available"]
 
 
 class FtbpfError(OSError):
@@ -102,24 +109,31 @@ def _h():
         return _handle
 
 
+NO_TIMER = -1  # the id acquire() returns when no agent runs (release() ignores it)
+
+
 def acquire(scope, after, sig=_signal.SIGKILL):
-    """Arm a timer for `scope` expiring `after` seconds from now; returns its id."""
-    r = _lib_call().ftbpf_timer_acquire(_h(), str(scope).encode(), float(after), int(sig))
+    """Arm a timer for `scope` expiring `after` seconds from now; returns its id (NO_TIMER,
+    and nothing is enforced, when no agent runs)."""
+    h = _handle_or_none()
+    if h is None:
+        return NO_TIMER
+    r = _lib.ftbpf_timer_acquire(h, str(scope).encode(), float(after), int(sig))
     if r < 0:
         raise FtbpfError(-r, "ftbpf_timer_acquire: " + os.strerror(-r))
     return r
 
 
 def release(timer_id):
-    """Disarm a timer; releasing an expired one is a no-op."""
-    r = _lib_call().ftbpf_timer_release(_h(), int(timer_id))
+    """Disarm a timer; releasing an expired one, or NO_TIMER, is a no-op."""
+    if int(timer_id) == NO_TIMER:
+        return
+    h = _handle_or_none()
+    if h is None:
+        return
+    r = _lib.ftbpf_timer_release(h, int(timer_id))
     if r < 0:
         raise FtbpfError(-r, "ftbpf_timer_release: " + os.strerror(-r))
-
-
-def _lib_call():
-    _h()
-    return _lib
 
 
 def _caller_scope(depth):
@@ -141,13 +155,18 @@ def expires(after, scope=None, sig=_signal.SIGKILL):
 
 
 def ping():
-    """Record progress."""
-    _lib_call().ftbpf_ping(_h())
+    """Record progress (a no-op with no agent)."""
+    h = _handle_or_none()
+    if h is not None:
+        _lib.ftbpf_ping(h)
 
 
 def step(n):
-    """Record the training step reached (also progress)."""
-    _lib_call().ftbpf_step(_h(), int(n))
+    """Record the training step reached (also progress; a no-op with no agent)."""
+    n = int(n)
+    h = _handle_or_none()
+    if h is not None:
+        _lib.ftbpf_step(h, n)
 
 
 # ---- coordinated checkpoints and restarts ----
@@ -157,17 +176,69 @@ _no_agent_until = 0.0
 _preempt_signal = None
 
 
+_said_no_agent = False
+
+
 def _handle_or_none():
-    global _no_agent_until
+    """The handle, or None when no agent runs (said once on stderr; tried again every 5 s)."""
+    global _no_agent_until, _said_no_agent
     if _handle is not None and _pid == os.getpid():
         return _handle
     if time.monotonic() < _no_agent_until:
         return None
     try:
         return _h()
-    except (FtbpfError, OSError):
+    except (FtbpfError, OSError) as e:
         _no_agent_until = time.monotonic() + 5.0
+        if not _said_no_agent:
+            _said_no_agent = True
+            sys.stderr.write("ftbpf: no agent (%s): timers, progress and checkpoints are not "
+                             "watched; training goes on\n" % e)
         return None
+
+
+def agent_available():
+    """True when this process is registered with a running agent."""
+    return _handle_or_none() is not None
+
+
+def _socket_path():
+    return os.environ.get("FTBPF_SOCKET") or "/run/ftbpf/ftbpfd.sock"
+
+
+def job_status(timeout=2.0):
+    """What the agent says about this process and its job, as a dict:
+    {"agent": False} when no agent answers; else "agent": True, "pid", "rank", "job", "state"
+    (this rank's), "job_state" (ok, hung, failed, finished), "hung", "culprit" (this rank is
+    one), "culprit_ranks", "why", "no_progress_s", "timers" (armed), "timer_left_s",
+    "generation", "checkpoint". "job" is None when this process is not a rank."""
+    try:
+        with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as c:
+            c.settimeout(timeout)
+            c.connect(_socket_path())
+            c.sendall(b'{"v":1,"cmd":"status"}\n')
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = c.recv(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+        st = json.loads(buf)
+    except (OSError, ValueError):
+        return {"agent": False}
+    me = os.getpid()
+    out = {"agent": True, "pid": me, "rank": None, "job": None, "state": None}
+    for r in st.get("ranks", []):
+        if r.get("pid") == me and not r.get("exited"):
+            out.update(rank=r.get("rank"), job=r.get("job"), state=r.get("state"),
+                       culprit=bool(r.get("culprit")), timers=r.get("timers", 0),
+                       timer_left_s=r.get("timer_left_s"), no_progress_s=r.get("no_progress_s"))
+    for j in st.get("jobs", []):
+        if out["job"] is not None and j.get("job") == out["job"]:
+            out.update(job_state=j.get("state"), hung=bool(j.get("hung")),
+                       culprit_ranks=j.get("culprit_ranks", []), why=j.get("why"),
+                       generation=j.get("generation"), checkpoint=j.get("checkpoint"))
+    return out
 
 
 def install_preemption_handler(signals=(_signal.SIGTERM,)):
@@ -273,32 +344,48 @@ def exit_for_restart():
     sys.exit(42 if h is None else int(_lib.ftbpf_exit_code(h)))
 
 
-try:  # a real torch TimerClient when torch is importable
-    from torch.distributed.elastic.timer.api import TimerClient as _TorchTimerClient
-except Exception:  # pragma: no cover - torch is optional
-    _TorchTimerClient = object
+_timer_client_class = None
 
 
-class TimerClient(_TorchTimerClient):
-    """torch.distributed.elastic TimerClient backed by ftbpf:
-    configure(ftbpf.TimerClient()) makes torch's own expires() use the kernel-enforced slot.
-    expiration_time is wall-clock seconds, as torch passes it."""
+def _make_timer_client_class():
+    """torch's TimerClient as the base when torch is importable (imported on first use only:
+    `import ftbpf` stays fast)."""
+    try:
+        from torch.distributed.elastic.timer.api import TimerClient as base
+    except Exception:  # pragma: no cover - torch is optional
+        base = object
 
-    def __init__(self, sig=_signal.SIGKILL):
-        self._sig = sig
-        self._ids = {}
-        self._mu = threading.Lock()
+    class TimerClient(base):
+        """torch.distributed.elastic TimerClient backed by ftbpf:
+        configure(ftbpf.TimerClient()) makes torch's own expires() use the kernel-enforced
+        slot. expiration_time is wall-clock seconds, as torch passes it."""
 
-    def acquire(self, scope_id, expiration_time):
-        tid = acquire(scope_id, max(0.0, expiration_time - time.time()), self._sig)
-        with self._mu:
-            old = self._ids.pop(scope_id, None)
-            self._ids[scope_id] = tid
-        if old is not None:
-            release(old)
+        def __init__(self, sig=_signal.SIGKILL):
+            self._sig = sig
+            self._ids = {}
+            self._mu = threading.Lock()
 
-    def release(self, scope_id):
-        with self._mu:
-            tid = self._ids.pop(scope_id, None)
-        if tid is not None:
-            release(tid)
+        def acquire(self, scope_id, expiration_time):
+            tid = acquire(scope_id, max(0.0, expiration_time - time.time()), self._sig)
+            with self._mu:
+                old = self._ids.pop(scope_id, None)
+                self._ids[scope_id] = tid
+            if old is not None:
+                release(old)
+
+        def release(self, scope_id):
+            with self._mu:
+                tid = self._ids.pop(scope_id, None)
+            if tid is not None:
+                release(tid)
+
+    return TimerClient
+
+
+def __getattr__(name):
+    global _timer_client_class
+    if name == "TimerClient":
+        if _timer_client_class is None:
+            _timer_client_class = _make_timer_client_class()
+        return _timer_client_class
+    raise AttributeError("module 'ftbpf' has no attribute %r" % name)

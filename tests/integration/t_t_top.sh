@@ -119,8 +119,9 @@ cap | awk 'length($0) > 60 { bad = 1 } END { exit bad }' && screen_has "hungjob"
 [ $RC -eq 0 ] && grep -qE "^! hungjob +2 +$CUL " "$T/once.txt" && [ "$(grep -cE '^. (ok|hung)job' "$T/once.txt")" = 6 ] &&
 	pass "--once prints every rank, culprit marked" || fail "--once rc $RC: $(cat "$T/once.txt")"
 LC_ALL=C grep -qP '\x1b' "$T/once.txt" && fail "--once has escape sequences" || pass "--once is plain text"
-"$B/ftbpf-top" --socket "$T/nope.sock" --once > "$T/once2.txt"; RC=$?
-[ $RC -eq 3 ] && grep -q "cannot reach ftbpfd" "$T/once2.txt" && pass "--once without agent: exit 3, says why" ||
+"$B/ftbpf-top" --socket "$T/nope.sock" --once > "$T/once2.txt" 2>&1; RC=$?
+[ $RC -eq 3 ] && grep -q "cannot reach ftbpfd" "$T/once2.txt" && ! grep -q retrying "$T/once2.txt" &&
+	pass "--once without agent: exit 3, says why (and does not claim to retry)" ||
 	fail "--once without agent: rc $RC $(cat "$T/once2.txt")"
 # another user sees none of root's ranks, nor their events (the agent checks SO_PEERCRED)
 setpriv --reuid=nobody --regid=nogroup --clear-groups "$B/ftbpf-top" --socket "$SOCK" --once > "$T/once3.txt"; RC=$?

@@ -15,70 +15,9 @@
 #             the checkpoint, hold the same decisions, none conflicting
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
-NS=(ftd1 ftd2 ftd3)
-BR=br-ftd
-EP=http://10.78.0.254:23791
-cleanup_net() {
-	for i in 1 2 3; do [ -n "${AG[$i]:-}" ] && { kill -9 "${AG[$i]}"; wait "${AG[$i]}"; } 2>/dev/null; done
-	[ -n "${ETCD:-}" ] && { kill -9 "$ETCD"; wait "$ETCD"; } 2>/dev/null
-	for n in "${NS[@]}"; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9; ip netns del "$n" 2>/dev/null; done
-	ip link del "$BR" 2>/dev/null
-	for i in 1 2 3; do rm -rf "$PIN-n$i"; done
-}
-trap 'cleanup_net; cleanup' EXIT
-declare -A AG LA
-cleanup_net
-ip link add "$BR" type bridge && ip link set "$BR" up && ip addr add 10.78.0.254/24 dev "$BR" ||
-	{ fail "cannot make a bridge"; finish; }
-for i in 1 2 3; do
-	ip netns add "ftd$i"
-	ip link add "veth-ftd$i" type veth peer name eth0 netns "ftd$i"
-	ip link set "veth-ftd$i" master "$BR" up
-	ip -n "ftd$i" addr add "10.78.0.$i/24" dev eth0
-	ip -n "ftd$i" link set eth0 up
-	ip -n "ftd$i" link set lo up
-done
-etcd --name ftd --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
-	--listen-peer-urls http://127.0.0.1:23801 --initial-advertise-peer-urls http://127.0.0.1:23801 \
-	--initial-cluster ftd=http://127.0.0.1:23801 >"$T/etcd.log" 2>&1 &
-ETCD=$!
-wait_until 20 curl -sf "$EP/version" -o /dev/null || { fail "etcd did not start: $(tail -3 "$T/etcd.log")"; finish; }
-head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"
-PEERS=10.78.0.1:7946,10.78.0.2:7946,10.78.0.3:7946
-node() { echo "10.78.0.$1:7946"; }
-start_node() {
-	local i=$1
-	mkdir -p "$T/n$i"
-	ip netns exec "ftd$i" "$B/ftbpfd" --socket "$T/n$i/s.sock" --state-dir "$T/n$i/state" \
-		--pin-dir "$PIN-n$i" --log-file "$T/n$i/events.jsonl" --only-netns 1 \
-		--soft-timeout 60 --hard-timeout 600 --action report \
-		--bind "$(node $i)" --peers "$PEERS" --key-file "$T/key" \
-		--etcd-endpoints "$EP" --etcd-prefix "/ftbpf-it/" --etcd-lease-ttl 3 --fence-after 3 \
-		--max-restarts 10 --verbose 1 >>"$T/n$i/out" 2>&1 &
-	AG[$i]=$!
-	wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n$i/s.sock' version >/dev/null 2>&1" || fail "node $i did not start: $(tail -3 "$T/n$i/out")"
-}
-f() { local i=$1; shift; "$B/ftbpf" --socket "$T/n$i/s.sock" "$@"; }
-nev() { jq -c "select(.type==\"$2\")" "$T/n$1/events.jsonl" 2>/dev/null; }
-# run ROUND STEP_MS RESTARTS [NODES...]: a launcher of two ranks on each node, one epoch for all
-run() {
-	local round=$1 ms=$2 restarts=$3 i; shift 3
-	rm -f "$T/epoch.$round"
-	for i in "${@:-1 2 3}"; do
-		mkdir -p "$T/r$round/n$i"
-		FTBPF_SOCKET=$T/n$i/s.sock ip netns exec "ftd$i" /usr/bin/python3 "$ROOT/tests/workloads/launcher.py" \
-			--nproc 2 --dir "$T/r$round/n$i" --job cjob --max-restarts "$restarts" -- "$B/examples/c_loop" \
-			--dir "$T/r$round/n$i" --rank "{rank}" --step-ms "$ms" --epoch "$T/epoch.$round" &
-		LA[$i]=$!
-		WORKLOAD_PIDS+=($!)
-	done
-}
-started() { local round=$1 i r; shift; for i in "$@"; do for r in 0 1; do grep -qs START "$T/r$round/n$i/log.$r" || return 1; done; done; }
-saved_all() { cat "$T/r$1"/n*/log.* 2>/dev/null | awk '/^SAVED/ {print $2}' | sort | uniq -c; }
-worker() { awk -v r="$3" '{print $(r + 1)}' "$T/r$1/n$2/pids.0"; }
-wait_launchers() { local i rc=0; for i in "$@"; do wait "${LA[$i]}"; RCS[$i]=$?; done; }
+. "$(dirname "$0")/cluster.sh"
+cluster_up ftd 10.78.0 23791 || finish
 for i in 1 2 3; do start_node $i; done
-all_alive() { for i in 1 2 3; do f $i peers --json | jq -e '[.cluster.peers[] | select(.state=="alive")] | length == 2' >/dev/null || return 1; done; }
 wait_until 15 all_alive || fail "the mesh did not form"
 f 1 status --json | jq -e '.agent.decisions.store.kind == "etcd" and .agent.decisions.store.reachable' >/dev/null &&
 	pass "agents reach etcd" || fail "store: $(f 1 status --json | jq -c .agent.decisions)"
@@ -89,7 +28,6 @@ wait_until 30 started 1 1 2 3 || fail "round 1 did not start"
 sleep 2
 T0=$(date +%s%N)
 kill -TERM "$(worker 1 2 0)"
-declare -A RCS
 wait_launchers 1 2 3
 [ "${RCS[1]}" = 42 ] && [ "${RCS[2]}" = 42 ] && [ "${RCS[3]}" = 42 ] &&
 	pass "SIGTERM on node 2: every launcher exited 42 ($((($(date +%s%N) - T0) / 1000000)) ms)" ||

@@ -27,6 +27,7 @@
 #include "agent/decide.h"
 #include "agent/eventlog.h"
 #include "agent/handlers.h"
+#include "agent/metrics.h"
 #include "agent/jobstate.h"
 #include "agent/kevents.h"
 #include "agent/mesh.h"
@@ -52,8 +53,9 @@ struct agent {
 	struct ftbpf_config cfg;
 	struct loop *loop; /* owned (all of these pointers) */
 	struct tracker *tr;
-	struct gpuprobe *gp; /* NULL when CUDA/NCCL probes are off or impossible */
-	struct mesh *mesh;   /* NULL when the heartbeat mesh is off */
+	struct gpuprobe *gp;	 /* NULL when CUDA/NCCL probes are off or impossible */
+	struct mesh *mesh;	 /* NULL when the heartbeat mesh is off */
+	struct metrics *metrics; /* NULL when metrics_listen is empty */
 	struct eventlog *el;
 	struct ctl_server *ctl;
 	struct adopter *ad;
@@ -116,6 +118,8 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	view_ctl_counters(c, ctl_counters(a->ctl), ctl_clients(a->ctl));
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
+	if (a->metrics)
+		jint(c, "metrics_scrapes", (int64_t)metrics_scrapes(a->metrics));
 	json_object_object_add(o, "counters", c);
 	json_object_object_add(o, "decisions", a->dc ? decide_json(a->dc) : NULL);
 	return o;
@@ -169,6 +173,7 @@ static void scan(struct agent *a)
 		watch_health(&a->w, &h);
 		mesh_set_health(a->mesh, &h);
 	}
+	metrics_tick(a->metrics);
 }
 
 /* ---- loop handlers ---- */
@@ -524,6 +529,10 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	    open_scan_timer(a, err, errlen) < 0 || open_signals(a, err, errlen) < 0 ||
 	    (*cfg->mesh_bind && open_mesh(a, err, errlen) < 0))
 		goto fail;
+	if (*cfg->metrics_listen &&
+	    !(a->metrics =
+		  metrics_open(a->loop, cfg->metrics_listen, handlers_status, &a->h, err, errlen)))
+		goto fail;
 	return a;
 fail:
 	agent_free(a);
@@ -568,6 +577,7 @@ void agent_free(struct agent *a)
 {
 	if (!a)
 		return;
+	metrics_close(a->metrics);
 	ctl_free(a->ctl);
 	mesh_close(a->mesh);
 	decider_free(a->dc);

@@ -359,3 +359,10 @@ struct json_object *handlers_dispatch(void *ctx, const struct ctl_request *req,
 			return handlers[i].fn(ctx, req, peer);
 	return view_err("unknown_command", "unknown command");
 }
+
+struct json_object *handlers_status(void *ctx)
+{
+	const struct ctl_peer root = {.pid = 0, .uid = 0, .gid = 0, .pidfd = -1};
+
+	return do_status(ctx, NULL, &root);
+}

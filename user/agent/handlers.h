@@ -37,5 +37,7 @@ struct handlers {
 /* The control server's handler (ctl_handler_fn); ctx is a struct handlers. */
 struct json_object *handlers_dispatch(void *ctx, const struct ctl_request *req,
 				      const struct ctl_peer *peer);
+/* The status as root sees it (every job): the metrics endpoint's source. A new object. */
+struct json_object *handlers_status(void *ctx);
 
 #endif

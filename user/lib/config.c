@@ -77,6 +77,9 @@ static const struct key_def keys[] = {
      "adopt only jobs whose id matches this fnmatch pattern; empty: all"},
     {"only_netns", "only-netns", T_BOOL, OFF(only_netns), 0, 0, 1,
      "adopt only processes in this agent's network namespace (one agent per namespace) (0/1)"},
+    {"metrics_listen", "metrics-listen", T_STRING, OFF(metrics_listen), SZ(metrics_listen), 0, 0,
+     "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4; everyone's jobs: keep it on\n"
+     "localhost or a monitoring network); empty: off"},
     {"events_keep", "events-keep", T_INT, OFF(events_keep), 0, 16, 1000000,
      "events kept in memory for `ftbpf events`"},
     {"log_group", "log-group", T_STRING, OFF(log_group), SZ(log_group), 0, 0,
@@ -700,6 +703,9 @@ void config_print_help(FILE *f)
 		fprintf(f, "  %-24s %s [%s] (default: %s)\n", opt, keys[i].help, keys[i].key,
 			*def ? def : "\"\"");
 	}
+	fprintf(f,
+		"  --unpin                  remove pinned maps and links from --pin-dir (detach\n"
+		"                           everything a stopped agent left) and exit\n");
 	fprintf(f, "  --reset-state            remove pinned maps and links from --pin-dir first\n"
 		   "  --print-config           print the effective configuration and exit\n"
 		   "  -v, --version            print the version and exit\n"

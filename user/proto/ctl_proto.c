@@ -14,10 +14,11 @@
 #include "lib/config.h"
 
 const struct ctl_cmd_info ctl_cmds[] = {
-    {"status", CTL_CMD_STATUS, 0, "status [--json] [--cluster]",
+    {"status", CTL_CMD_STATUS, 0, "status [--json] [--cluster] [--check]",
      "every rank on this host: job, rank, pid, state,\n"
      "reason, time in state, hung, culprit; each job's\n"
-     "verdict (--cluster: then the mesh's view)"},
+     "verdict (--cluster: then the mesh's view; --check:\n"
+     "exit 4 when a job is hung, 5 when one failed)"},
     {"events", CTL_CMD_EVENTS, 0, "events [--follow] [--json] [--limit N]",
      "the agent's event log: adoptions, exits with the\n"
      "signal and its sender, signals, hangs, actions"},
@@ -224,7 +225,16 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, cha
 		else
 			r.sig = -1;
 		if (r.sig <= 0 || r.sig > 64) {
-			snprintf(err, errlen, "'signal' is not a valid signal");
+			/* name the value (printable, cut), not only the field */
+			char shown[24] = "";
+			const char *sv = json_object_get_string(v);
+
+			for (size_t i = 0; sv && sv[i] && i + 1 < sizeof(shown); i++)
+				shown[i] = (sv[i] >= 0x20 && sv[i] < 0x7f) ? sv[i] : '?';
+			snprintf(
+			    err, errlen,
+			    "'%s' is not a signal (a name like TERM or SIGUSR1, or a number 1-64)",
+			    shown);
 			goto out;
 		}
 	}

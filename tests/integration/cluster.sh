@@ -1,0 +1,76 @@
+# Three ftbpfd "nodes" and a real etcd on one host, for the decision tests and benchmarks
+# (sourced after lib.sh, which gives T, B, ROOT, PIN, wait_until, fail, WORKLOAD_PIDS).
+#   cluster_up NAME NET PORT   network namespaces NAME1..3 (veth on bridge br-NAME, addresses
+#                              NET.1..3), etcd at NET.254:PORT on the bridge; AG, LA, RCS arrays
+#   start_node I [FLAGS...]    agent of node I in its namespace (mesh, etcd, --only-netns)
+#   run ROUND STEP_MS RESTARTS [NODES...]
+#                              on each node a torchrun-like launcher of two C ranks
+#                              (docs/examples/c_loop.c) of job cjob, one epoch for all
+#   cluster_down               everything above gone (also on EXIT, with lib.sh's cleanup)
+declare -A AG LA RCS
+cluster_down() {
+	local i n
+	for i in 1 2 3; do [ -n "${AG[$i]:-}" ] && { kill -9 "${AG[$i]}"; wait "${AG[$i]}"; } 2>/dev/null; AG[$i]=; done
+	[ -n "${ETCD:-}" ] && { kill -9 "$ETCD"; wait "$ETCD"; } 2>/dev/null
+	ETCD=
+	for n in "${CL_NS[@]}"; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9; ip netns del "$n" 2>/dev/null; done
+	[ -n "${CL_BR:-}" ] && ip link del "$CL_BR" 2>/dev/null
+	for i in 1 2 3; do rm -rf "$PIN-n$i"; done
+}
+cluster_up() {
+	local name=$1 net=$2 port=$3 i
+	CL_NAME=$name CL_NET=$net CL_NS=("${name}1" "${name}2" "${name}3") CL_BR=br-$name
+	EP=http://$net.254:$port
+	PEERS=$net.1:7946,$net.2:7946,$net.3:7946
+	trap 'cluster_down; cleanup' EXIT
+	cluster_down
+	ip link add "$CL_BR" type bridge && ip link set "$CL_BR" up && ip addr add "$net.254/24" dev "$CL_BR" ||
+		{ fail "cannot make a bridge"; return 1; }
+	for i in 1 2 3; do
+		ip netns add "$name$i"
+		ip link add "veth-$name$i" type veth peer name eth0 netns "$name$i"
+		ip link set "veth-$name$i" master "$CL_BR" up
+		ip -n "$name$i" addr add "$net.$i/24" dev eth0
+		ip -n "$name$i" link set eth0 up
+		ip -n "$name$i" link set lo up
+	done
+	etcd --name "$name" --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
+		--listen-peer-urls "http://127.0.0.1:$((port + 10))" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$((port + 10))" \
+		--initial-cluster "$name=http://127.0.0.1:$((port + 10))" >"$T/etcd.log" 2>&1 &
+	ETCD=$!
+	wait_until 20 curl -sf "$EP/version" -o /dev/null || { fail "etcd did not start: $(tail -3 "$T/etcd.log")"; return 1; }
+	head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"
+}
+node() { echo "$CL_NET.$1:7946"; }
+start_node() {
+	local i=$1; shift
+	mkdir -p "$T/n$i"
+	ip netns exec "$CL_NAME$i" "$B/ftbpfd" --socket "$T/n$i/s.sock" --state-dir "$T/n$i/state" \
+		--pin-dir "$PIN-n$i" --log-file "$T/n$i/events.jsonl" --only-netns 1 \
+		--soft-timeout 60 --hard-timeout 600 --action report \
+		--bind "$(node "$i")" --peers "$PEERS" --key-file "$T/key" \
+		--etcd-endpoints "$EP" --etcd-prefix "/ftbpf-it/" --etcd-lease-ttl 3 --fence-after 3 \
+		--max-restarts 10 --verbose 1 "$@" >>"$T/n$i/out" 2>&1 &
+	AG[$i]=$!
+	wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n$i/s.sock' version >/dev/null 2>&1" || fail "node $i did not start: $(tail -3 "$T/n$i/out")"
+}
+f() { local i=$1; shift; "$B/ftbpf" --socket "$T/n$i/s.sock" "$@"; }
+nev() { jq -c "select(.type==\"$2\")" "$T/n$1/events.jsonl" 2>/dev/null; }
+run() {
+	local round=$1 ms=$2 restarts=$3 i; shift 3
+	rm -f "$T/epoch.$round"
+	for i in "${@:-1 2 3}"; do
+		mkdir -p "$T/r$round/n$i"
+		FTBPF_SOCKET=$T/n$i/s.sock ip netns exec "$CL_NAME$i" /usr/bin/python3 "$ROOT/tests/workloads/launcher.py" \
+			--nproc 2 --dir "$T/r$round/n$i" --job cjob --max-restarts "$restarts" -- "$B/examples/c_loop" \
+			--dir "$T/r$round/n$i" --rank "{rank}" --step-ms "$ms" --epoch "$T/epoch.$round" &
+		LA[$i]=$!
+		WORKLOAD_PIDS+=($!)
+	done
+}
+started() { local round=$1 i r; shift; for i in "$@"; do for r in 0 1; do grep -qs START "$T/r$round/n$i/log.$r" || return 1; done; done; }
+saved_all() { cat "$T/r$1"/n*/log.* 2>/dev/null | awk '/^SAVED/ {print $2}' | sort | uniq -c; }
+worker() { awk -v r="$3" '{print $(r + 1)}' "$T/r$1/n$2/pids.0"; }
+wait_launchers() { local i; for i in "$@"; do wait "${LA[$i]}"; RCS[$i]=$?; done; }
+all_alive() { local i; for i in 1 2 3; do f $i peers --json | jq -e '[.cluster.peers[] | select(.state=="alive")] | length == 2' >/dev/null || return 1; done; }
