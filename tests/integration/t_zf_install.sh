@@ -18,7 +18,7 @@ echo "$OUT" | grep -q "^$D$SITE/ftbpf/__init__.py libftbpf.so.0$" && pass "impor
 for m in man8/ftbpfd.8 man1/ftbpf.1 man1/ftbpf-ci.1 man1/ftbpf-top.1; do
 	grep -q '^\.TH ' "$D/usr/local/share/man/$m" && grep -q "^\.SH DESCRIPTION" "$D/usr/local/share/man/$m" || fail "man page $m"
 done
-grep -q -- '--check' "$D/usr/local/share/man/man1/ftbpf.1" && pass "man pages made from --help (ftbpf.1 documents status --check)" || fail "ftbpf.1"
+grep -qF -- '\-\-check' "$D/usr/local/share/man/man1/ftbpf.1" && pass "man pages made from --help (ftbpf.1 documents status --check)" || fail "ftbpf.1"
 bash -c ". '$D/usr/local/share/bash-completion/completions/ftbpf' && complete -p ftbpf" | grep -q _ftbpf &&
 	pass "bash completion" || fail "completion"
 [ -f "$D/usr/local/share/doc/ftbpf/README.md" ] && grep -q "file:///usr/local/share/doc/ftbpf/README.md" "$D/etc/systemd/system/ftbpfd.service" &&
