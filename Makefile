@@ -45,7 +45,7 @@ BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/ben
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
-               libmicrohttpd-dev python3-prometheus-client \
+               libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
                tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man
 
 .PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall
@@ -84,7 +84,7 @@ $(BUILD)/libftbpfwatch.a: $(WATCH_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/ftbpfd: tools/ftbpfd.c $(AGENT_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lcurl -lmicrohttpd -lsodium -lpthread -lm
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lcurl -lmicrohttpd -lsystemd -lsodium -lpthread -lm
 
 # ftbpf-ci: the tracker (same BPF programs, loaded privately), user stacks (libdw), Python stacks
 CI_SRCS := $(wildcard user/ci/*.c) user/watch/ustack.c user/watch/pystack.c

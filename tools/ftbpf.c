@@ -180,6 +180,28 @@ static void print_status(struct json_object *o)
 	}
 }
 
+/* A value on one line: strings with their line breaks shown as " <- " (stack frames), arrays
+ * of strings joined the same way, anything else as compact JSON. */
+static void print_flat(struct json_object *v)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		for (const char *p = json_object_get_string(v); *p; p++)
+			if (*p == '\n')
+				fputs(p[1] ? " <- " : "", stdout);
+			else
+				putchar(*p);
+	} else if (json_object_is_type(v, json_type_array) && json_object_array_length(v) &&
+		   json_object_is_type(json_object_array_get_idx(v, 0), json_type_string)) {
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			if (i)
+				fputs(" <- ", stdout);
+			print_flat(json_object_array_get_idx(v, i));
+		}
+	} else {
+		fputs(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), stdout);
+	}
+}
+
 static void print_event(struct json_object *e)
 {
 	const char *type = gs(e, "type");
@@ -193,7 +215,8 @@ static void print_event(struct json_object *e)
 			s |= !strcmp(key, skip[i]);
 		if (s || !val)
 			continue;
-		printf(" %s=%s", key, json_object_get_string(val));
+		printf(" %s=", key);
+		print_flat(val);
 	}
 	printf("\n");
 }

@@ -153,6 +153,32 @@ static void test_filter_and_selection(void)
 	top_model_fini(&m);
 }
 
+/* The default selection follows the culprit: a hang found after ftbpf-top started puts the
+ * cursor on the culprit (Enter opens it), whatever the sort; a row the user chose stays. */
+static void test_selection_follows_culprit(void)
+{
+	char *json = strdup(status_json(1000, NULL)), *p;
+	struct json_object *o;
+	struct top_model m;
+
+	while ((p = strstr(json, "\"culprit\":true")))
+		memcpy(p, "\"culprit\":0   ", 14); /* no culprit yet (same length) */
+	top_model_init(&m);
+	top_model_sort(&m, TC_PID, 0);
+	o = json_tokener_parse(json);
+	CU_ASSERT_EQUAL(top_model_update(&m, o, 10.0), 0);
+	json_object_put(o);
+	CU_ASSERT_EQUAL(m.sel_pid, 101); /* the first row */
+	load(&m, 1100, 11.0);		 /* rank 2 (pid 103) is now the culprit */
+	CU_ASSERT_EQUAL(m.sel_pid, 103);
+	top_model_move(&m, -1); /* the user moves: the selection is theirs */
+	CU_ASSERT_EQUAL(m.sel_pid, 102);
+	load(&m, 1200, 12.0);
+	CU_ASSERT_EQUAL(m.sel_pid, 102);
+	top_model_fini(&m);
+	free(json);
+}
+
 static void test_rates(void)
 {
 	struct top_model m;
@@ -401,6 +427,8 @@ int main(void)
 	s = CU_add_suite("top_model", NULL, NULL);
 	CU_add_test(s, "rows and sorting", test_rows_and_sorting);
 	CU_add_test(s, "filters and selection", test_filter_and_selection);
+	CU_add_test(s, "the selection follows a culprit until the user moves",
+		    test_selection_follows_culprit);
 	CU_add_test(s, "syscall rates", test_rates);
 	CU_add_test(s, "column layout", test_layout);
 	CU_add_test(s, "80x24 frame", test_frame_80x24);

@@ -28,6 +28,8 @@
 #include "agent/eventlog.h"
 #include "agent/handlers.h"
 #include "agent/metrics.h"
+
+#include <systemd/sd-daemon.h>
 #include "agent/jobstate.h"
 #include "agent/kevents.h"
 #include "agent/mesh.h"
@@ -70,6 +72,8 @@ struct agent {
 	struct decider *dc;
 	char node[32];	      /* this node's name in decisions */
 	int tfd, sfd, lockfd; /* scan timer, signals, state-dir lock */
+	uint64_t watchdog_ns; /* systemd's WatchdogSec, 0: none; pinged at half of it */
+	uint64_t watchdog_last;
 	uint64_t start_ns;
 	int stop;
 };
@@ -174,6 +178,11 @@ static void scan(struct agent *a)
 		mesh_set_health(a->mesh, &h);
 	}
 	metrics_tick(a->metrics);
+	/* systemd's watchdog: from the scan, so a loop that stops turning stops the pings */
+	if (a->watchdog_ns && now - a->watchdog_last >= a->watchdog_ns / 2) {
+		sd_notify(0, "WATCHDOG=1");
+		a->watchdog_last = now;
+	}
 }
 
 /* ---- loop handlers ---- */
@@ -562,10 +571,19 @@ int agent_run(struct agent *a)
 		;
 	adopt_scan_all(a->ad);
 	scan(a);
+	{ /* systemd Type=notify: ready once the programs are attached and the socket serves */
+		uint64_t usec = 0;
+
+		if (sd_watchdog_enabled(0, &usec) > 0)
+			a->watchdog_ns = usec * 1000;
+		sd_notifyf(0, "READY=1\nSTATUS=watching ranks; control socket %s\nMAINPID=%d",
+			   a->cfg.socket_path, (int)getpid());
+	}
 	/* Enforcement first: the timer service's handler is urgent, and every other source
 	 * does a bounded amount of work per turn. */
 	while (!a->stop && (r = loop_once(a->loop, -1)) >= 0)
 		;
+	sd_notify(0, "STOPPING=1");
 	jobstate_save(&a->js, &a->ranks);
 	o = view_event("agent_stop");
 	jint(o, "pid", getpid());

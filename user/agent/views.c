@@ -255,8 +255,14 @@ void view_diagnosis(struct json_object *o, struct tracker *tr, int pid, uint64_t
 	}
 	procfs_wchan(pid, pid, w, sizeof(w));
 	jstr(o, "wchan", *w ? w : NULL);
-	if (procfs_kstack(pid, pid, buf, sizeof(buf)) == 0)
-		jstr(o, "kernel_stack", buf);
+	if (procfs_kstack(pid, pid, buf, sizeof(buf)) == 0) { /* an array of frames, as in hang */
+		struct json_object *arr = json_object_new_array();
+
+		for (char *save = NULL, *f = strtok_r(buf, "\n", &save); f;
+		     f = strtok_r(NULL, "\n", &save))
+			json_object_array_add(arr, json_object_new_string(f));
+		json_object_object_add(o, "kernel_stack", arr);
+	}
 }
 
 struct json_object *view_job_failed(const struct job *j)

@@ -527,8 +527,18 @@ static void rebuild_view(struct top_model *m)
 	sorting = NULL;
 	for (int i = 0; i < m->nview; i++)
 		found |= m->rows[m->view[i]].pid == m->sel_pid;
-	if (!found)
+	if (!found || !m->sel_user) {
+		/* not chosen by the user: the first culprit when there is one (Enter opens it),
+		 * else the first row */
 		m->sel_pid = m->nview ? m->rows[m->view[0]].pid : 0;
+		for (int i = 0; i < m->nview; i++)
+			if (m->rows[m->view[i]].culprit) {
+				m->sel_pid = m->rows[m->view[i]].pid;
+				break;
+			}
+		if (!found)
+			m->sel_user = 0;
+	}
 	clamp_top(m);
 }
 
@@ -589,6 +599,7 @@ void top_model_move(struct top_model *m, int delta)
 	if (i >= m->nview)
 		i = m->nview - 1;
 	m->sel_pid = m->rows[m->view[i]].pid;
+	m->sel_user = 1;
 }
 
 const struct top_row *top_model_selected(const struct top_model *m)

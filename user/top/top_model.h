@@ -128,6 +128,7 @@ struct top_model {
 	char filter_job[64]; /* substring; "" none */
 	int filter_state;    /* index of top_state_filter(); 0 all */
 	int sel_pid;	     /* the selected rank, kept across refreshes; 0 the first */
+	int sel_user;	     /* moved by the user: kept; else it follows the first culprit */
 	int top;	     /* first row shown */
 };
 
