@@ -23,7 +23,8 @@ CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/log.c user/os/procfs.c user/os/pidfd.c user/os/safefs.c user/os/statefile.c \
               user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
-WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/os/elfsym.c
+WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/watch/pystack.c \
+              user/os/elfsym.c
 # ftbpfd's own modules, and the etcd client (libcurl) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
               user/os/etcdv3.c
@@ -87,7 +88,7 @@ $(BUILD)/ftbpfd: tools/ftbpfd.c $(AGENT_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)/
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lcurl -lmicrohttpd -lsystemd -lsodium -lpthread -lm
 
 # ftbpf-ci: the tracker (same BPF programs, loaded privately), user stacks (libdw), Python stacks
-CI_SRCS := $(wildcard user/ci/*.c) user/watch/ustack.c user/watch/pystack.c
+CI_SRCS := $(wildcard user/ci/*.c) user/watch/ustack.c
 CI_OBJS := $(CI_SRCS:user/%.c=$(BUILD)/obj/%.o)
 $(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(CI_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -ldw -lm

@@ -22,4 +22,9 @@ DELAY=$(awk "BEGIN{print $(date -d "$(echo "$HANG" | jq -r .ts)" +%s.%N) - $FAUL
 log "hang reported ${DELAY}s after rank 1 stopped; why: $(echo "$HANG" | jq -r .why)"
 awk "BEGIN{exit !($DELAY <= $SOFT + 1)}" && pass "within soft + 1 s" || fail "late: ${DELAY}s"
 echo "$HANG" | jq -e ".culprits == [$CUL] and .culprit_ranks == [1]" >/dev/null && pass "rank 1 named culprit" || fail "culprit wrong"
+# the Python stacks: where the culprit stopped (ddp.py's main, in time.sleep's caller line)
+echo "$HANG" | jq -e ".ranks[] | select(.pid==$CUL) | .python_stack | map(select(.file != null and (.file | endswith(\"ddp.py\")) and .function == \"main\")) | length > 0" >/dev/null &&
+	pass "the hang report has the culprit's Python stack: $(echo "$HANG" | jq -c "[.ranks[] | select(.pid==$CUL) | .python_stack[] | select(.file != null) | \"\(.function):\(.line)\"][:3]")" ||
+	fail "no Python stack of the culprit: $(echo "$HANG" | jq -c ".ranks[] | select(.pid==$CUL) | {python_stack, python_stack_error}" | head -c 600)"
+ftbpf explain "$CUL" --json | jq -e '.python_stack | length > 0' >/dev/null && pass "ftbpf explain has it too" || fail "explain: no Python stack"
 finish

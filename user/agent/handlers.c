@@ -80,6 +80,8 @@ static struct json_object *do_explain(struct handlers *h, const struct ctl_reque
 	json_object_object_add(o, "job", view_job(k->job));
 	sampler_refresh(h->vs.sp, 1);
 	json_object_object_add(o, "threads", view_threads(&h->vs, k, now));
+	if (!k->s.exited)
+		view_python_stack(o, k->pid);
 	json_object_object_add(o, "children", view_children(h->vs.tr, k->pid));
 	json_object_object_add(o, "signals", view_signals(k, now));
 	job_ranks = json_object_new_array();

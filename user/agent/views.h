@@ -74,6 +74,9 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 /* Every thread of a live rank, with state, syscall, wait channel and kernel stack (refresh
  * the snapshot with stacks first). */
 struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now);
+/* A CPython rank's Python stack into o: "python_stack" (frames, innermost first, threads
+ * separated by {"thread_break": true}) or "python_stack_error"; nothing for other processes. */
+void view_python_stack(struct json_object *o, int pid);
 struct json_object *view_job(const struct job *j);
 /* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
  * (refresh the snapshot with stacks first). */
