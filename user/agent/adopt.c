@@ -116,6 +116,18 @@ struct seed_ctx {
 	uint64_t now;
 };
 
+/* The rank's container and pod, from /proc/PID/cgroup (nothing when it is in neither). */
+static void rank_container(struct rank *k)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", k->pid);
+	n = procfs_read(path, buf, sizeof(buf) - 1);
+	if (n <= 0 || container_parse_cgroup(buf, (size_t)n, &k->ctr) < 0)
+		memset(&k->ctr, 0, sizeof(k->ctr));
+}
+
 static int seed_one(void *ctx, int tid)
 {
 	struct seed_ctx *c = ctx;
@@ -265,6 +277,7 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	}
 	k->pidfd = pidfd;
 	k->id = *idp;
+	rank_container(k);
 	memcpy(k->comm, st.comm, sizeof(k->comm));
 	k->adopted_ns = clock_mono_ns();
 	k->uid = uid;
@@ -361,6 +374,7 @@ static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
 	k->id.source = p->source;
 	memcpy(k->comm, p->comm, sizeof(k->comm));
 	k->adopted_ns = p->adopted_ns;
+	rank_container(k);
 	if (!(p->flags & FTBPF_PROC_EXITED)) {
 		int fd = pidfd_open_pid((int)tgid);
 

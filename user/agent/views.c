@@ -86,6 +86,22 @@ void view_exit_fields(struct json_object *o, int status, uint32_t sender, const 
 	}
 }
 
+/* The rank's container and pod (null when it is in neither). */
+static void view_container(struct json_object *o, const struct rank *k)
+{
+	struct json_object *c;
+
+	if (!*k->ctr.id && !*k->ctr.pod_uid) {
+		jnull(o, "container");
+		return;
+	}
+	c = json_object_new_object();
+	jstr(c, "id", *k->ctr.id ? k->ctr.id : NULL);
+	jstr(c, "runtime", *k->ctr.runtime ? k->ctr.runtime : NULL);
+	jstr(c, "pod_uid", *k->ctr.pod_uid ? k->ctr.pod_uid : NULL);
+	json_object_object_add(o, "container", c);
+}
+
 struct json_object *view_adopt(const struct rank *k, const char *how, int exited)
 {
 	struct json_object *o = view_rank_event("adopt", k);
@@ -93,6 +109,7 @@ struct json_object *view_adopt(const struct rank *k, const char *how, int exited
 	jint(o, "local_rank", k->id.local_rank);
 	jint(o, "world_size", k->id.world_size);
 	jstr(o, "source", ident_source_name(k->id.source));
+	view_container(o, k);
 	jstr(o, "how", how);
 	jbool(o, "exited", exited);
 	return o;
@@ -507,6 +524,7 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 	jint(o, "local_rank", k->id.local_rank);
 	jint(o, "world_size", k->id.world_size);
 	jstr(o, "source", ident_source_name(k->id.source));
+	view_container(o, k);
 	jstr(o, "state", det_state_name(k->d.state));
 	jstr(o, "reason", k->d.reason);
 	jdbl(o, "state_for_s",

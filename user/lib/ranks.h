@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/container.h"
 #include "lib/detector.h"
 #include "lib/ident.h"
 
@@ -52,6 +53,7 @@ struct rank {
 	uint64_t api_calls;	 /* probed CUDA/NCCL calls of its main thread */
 	uint64_t folded_seen;	 /* events the kernel folded, as last reported */
 	uint64_t folded_ns;	 /* when */
+	struct container_id ctr; /* its container and pod, from its cgroup ("" none) */
 	int slot_fd;		 /* registered process's slot map (owned), -1 none */
 	struct ftbpf_slot *slot; /* the agent's mapping of it (owned) */
 };
