@@ -30,7 +30,8 @@ for r in $(seq "$RUNS"); do
 	t0=$(now)
 	kill -TERM "$(worker "p$r" 2 0)"
 	wait_launchers 1 2 3
-	echo "$r $t0 ${RCS[1]}${RCS[2]}${RCS[3]} $(saved_all "p$r" | wc -l) $(saved_all "p$r" | awk '{print $1}' | head -1)" >>"$T/pre.txt"
+	nsteps=$(saved_all "p$r" | wc -l); nranks=$(saved_all "p$r" | awk '{print $1}' | head -1)
+	echo "$r $t0 ${RCS[1]:-x}${RCS[2]:-x}${RCS[3]:-x} ${nsteps:-0} ${nranks:-0}" >>"$T/pre.txt"
 done
 
 # ---- crash ----

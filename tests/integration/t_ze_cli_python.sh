@@ -59,7 +59,7 @@ print(issubclass(ftbpf.TimerClient, TimerClient))' 2>/dev/null)
 [ "$OUT" = True ] && pass "ftbpf.TimerClient is a torch TimerClient (torch imported on first use)" || fail "TimerClient: $OUT"
 
 # ---- Python, with the agent ----
-OUT=$(FTBPF_SOCKET=$SOCK FTBPF_JOB=pyjob FTBPF_RANK=3 timeout 30 /usr/bin/python3 -c '
+OUT=$(timeout 30 env FTBPF_SOCKET=$SOCK FTBPF_JOB=pyjob FTBPF_RANK=3 /usr/bin/python3 -c '
 import ftbpf
 tid = ftbpf.acquire("work", 60)
 s = ftbpf.job_status()

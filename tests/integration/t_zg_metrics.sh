@@ -33,8 +33,8 @@ print(len(fams), sum(len(f.samples) for f in fams))' "$T/m1.txt" >"$T/parsed" 2>
 grep -q '^# TYPE ftbpf_agent_hangs_total counter$' "$T/m1.txt" && pass "counters are typed counter, named _total" || fail "hangs counter type"
 H0=$(value ftbpf_agent_hangs_total)
 [ "$(value ftbpf_job_hung job=mjob)" = 0 ] && pass "before the hang: ftbpf_job_hung{job=mjob} 0" || fail "hung before: $(value ftbpf_job_hung job=mjob)"
-[ "$(value ftbpf_rank_state job=mjob rank=0 state=blocked)" = 1 ] && pass "ftbpf_rank_state: rank 0 blocked" ||
-	fail "rank state: $(grep 'ftbpf_rank_state.*mjob' "$T/m1.txt")"
+wait_until 5 bash -c "curl -s '$M' | grep -q '^ftbpf_rank_state{job=\"mjob\",uid=\"0\",rank=\"0\",pid=\"$R0\",state=\"blocked\"} 1'" &&
+	pass "ftbpf_rank_state: rank 0 blocked" || fail "rank state: $(curl -s "$M" | grep 'ftbpf_rank_state.*mjob')"
 wait_until 15 bash -c "[ \"\$(curl -s '$M' | grep -c '^ftbpf_job_hung{job=\"mjob\",uid=\"0\"} 1')\" = 1 ]" &&
 	pass "during the hang: ftbpf_job_hung{job=mjob} 1" || fail "hung gauge did not flip"
 H1=$(value ftbpf_agent_hangs_total)

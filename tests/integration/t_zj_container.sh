@@ -15,7 +15,8 @@ done
 rmcg() { [ -n "$CG" ] && for d in "$CG" "$(dirname "$CG")" "$(dirname "$(dirname "$CG")")" "$(dirname "$(dirname "$(dirname "$CG")")")"; do rmdir "$d" 2>/dev/null; done; }
 trap 'cleanup; rmcg' EXIT
 start_agent --soft-timeout 60 --hard-timeout 300 --action report || exit 1
-FTBPF_JOB=podjob FTBPF_RANK=0 sh -c "echo \$\$ > '$CG/cgroup.procs' && exec sleep 100" & R=$!; WORKLOAD_PIDS+=($R)
+# (as in a container: in its cgroup before the rank's program runs)
+sh -c "echo \$\$ > '$CG/cgroup.procs' && exec env FTBPF_JOB=podjob FTBPF_RANK=0 sleep 100" & R=$!; WORKLOAD_PIDS+=($R)
 wait_until 10 jq_status "[.ranks[] | select(.pid==$R)] | length == 1" || fail "rank not adopted"
 grep -q "kubepods/besteffort/pod$POD/$CID" "/proc/$R/cgroup" && log "rank $R is in $CG" || fail "the rank is not in the cgroup: $(cat /proc/$R/cgroup)"
 jq_status ".ranks[] | select(.pid==$R) | .container.pod_uid == \"$POD\" and .container.id == \"$CID\"" &&
