@@ -39,6 +39,25 @@ static void test_gen_roundtrip(void)
 	CU_ASSERT_EQUAL(x.at_ms, g.at_ms);
 }
 
+static void test_member_lease(void)
+{
+	struct dec_member m = {
+	    .ranks = 2, .generation = 1, .lease = 7587865543211234567ll, .lease_ttl_s = 3};
+	struct dec_member x;
+	char buf[DEC_VALUE_MAX];
+
+	CU_ASSERT_EQUAL(dec_member_format(&m, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(dec_member_parse(buf, &x), 0);
+	CU_ASSERT_EQUAL(x.lease, m.lease);
+	CU_ASSERT_EQUAL(x.lease_ttl_s, 3);
+	/* an older agent's record, without a lease: accepted, no lease */
+	CU_ASSERT_EQUAL(dec_member_parse("{\"ranks\":1,\"generation\":0}", &x), 0);
+	CU_ASSERT_EQUAL(x.lease, 0);
+	CU_ASSERT(dec_member_parse("{\"ranks\":1,\"generation\":0,\"lease\":-3}", &x) < 0);
+	CU_ASSERT(dec_member_parse("{\"ranks\":1,\"generation\":0,\"lease\":5,\"lease_ttl_s\":0}",
+				   &x) < 0);
+}
+
 static void test_malformed(void)
 {
 	static const char *const bad[] = {
@@ -148,6 +167,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("decisions", NULL, NULL);
 	CU_add_test(s, "generation record round trip", test_gen_roundtrip);
+	CU_add_test(s, "a member's lease round trip", test_member_lease);
 	CU_add_test(s, "malformed records are rejected", test_malformed);
 	CU_add_test(s, "keys parse only in their shape", test_keys);
 	CU_add_test(s, "checkpoint target and re-targeting", test_targets);

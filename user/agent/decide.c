@@ -142,6 +142,7 @@ static void step_rate(struct djob *dj, const struct local *l)
 static void forget_lost(struct djob *dj, int i)
 {
 	dj->lost_ms[i] = dj->lost_ms[--dj->nlost];
+	dj->lost_gen[i] = dj->lost_gen[dj->nlost];
 	memcpy(dj->lost[i], dj->lost[dj->nlost], DEC_NODE_LEN);
 }
 
@@ -288,13 +289,66 @@ static void failures(struct decider *d, struct djob *dj, struct job *j)
 	}
 }
 
-static void lost_node(struct djob *dj, const char *node)
+static int suspected(const struct djob *dj, const char *node)
 {
+	for (int i = 0; i < dj->nsuspect; i++)
+		if (!strcmp(dj->suspect[i], node))
+			return 1;
+	return 0;
+}
+
+static void forget_suspect(struct djob *dj, int i)
+{
+	dj->suspect_ms[i] = dj->suspect_ms[--dj->nsuspect];
+	memcpy(dj->suspect[i], dj->suspect[dj->nsuspect], DEC_NODE_LEN);
+}
+
+static void lost_node(struct djob *dj, const char *node, uint64_t gen);
+
+/*
+ * Nodes the mesh declared dead, their member key still standing: read their lease. A live
+ * agent renews it every third of its TTL, so it never has less than two thirds left (etcd
+ * says whole seconds, rounded down: at least 2 TTL / 3 - 1); one with less stopped renewing:
+ * its agent is dead or cut off, and the node is lost now, not when the lease runs out.
+ */
+static void confirm_suspects(struct decider *d, struct djob *dj)
+{
+	for (int i = 0; i < dj->nsuspect;) {
+		const struct node_member *m = dc_member(dj, dj->suspect[i]);
+		uint64_t at = 0;
+		int64_t left = 0;
+
+		if (!m || m->m.lease <= 0 || dc_now_ms() - dj->suspect_ms[i] > 60000) {
+			forget_suspect(dj, i); /* gone (vanished() has it), or given up */
+			continue;
+		}
+		if (store_lease_left(d->st, m->m.lease, &left, &at) == 0 &&
+		    at >= dj->suspect_ms[i] && left < (2 * m->m.lease_ttl_s) / 3 - 1) {
+			lost_node(dj, dj->suspect[i], m->m.generation);
+			for (int l = 0; l < dj->nlost;
+			     l++) /* confirmed: no wait for a refutation */
+				if (!strcmp(dj->lost[l], dj->suspect[i]))
+					dj->lost_ms[l] = dj->suspect_ms[i] - LOST_CONFIRM_MS;
+			forget_suspect(dj, i);
+			continue;
+		}
+		i++;
+	}
+}
+
+/* Node is lost; gen: the generation its ranks were in. A node that the current generation
+ * already leaves out, lost with ranks of an older one, was dealt with (a node that rejoined
+ * since, with ranks of this generation, is a new loss). */
+static void lost_node(struct djob *dj, const char *node, uint64_t gen)
+{
+	if (dc_excluded(dj, node) && gen < dj->gen)
+		return;
 	for (int i = 0; i < dj->nlost; i++)
 		if (!strcmp(dj->lost[i], node))
 			return;
 	if (dj->nlost < MAX_NODES) {
 		snprintf(dj->lost[dj->nlost], DEC_NODE_LEN, "%s", node);
+		dj->lost_gen[dj->nlost] = gen;
 		dj->lost_ms[dj->nlost++] = dc_now_ms();
 	}
 }
@@ -306,10 +360,12 @@ static void vanished(struct decider *d, struct djob *dj)
 
 	for (int i = 0; i < dj->nprev; i++)
 		if (!dc_member(dj, dj->prev_mem[i]) && strcmp(dj->prev_mem[i], d->node))
-			lost_node(dj, dj->prev_mem[i]);
+			lost_node(dj, dj->prev_mem[i], dj->prev_gen[i]);
 	for (int i = 0; i < dj->nmem && n < MAX_NODES; i++)
-		if (dj->mem[i].m.ranks > 0)
+		if (dj->mem[i].m.ranks > 0) {
+			dj->prev_gen[n] = dj->mem[i].m.generation;
 			snprintf(dj->prev_mem[n++], DEC_NODE_LEN, "%s", dj->mem[i].node);
+		}
 	dj->nprev = n;
 	/* a lost node that is back (its member key again: its agent reaches the store) is not
 	 * lost any more (with a shared store: the mesh alone does not make a node lost) */
@@ -403,12 +459,15 @@ static void tick_job(struct decider *d, struct djob *dj)
 	me.ranks = l.ranks;
 	me.generation = dj->gen;
 	me.excluded = dj->health_failed;
+	me.lease = store_lease(d->st);
+	me.lease_ttl_s = (int)d->cfg->etcd_lease_ttl_s;
 	if (l.ranks || dc_member(dj, d->node)) {
 		dec_key_member(rel, sizeof(rel), d->node);
 		if (dec_member_format(&me, val, sizeof(val)) == 0)
 			dc_put(d, dj, rel, val, 1);
 	}
 	vanished(d, dj);
+	confirm_suspects(d, dj);
 	dc_health_check_poll(d, dj, j);
 	dc_apply_generation(d, dj, j);
 	if (dc_can_decide(d) && !dj->g.stop) {
@@ -515,12 +574,16 @@ void decide_peer_dead(struct decider *d, const char *node)
 
 		dc_load(d, dj);
 		m = dc_member(dj, node);
-		/* with a shared store, the node's lease has the last word: a node whose member
-		 * key stands keeps its lease, so its agent is alive and reaches the store (the
-		 * mesh may have taken another's word, or lost only UDP); it is lost when the
-		 * key goes (vanished) */
-		if (m && m->m.ranks > 0 && !store_shared(d->st))
-			lost_node(dj, node);
+		if (!m || m->m.ranks <= 0)
+			continue;
+		/* with a shared store, the node's lease has the last word (the mesh may have
+		 * taken another's word, or lost only UDP): suspect it, and read its lease */
+		if (!store_shared(d->st))
+			lost_node(dj, node, m->m.generation);
+		else if (m->m.lease > 0 && dj->nsuspect < MAX_NODES && !suspected(dj, node)) {
+			snprintf(dj->suspect[dj->nsuspect], DEC_NODE_LEN, "%s", node);
+			dj->suspect_ms[dj->nsuspect++] = dc_now_ms();
+		}
 	}
 }
 
@@ -528,6 +591,12 @@ void decide_peer_alive(struct decider *d, const char *node)
 {
 	for (int i = 0; i < d->njobs; i++) {
 		struct djob *dj = d->jobs[i];
+
+		for (int s = 0; s < dj->nsuspect; s++)
+			if (!strcmp(dj->suspect[s], node)) {
+				forget_suspect(dj, s);
+				break;
+			}
 
 		for (int l = 0; l < dj->nlost; l++)
 			if (!strcmp(dj->lost[l], node)) {

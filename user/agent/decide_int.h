@@ -64,10 +64,15 @@ struct djob {
 	int retargets;
 	int fenced;
 	char prev_mem[MAX_NODES][DEC_NODE_LEN]; /* members at the last look, with ranks */
+	uint64_t prev_gen[MAX_NODES];		/* ... and the generation they were in */
 	int nprev;
 	char lost[MAX_NODES][DEC_NODE_LEN]; /* members lost (mesh, or their lease) */
 	uint64_t lost_ms[MAX_NODES];
+	uint64_t lost_gen[MAX_NODES]; /* the generation the lost node's ranks were in */
 	int nlost;
+	char suspect[MAX_NODES][DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
+	uint64_t suspect_ms[MAX_NODES];
+	int nsuspect;
 	pid_t health_pid;
 	uint64_t health_ms;
 	int health_failed;

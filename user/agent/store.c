@@ -190,6 +190,16 @@ int store_list(struct store *s, const char *prefix,
 	return s->ops->list(s, prefix, fn, ctx);
 }
 
+int64_t store_lease(struct store *s)
+{
+	return s->ops->lease ? s->ops->lease(s) : 0;
+}
+
+int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms)
+{
+	return s->ops->lease_left ? s->ops->lease_left(s, lease, ret_s, ret_at_ms) : -ENOTSUP;
+}
+
 struct json_object *store_json(struct store *s)
 {
 	struct json_object *o = json_object_new_object(), *c = json_object_new_object();

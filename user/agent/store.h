@@ -47,6 +47,14 @@ char *store_get(struct store *s, const char *key);
 /* fn for every key under prefix, in key order, on a snapshot (fn may call the store). */
 int store_list(struct store *s, const char *prefix,
 	       int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
+/* This agent's lease (etcd), 0 none. */
+int64_t store_lease(struct store *s);
+/*
+ * What is known of another agent's lease: 0 with the seconds it had left (-1: expired) and
+ * when that was read (wall-clock ms); -EAGAIN when nothing recent is known (a read is queued
+ * now); -ENOTSUP for the local store. Reads are made at most every 0.5 s per lease.
+ */
+int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms);
 /* "store" object: kind, reachable, counters */
 struct json_object *store_json(struct store *s);
 

@@ -36,7 +36,15 @@
  * not land long after its cause. The decider claims again if the cause still holds. */
 #define CLAIM_EXPIRY_MS 5000
 
-enum op_kind { OP_CLAIM, OP_PUT };
+enum op_kind { OP_CLAIM, OP_PUT, OP_TTL };
+#define LEASES_KNOWN	64
+#define LEASE_REREAD_MS 500
+
+/* Another agent's lease as last read (OP_TTL): its member key names it. */
+struct lease_left {
+	int64_t id, left_s;
+	uint64_t at_ms, asked_ms; /* read, asked for (0: never) */
+};
 
 struct op {
 	enum op_kind kind;
@@ -63,6 +71,8 @@ struct store_etcd {
 	uint64_t last_ok_ms;
 	int64_t lease;
 	uint64_t claims_won, claims_lost, claims_expired, watch_restarts, ops_retried;
+	struct lease_left leases[LEASES_KNOWN]; /* round robin */
+	int nleases, next_lease;
 	char error[200];
 	/* the agent's side */
 	int efd; /* owned */
@@ -211,6 +221,22 @@ static int run_op(struct store_etcd *s, struct op *o, int64_t lease)
 	char *existing = NULL;
 	int r;
 
+	if (o->kind == OP_TTL) {
+		int64_t id = strtoll(o->value, NULL, 10), left = 0;
+
+		r = etcd_lease_time_to_live(s->rc, id, &left);
+		if (r == 0) {
+			pthread_mutex_lock(&s->mu);
+			for (int i = 0; i < s->nleases; i++)
+				if (s->leases[i].id == id) {
+					s->leases[i].left_s = left;
+					s->leases[i].at_ms = now_ms();
+				}
+			pthread_mutex_unlock(&s->mu);
+			notify(s);
+		}
+		return r;
+	}
 	if (o->kind == OP_PUT) {
 		r = etcd_put(s->rc, o->key, o->value, o->leased ? lease : 0);
 		if (r == 0) {
@@ -307,7 +333,8 @@ static void *requester(void *arg)
 		for (o = list; o && !failed;) {
 			struct op *next = o->next;
 
-			if (o->kind == OP_CLAIM && now_ms() - o->made_ms > CLAIM_EXPIRY_MS) {
+			if ((o->kind == OP_CLAIM && now_ms() - o->made_ms > CLAIM_EXPIRY_MS) ||
+			    (o->kind == OP_TTL && now_ms() - o->made_ms > LEASE_REREAD_MS * 4)) {
 				pthread_mutex_lock(&s->mu);
 				s->claims_expired++;
 				pthread_mutex_unlock(&s->mu);
@@ -484,7 +511,56 @@ static void etcd_close(struct store *b)
 	free(s);
 }
 
+static int64_t etcd_lease(struct store *b)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	int64_t l;
+
+	pthread_mutex_lock(&s->mu);
+	l = s->lease;
+	pthread_mutex_unlock(&s->mu);
+	return l;
+}
+
+static int etcd_lease_left(struct store *b, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	struct lease_left *l = NULL;
+	uint64_t now = now_ms();
+	int ask = 0, r = -EAGAIN;
+	char v[32];
+
+	if (lease <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < s->nleases && !l; i++)
+		if (s->leases[i].id == lease)
+			l = &s->leases[i];
+	if (!l) {
+		l = &s->leases[s->nleases < LEASES_KNOWN ? s->nleases++ : s->next_lease++];
+		s->next_lease %= LEASES_KNOWN;
+		*l = (struct lease_left){.id = lease};
+	}
+	if (l->at_ms && now - l->at_ms <= LEASE_REREAD_MS * 2) {
+		*ret_s = l->left_s;
+		*ret_at_ms = l->at_ms;
+		r = 0;
+	}
+	if (!l->asked_ms || now - l->asked_ms >= LEASE_REREAD_MS) {
+		l->asked_ms = now;
+		ask = 1;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (ask) {
+		snprintf(v, sizeof(v), "%lld", (long long)lease);
+		enqueue(s, OP_TTL, "", v, 0);
+	}
+	return r;
+}
+
 static const struct store_ops etcd_ops = {
+    .lease = etcd_lease,
+    .lease_left = etcd_lease_left,
     .kind = "etcd",
     .claim = etcd_claim,
     .put = etcd_put_,

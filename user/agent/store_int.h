@@ -15,6 +15,8 @@ struct store_ops {
 		    int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 	int (*reachable)(struct store *s, uint64_t *last_ok_ms);
 	void (*counters)(struct store *s, struct json_object *c);
+	int64_t (*lease)(struct store *s); /* NULL: none */
+	int (*lease_left)(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms);
 	void (*close)(struct store *s);
 };
 

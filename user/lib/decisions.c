@@ -304,6 +304,10 @@ int dec_member_format(const struct dec_member *m, char *buf, size_t len)
 	jint(o, "ranks", m->ranks);
 	jint(o, "generation", (int64_t)m->generation);
 	jbool(o, "excluded", m->excluded);
+	if (m->lease > 0) {
+		jint(o, "lease", m->lease);
+		jint(o, "lease_ttl_s", m->lease_ttl_s);
+	}
 	return emit(o, buf, len);
 }
 
@@ -326,6 +330,17 @@ int dec_member_parse(const char *json, struct dec_member *m)
 			else
 				r = -EINVAL;
 		}
+	}
+	if (r == 0 && json_object_object_get_ex(o, "lease", NULL)) { /* optional, together */
+		uint64_t l = 0;
+
+		r = get_u64(o, "lease", &l, 1);
+		m->lease = (int64_t)l;
+		m->lease_ttl_s = 5;
+		if (r == 0)
+			r = get_int(o, "lease_ttl_s", &m->lease_ttl_s, 1, 3600, 1);
+		if (r == 0 && (int64_t)l < 0)
+			r = -EINVAL;
 	}
 	json_object_put(o);
 	return r;

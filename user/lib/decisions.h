@@ -81,7 +81,9 @@ struct dec_done {
 struct dec_member {
 	int ranks;
 	uint64_t generation;
-	int excluded; /* it failed its health check: leave it out */
+	int excluded;  /* it failed its health check: leave it out */
+	int64_t lease; /* its agent's etcd lease (0 none): alive while it is renewed */
+	int lease_ttl_s;
 };
 
 const char *dec_cause_name(enum dec_cause c);

@@ -421,6 +421,26 @@ int etcd_lease_keepalive(struct etcd_conn *c, int64_t id)
 	return r;
 }
 
+int etcd_lease_time_to_live(struct etcd_conn *c, int64_t id, int64_t *ret_s)
+{
+	char body[64];
+	struct json_object *o = NULL, *t;
+	int r;
+
+	snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
+	r = call(c, "/v3/lease/timetolive", body, &o);
+	if (r < 0)
+		return r;
+	if (revision(o) <= 0)
+		r = malformed(c, "timetolive: header.revision");
+	else if (!json_object_object_get_ex(o, "TTL", &t))
+		*ret_s = -1; /* etcd leaves out a zero or absent TTL */
+	else if ((*ret_s = get_i64(o, "TTL")) < -1)
+		r = malformed(c, "timetolive: TTL");
+	json_object_put(o);
+	return r;
+}
+
 /* ---- watch ---- */
 static int watch_line(struct etcd_conn *c, const char *line)
 {

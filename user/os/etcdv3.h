@@ -46,6 +46,9 @@ int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t le
 int etcd_lease_grant(struct etcd_conn *c, int ttl_s, int64_t *ret_id);
 /* Renew a lease: 0, -ENOENT when it expired, or -errno. */
 int etcd_lease_keepalive(struct etcd_conn *c, int64_t id);
+/* The seconds a lease has left (etcd rounds down): 0 and *ret_s, with -1 when it expired or
+ * never was; or -errno. */
+int etcd_lease_time_to_live(struct etcd_conn *c, int64_t id, int64_t *ret_s);
 
 /* A watch event: put (1) or delete (0) of key at revision rev. */
 typedef int (*etcd_event_fn)(void *ctx, int put, const char *key, const char *value, int64_t rev);
