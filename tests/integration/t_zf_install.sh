@@ -27,6 +27,9 @@ if command -v systemd-analyze >/dev/null; then
 	sed "s|/usr/local/sbin/ftbpfd|$D/usr/local/sbin/ftbpfd|" "$D/etc/systemd/system/ftbpfd.service" >"$T/ftbpfd.service"
 	systemd-analyze verify "$T/ftbpfd.service" >"$T/verify.out" 2>&1 && pass "systemd-analyze verify: the unit is valid" ||
 		fail "systemd-analyze verify: $(cat "$T/verify.out")"
+	# the sandboxing's score (informational: a host-wide BPF agent needs root's reach)
+	EXP=$(systemd-analyze security --offline=true "$T/ftbpfd.service" 2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: //p')
+	[ -n "$EXP" ] && log "systemd-analyze security: exposure $EXP"
 fi
 make -s -C "$ROOT" uninstall DESTDIR="$D" >>"$T/install.log" 2>&1 || fail "make uninstall"
 LEFT=$(find "$D" -type f | sed "s|^$D||")
