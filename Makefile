@@ -202,11 +202,11 @@ integration: all
 # The agent built with AddressSanitizer and UBSan (its own build folder), run through the
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
-ASAN_TESTS := t_b t_f t_i t_l t_n t_u t_v t_w
+ASAN_TESTS := t_b t_f t_i t_l t_n t_u t_v t_w t_zd t_zg
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
-# The detection and timer tests again, on a busy host (a CPU hog per core, a fork loop)
-BUSY_TESTS := t_b t_c t_d t_e t_g t_h t_m t_n t_o t_q t_y
+# The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
+BUSY_TESTS := t_b t_c t_d t_e t_g t_h t_m t_n t_o t_q t_y t_zb t_zc t_zd
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 
