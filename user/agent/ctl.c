@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent/eventlog.h"
+#include "lib/growbuf.h"
 #include "os/clock.h"
 #include "os/log.h"
 #include "os/loop.h"
@@ -406,18 +407,8 @@ static int queue(struct ctl_server *s, struct ctl_client *c, const char *line, s
 		s->cnt.over_budget++;
 		return -ENOBUFS;
 	}
-	if (c->wlen + n + 1 > c->wcap) {
-		size_t cap = c->wcap ? c->wcap : 4096;
-		char *nb;
-
-		while (cap < c->wlen + n + 1)
-			cap *= 2;
-		nb = realloc(c->wbuf, cap);
-		if (!nb)
-			return -ENOMEM;
-		c->wbuf = nb;
-		c->wcap = cap;
-	}
+	if (growbuf_reserve(&c->wbuf, &c->wcap, c->wlen + n + 1) < 0)
+		return -ENOMEM;
 	memcpy(c->wbuf + c->wlen, line, n);
 	c->wbuf[c->wlen + n] = '\n';
 	c->wlen += n + 1;

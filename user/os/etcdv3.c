@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/growbuf.h"
+
 #define MAX_ENDPOINTS 8
 #define REPLY_MAX     (64u << 20)
 #define TEXT_MAX      (1u << 20) /* a key or value */
@@ -170,18 +172,8 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ctx)
 
 	if (c->len + n + 1 > REPLY_MAX)
 		return 0; /* aborts the transfer */
-	if (c->len + n + 1 > c->cap) {
-		size_t cap = c->cap ? c->cap : 4096;
-		char *nb;
-
-		while (cap < c->len + n + 1)
-			cap *= 2;
-		nb = realloc(c->buf, cap);
-		if (!nb)
-			return 0;
-		c->buf = nb;
-		c->cap = cap;
-	}
+	if (growbuf_reserve(&c->buf, &c->cap, c->len + n + 1) < 0)
+		return 0; /* aborts the transfer */
 	memcpy(c->buf + c->len, p, n);
 	c->len += n;
 	c->buf[c->len] = 0;
