@@ -26,10 +26,6 @@
 #include "os/procfs.h"
 
 #define CLAIM_RETRY_MS 1000 /* a claim not seen in the store by then is made again */
-/* A lost node must stay lost this long before a decision: a node that the mesh declared dead
- * on another's word (gossip from a node that was itself cut off) refutes it within a protocol
- * period, and is not lost any more. */
-#define LOST_CONFIRM_MS 1000
 
 /* ---- jobs ---- */
 /* A CLOCK_MONOTONIC time (a kernel event's) on the wall clock, in ms; 0: now. */
@@ -277,15 +273,32 @@ static void failures(struct decider *d, struct djob *dj, struct job *j)
 		claim_gen(d, dj, DEC_CAUSE_HANG, d->node, dc_now_ms(), why);
 		return;
 	}
-	/* members lost: declared dead by the mesh, or their lease expired */
+	/* members lost: their lease expired, or the mesh declared them dead and their lease
+	 * confirmed it (both witnessed by the store: no wait for a refutation) */
 	for (int i = 0; i < dj->nlost; i++) {
 		if (!strcmp(dj->lost[i], d->node) ||
-		    dc_now_ms() - dj->lost_ms[i] <
-			LOST_CONFIRM_MS + (uint64_t)(d->cfg->recovery_wait_s * 1000))
+		    dc_now_ms() - dj->lost_ms[i] < (uint64_t)(d->cfg->recovery_wait_s * 1000))
 			continue;
 		snprintf(why, sizeof(why), "node %s was lost", dj->lost[i]);
 		claim_gen(d, dj, DEC_CAUSE_NODE_DEAD, dj->lost[i], dj->lost_ms[i], why);
 		return;
+	}
+}
+
+/* Node is lost since at_ms; gen: the generation its ranks were in. A node that the current
+ * generation already leaves out, lost with ranks of an older one, was dealt with (a node that
+ * rejoined since, with ranks of this generation, is a new loss). */
+static void lost_node(struct djob *dj, const char *node, uint64_t gen, uint64_t at_ms)
+{
+	if (dc_excluded(dj, node) && gen < dj->gen)
+		return;
+	for (int i = 0; i < dj->nlost; i++)
+		if (!strcmp(dj->lost[i], node))
+			return;
+	if (dj->nlost < MAX_NODES) {
+		snprintf(dj->lost[dj->nlost], DEC_NODE_LEN, "%s", node);
+		dj->lost_gen[dj->nlost] = gen;
+		dj->lost_ms[dj->nlost++] = at_ms;
 	}
 }
 
@@ -302,8 +315,6 @@ static void forget_suspect(struct djob *dj, int i)
 	dj->suspect_ms[i] = dj->suspect_ms[--dj->nsuspect];
 	memcpy(dj->suspect[i], dj->suspect[dj->nsuspect], DEC_NODE_LEN);
 }
-
-static void lost_node(struct djob *dj, const char *node, uint64_t gen);
 
 /*
  * Nodes the mesh declared dead, their member key still standing: read their lease. A live
@@ -324,32 +335,12 @@ static void confirm_suspects(struct decider *d, struct djob *dj)
 		}
 		if (store_lease_left(d->st, m->m.lease, &left, &at) == 0 &&
 		    at >= dj->suspect_ms[i] && left < (2 * m->m.lease_ttl_s) / 3 - 1) {
-			lost_node(dj, dj->suspect[i], m->m.generation);
-			for (int l = 0; l < dj->nlost;
-			     l++) /* confirmed: no wait for a refutation */
-				if (!strcmp(dj->lost[l], dj->suspect[i]))
-					dj->lost_ms[l] = dj->suspect_ms[i] - LOST_CONFIRM_MS;
+			/* lost since the mesh said so */
+			lost_node(dj, dj->suspect[i], m->m.generation, dj->suspect_ms[i]);
 			forget_suspect(dj, i);
 			continue;
 		}
 		i++;
-	}
-}
-
-/* Node is lost; gen: the generation its ranks were in. A node that the current generation
- * already leaves out, lost with ranks of an older one, was dealt with (a node that rejoined
- * since, with ranks of this generation, is a new loss). */
-static void lost_node(struct djob *dj, const char *node, uint64_t gen)
-{
-	if (dc_excluded(dj, node) && gen < dj->gen)
-		return;
-	for (int i = 0; i < dj->nlost; i++)
-		if (!strcmp(dj->lost[i], node))
-			return;
-	if (dj->nlost < MAX_NODES) {
-		snprintf(dj->lost[dj->nlost], DEC_NODE_LEN, "%s", node);
-		dj->lost_gen[dj->nlost] = gen;
-		dj->lost_ms[dj->nlost++] = dc_now_ms();
 	}
 }
 
@@ -360,7 +351,7 @@ static void vanished(struct decider *d, struct djob *dj)
 
 	for (int i = 0; i < dj->nprev; i++)
 		if (!dc_member(dj, dj->prev_mem[i]) && strcmp(dj->prev_mem[i], d->node))
-			lost_node(dj, dj->prev_mem[i], dj->prev_gen[i]);
+			lost_node(dj, dj->prev_mem[i], dj->prev_gen[i], dc_now_ms());
 	for (int i = 0; i < dj->nmem && n < MAX_NODES; i++)
 		if (dj->mem[i].m.ranks > 0) {
 			dj->prev_gen[n] = dj->mem[i].m.generation;
@@ -574,13 +565,11 @@ void decide_peer_dead(struct decider *d, const char *node)
 
 		dc_load(d, dj);
 		m = dc_member(dj, node);
-		if (!m || m->m.ranks <= 0)
-			continue;
-		/* with a shared store, the node's lease has the last word (the mesh may have
-		 * taken another's word, or lost only UDP): suspect it, and read its lease */
-		if (!store_shared(d->st))
-			lost_node(dj, node, m->m.generation);
-		else if (m->m.lease > 0 && dj->nsuspect < MAX_NODES && !suspected(dj, node)) {
+		/* the node's lease has the last word (the mesh may have taken another's word, or
+		 * lost only UDP): suspect it, and read its lease. Only etcd holds other nodes'
+		 * members, with leases: a node deciding alone has no member to lose. */
+		if (m && m->m.ranks > 0 && m->m.lease > 0 && dj->nsuspect < MAX_NODES &&
+		    !suspected(dj, node)) {
 			snprintf(dj->suspect[dj->nsuspect], DEC_NODE_LEN, "%s", node);
 			dj->suspect_ms[dj->nsuspect++] = dc_now_ms();
 		}
