@@ -1,39 +1,30 @@
 # Three ftbpfd "nodes" and a real etcd on one host, for the decision tests and benchmarks
 # (sourced after lib.sh, which gives T, B, ROOT, PIN, wait_until, fail, WORKLOAD_PIDS).
-#   cluster_up NAME NET PORT   network namespaces NAME1..3 (veth on bridge br-NAME, addresses
-#                              NET.1..3), etcd at NET.254:PORT on the bridge; AG, LA, RCS arrays
+#   cluster_up NAME NET PORT   network namespaces NAME1..3 (netns.sh: addresses NET.1..3),
+#                              etcd at NET.254:PORT on their bridge; AG, LA, RCS arrays
 #   start_node I [FLAGS...]    agent of node I in its namespace (mesh, etcd, --only-netns)
 #   run ROUND STEP_MS RESTARTS [NODES...]
 #                              on each node a torchrun-like launcher of two C ranks
 #                              (docs/examples/c_loop.c) of job cjob, one epoch for all
 #   cluster_down               everything above gone (also on EXIT, with lib.sh's cleanup)
+. "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
 declare -A AG LA RCS
 cluster_down() {
 	local i n
 	for i in 1 2 3; do [ -n "${AG[$i]:-}" ] && { kill -9 "${AG[$i]}"; wait "${AG[$i]}"; } 2>/dev/null; AG[$i]=; done
 	[ -n "${ETCD:-}" ] && { kill -9 "$ETCD"; wait "$ETCD"; } 2>/dev/null
 	ETCD=
-	for n in "${CL_NS[@]}"; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9; ip netns del "$n" 2>/dev/null; done
-	[ -n "${CL_BR:-}" ] && ip link del "$CL_BR" 2>/dev/null
+	[ -n "${CL_NAME:-}" ] && netns3_down "$CL_NAME"
 	for i in 1 2 3; do rm -rf "$PIN-n$i"; done
 }
 cluster_up() {
 	local name=$1 net=$2 port=$3 i
-	CL_NAME=$name CL_NET=$net CL_NS=("${name}1" "${name}2" "${name}3") CL_BR=br-$name
+	CL_NAME=$name CL_NET=$net
 	EP=http://$net.254:$port
 	PEERS=$net.1:7946,$net.2:7946,$net.3:7946
 	trap 'cluster_down; cleanup' EXIT
 	cluster_down
-	ip link add "$CL_BR" type bridge && ip link set "$CL_BR" up && ip addr add "$net.254/24" dev "$CL_BR" ||
-		{ fail "cannot make a bridge"; return 1; }
-	for i in 1 2 3; do
-		ip netns add "$name$i"
-		ip link add "veth-$name$i" type veth peer name eth0 netns "$name$i"
-		ip link set "veth-$name$i" master "$CL_BR" up
-		ip -n "$name$i" addr add "$net.$i/24" dev eth0
-		ip -n "$name$i" link set eth0 up
-		ip -n "$name$i" link set lo up
-	done
+	netns3_up "$name" "$net" host || return 1
 	etcd --name "$name" --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
 		--listen-peer-urls "http://127.0.0.1:$((port + 10))" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$((port + 10))" \

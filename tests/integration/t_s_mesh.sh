@@ -6,25 +6,15 @@
 # and are counted; a hung job on one node shows in the others' cluster view.
 . "$(dirname "$0")/lib.sh"
 command -v ip >/dev/null || { log "SKIP: no ip(8)"; finish; }
-NS=(ftm1 ftm2 ftm3)
-BR=br-ftm
+. "$(dirname "$0")/netns.sh"
 cleanup_net() {
 	for i in 1 2 3; do [ -n "${AG[$i]:-}" ] && { kill -9 "${AG[$i]}"; wait "${AG[$i]}"; } 2>/dev/null; done
-	for n in "${NS[@]}"; do ip netns del "$n" 2>/dev/null; done
-	ip link del "$BR" 2>/dev/null
+	netns3_down ftm
 	for i in 1 2 3; do rm -rf "$PIN-n$i"; done
 }
 trap 'cleanup_net; cleanup' EXIT
 cleanup_net
-ip link add "$BR" type bridge && ip link set "$BR" up || { fail "cannot make a bridge"; finish; }
-for i in 1 2 3; do
-	ip netns add "ftm$i"
-	ip link add "veth-ftm$i" type veth peer name eth0 netns "ftm$i"
-	ip link set "veth-ftm$i" master "$BR" up
-	ip -n "ftm$i" addr add "10.77.0.$i/24" dev eth0
-	ip -n "ftm$i" link set eth0 up
-	ip -n "ftm$i" link set lo up
-done
+netns3_up ftm 10.77.0 || finish
 head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 PEERS=10.77.0.1:7946,10.77.0.2:7946,10.77.0.3:7946
 declare -A AG

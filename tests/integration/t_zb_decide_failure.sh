@@ -41,7 +41,7 @@ has_event decision ".kind==\"checkpoint\" and .cause==\"preemption\" and .job==\
 grep START "$D/log.2" | tail -1 | grep -q "generation 1 from step $((CK + 1))" &&
 	pass "restarted workers: $(grep START "$D/log.2" | tail -1)" || fail "restart: $(grep START "$D/log.2" | tail -1)"
 jq_status ".jobs[] | select(.job==\"$JOB\") | .generation == 1" && pass "status shows generation 1" || fail "status generation"
-PYG=$(FTBPF_JOB=$JOB FTBPF_RANK=7 PYTHONPATH=$ROOT/python timeout 20 /usr/bin/python3 -c '
+PYG=$(timeout 20 env FTBPF_JOB=$JOB FTBPF_RANK=7 PYTHONPATH=$ROOT/python /usr/bin/python3 -c '
 import ftbpf
 try:
     ftbpf.should_save(-1); bad = "accepted"

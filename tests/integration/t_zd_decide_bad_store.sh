@@ -19,15 +19,21 @@ trap 'stop_etcd; cleanup' EXIT
 export FTBPF_SOCKET=$SOCK
 start_agent --soft-timeout 60 --hard-timeout 600 --action report --etcd-endpoints "$EP" \
 	--etcd-prefix /ftbpf-zd/ --etcd-lease-ttl 3 --fence-after 2 || exit 1
+# launch DIR JOB: a launcher of two C ranks of JOB in DIR (D, LAUNCHER set), once they started
+launch() {
+	D=$1; mkdir -p "$D"
+	/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D" --job "$2" \
+		-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
+	LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
+	wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
+	for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
+}
+# ranks_alive: every rank of the current launch lives
+ranks_alive() { local p; for p in $(cat "$D/pids.0"); do alive "$p" || return 1; done; }
 store() { status_json | jq -c ".agent.decisions.store | $1"; }
 [ "$(store '[.kind, .reachable]')" = '["etcd",false]' ] &&
 	pass "etcd down at start: status says unreachable ($(store .counters.error))" || fail "store: $(store .)"
-D=$T/c; mkdir -p "$D"
-/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D" --job bjob \
-	-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
-LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
-wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
-for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
+launch "$T/c" bjob
 sleep 1
 OUT=$(ftbpf checkpoint bjob 2>&1); RC=$?
 [ $RC -ne 0 ] && echo "$OUT" | grep -q unreachable &&
@@ -36,7 +42,7 @@ steps() { grep -c '^STEP' "$D/log.0" 2>/dev/null || awk 'END {print NR}' "$D/log
 kill -TERM "$(awk '{print $1}' "$D/pids.0")"
 sleep 3
 untouched() {
-	for p in $(cat "$D/pids.0"); do alive "$p" || return 1; done
+	ranks_alive || return 1
 	! has_event decision '.job=="bjob"' && ! has_event action '.job=="bjob"'
 }
 untouched && has_event decision_unavailable '.job=="bjob" and .trigger=="preemption signal"' &&
@@ -63,7 +69,7 @@ wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .ag
 kill -TERM "$(awk '{print $2}' "$D/pids.0")"
 sleep 4
 M=$(events_of decision | grep -c '"bjob"')
-live=1; for p in $(cat "$D/pids.0"); do alive "$p" || live=0; done
+live=1; ranks_alive || live=0
 [ "$N" = "$M" ] && [ $live = 1 ] && ! has_event fenced '.job=="bjob"' &&
 	pass "nothing decided, ranks untouched, a single-node job not fenced" ||
 	fail "after etcd died: decisions $N -> $M, ranks alive $live"
@@ -99,18 +105,13 @@ JPORT=$((EPORT + 2000))
 wait_until 10 curl -s -o /dev/null "http://127.0.0.1:$JPORT/" -d x
 start_agent --soft-timeout 60 --hard-timeout 600 --action report \
 	--etcd-endpoints "http://127.0.0.1:$JPORT" --etcd-prefix /ftbpf-zd/ || exit 1
-D=$T/j; mkdir -p "$D"
-/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D" --job jjob \
-	-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
-LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
-wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
-for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
+launch "$T/j" jjob
 wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq '.agent.decisions.store.counters.bad_replies')\" -ge 3 ]" &&
 	pass "malformed etcd replies counted: $(store .counters.bad_replies) bad replies ($(store .counters.error))" ||
 	fail "bad replies not counted: $(store .)"
 kill -TERM "$(awk '{print $1}' "$D/pids.0")"
 sleep 3
-live=1; for p in $(cat "$D/pids.0"); do alive "$p" || live=0; done
+live=1; ranks_alive || live=0
 [ "$(store .reachable)" = false ] && [ $live = 1 ] && ! has_event decision '.job=="jjob"' && alive "$AGENT_PID" &&
 	pass "a lying store: unreachable, nothing decided, ranks train on, the agent lives" ||
 	fail "junk store: reachable $(store .reachable), ranks alive $live"
