@@ -59,8 +59,9 @@ NB "$B/ftbpf" --socket "$SOCK" signal "$ROOTRANK" KILL 2>"$T/nb.err"; rc=$?
 [ $rc -eq 1 ] && grep -q permission_denied "$T/nb.err" && kill -0 "$ROOTRANK" && pass "signal to a root rank denied, rank alive" || fail "signal not denied"
 # nobody's own ranks
 mkdir -p "$T/nbjob" && chmod 777 "$T/nbjob"
+RING=$(for_nobody "$B/workloads/ring") # the checkout may be in a 0700 home
 for r in 0 1; do
-	NB env FTBPF_JOB=nbjob FTBPF_RANK=$r "$B/workloads/ring" --rank $r --world 2 --dir "$T/nbjob" &
+	NB env FTBPF_JOB=nbjob FTBPF_RANK=$r "$RING" --rank $r --world 2 --dir "$T/nbjob" &
 	WORKLOAD_PIDS+=($!); disown $!
 done
 wait_until 10 test -e "$T/nbjob/pid.1"
