@@ -60,11 +60,12 @@ NB "$B/ftbpf" --socket "$SOCK" signal "$ROOTRANK" KILL 2>"$T/nb.err"; rc=$?
 # nobody's own ranks
 mkdir -p "$T/nbjob" && chmod 777 "$T/nbjob"
 RING=$(for_nobody "$B/workloads/ring") # the checkout may be in a 0700 home
-for r in 0 1; do
-	NB env FTBPF_JOB=nbjob FTBPF_RANK=$r "$RING" --rank $r --world 2 --dir "$T/nbjob" &
+for r in 0 1; do # (setpriv itself, not the NB function: $! is the rank, which cleanup kills)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env FTBPF_JOB=nbjob FTBPF_RANK=$r "$RING" --rank $r --world 2 --dir "$T/nbjob" &
 	WORKLOAD_PIDS+=($!); disown $!
 done
-wait_until 10 test -e "$T/nbjob/pid.1"
+wait_until 10 bash -c "test -s '$T/nbjob/pid.0' && test -s '$T/nbjob/pid.1'"
 NBRANK=$(cat "$T/nbjob/pid.0")
 wait_until 5 bash -c "setpriv --reuid=nobody --regid=nogroup --clear-groups '$B/ftbpf' --socket '$SOCK' status --json | jq -e '[.ranks[].job] | unique == [\"nbjob\"]' >/dev/null" &&
 	pass "nobody sees exactly its own job" || fail "nobody's view wrong"
