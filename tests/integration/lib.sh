@@ -7,9 +7,14 @@ B=$ROOT/build
 # the agent under test: the build's, or another (make test runs some tests with an ASan build)
 FTBPFD=${FTBPFD:-$B/ftbpfd}
 NAME=$(basename "$0" .sh)
+# one integration test at a time on this machine (run.sh takes the lock for the tests it runs)
+if [ -z "${FTBPF_IT_LOCKED:-}" ]; then
+	exec {FTBPF_IT_LOCK_FD}>/tmp/ftbpf-it.lock && flock "$FTBPF_IT_LOCK_FD"
+	export FTBPF_IT_LOCKED=1
+fi
 T=$(mktemp -d /tmp/ftbpf-it-$NAME.XXXXXX)
 chmod 755 "$T"
-PIN=/sys/fs/bpf/ftbpf-it-$NAME
+PIN=/sys/fs/bpf/ftbpf-it-$NAME-${T##*.}
 SOCK=$T/ftbpfd.sock
 LOG=$T/events.jsonl
 AGENT_PID=

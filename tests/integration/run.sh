@@ -25,7 +25,9 @@ for t in "${tests[@]}"; do
 	start=$(date +%s)
 	# every test has its own time limit: one that hangs fails with a message, the suite goes on
 	limit=$(sed -n 's/^# time-limit: *\([0-9]*\).*/\1/p' "$t"); limit=${limit:-${TEST_TIMEOUT:-300}}
-	timeout --kill-after=15 "$limit" ./"$t" 2>&1 | tee "$outs/$t.out"
+	# one integration test at a time on this machine, whoever runs it: every agent watches the
+	# whole host, so two tests side by side would adopt, flag and act on each other's ranks
+	FTBPF_IT_LOCKED=1 flock /tmp/ftbpf-it.lock timeout --kill-after=15 "$limit" ./"$t" 2>&1 | tee "$outs/$t.out"
 	rc=${PIPESTATUS[0]}
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "[$t] FAIL: timed out after ${limit}s (# time-limit in the test, or TEST_TIMEOUT)" | tee -a "$outs/$t.out"
