@@ -202,11 +202,14 @@ integration: all
 # The agent built with AddressSanitizer and UBSan (its own build folder), run through the
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
-ASAN_TESTS := t_b t_f t_i t_l t_n t_u t_v t_w t_zd t_zg
+ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
+              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
-BUSY_TESTS := t_b t_c t_d t_e t_g t_h t_m t_n t_o t_q t_y t_zb t_zc t_zd
+BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_killed_by_sender \
+              detect_hard_timeout detect_soft_signal detect_torch_hang detect_torch_runid_none timers_fifo \
+              timers_slot timers_python gpu_nccl gpu_driver decide_failure decide_cluster decide_bad_store
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 

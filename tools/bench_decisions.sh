@@ -1,6 +1,6 @@
 #!/bin/bash
 # make bench, decisions across nodes: three agents in network namespaces and a real etcd (the
-# setup of tests/integration/t_zc_decide_cluster.sh), two C ranks per node
+# setup of tests/integration/decide_cluster.sh), two C ranks per node
 # (docs/examples/c_loop.c, 50 ms steps, the slot looked at every millisecond).
 #   preemption  SIGTERM to one rank on node 2, BENCH_DECISION_RUNS (20) runs: the time until each
 #               of the six ranks sees the request in its slot (p50, p99, max), and how many runs

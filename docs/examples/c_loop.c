@@ -8,7 +8,7 @@
  * every rank saves DIR/ckpt.R.STEP and waits until all have; then it exits with the code the
  * agents decided (42: restart, 93: do not requeue), or goes on after an operator's checkpoint.
  * After a restart it resumes from the last complete checkpoint. --crash-at makes it abort at
- * that step (a failure). Run by tests/integration/t_zb_decide_failure.sh and t_zc_decide_cluster.sh.
+ * that step (a failure). Run by tests/integration/decide_failure.sh and decide_cluster.sh.
  *
  * Build: cc c_loop.c -lftbpf (or with libftbpf.a and -lpthread).
  */

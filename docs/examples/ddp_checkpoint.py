@@ -5,7 +5,7 @@ job is preempted (SIGTERM to a rank, or to the launcher which passes it on) or a
 `ftbpf checkpoint JOB`, the agents agree on one step; every rank saves at that step, waits until
 all have, and exits with 42 (the scheduler requeues the job). After a failure the agents
 decide a new generation: the survivors exit for the restart, and the restarted ranks resume from
-the last complete checkpoint. Run by tests/integration/t_za_decide_local.sh.
+the last complete checkpoint. Run by tests/integration/decide_local.sh.
 
     python3 ddp_checkpoint.py --dir /shared/ckpt [--steps N] [--step-seconds S]
 """

@@ -1,10 +1,28 @@
 #!/bin/bash
-# Runs every integration test (as root: real BPF programs, real processes) and prints
-# "N passed, M failed". Arguments name tests (t_b or t_b_sleeping_culprit.sh); ONLY=pattern
-# selects tests too; FTBPFD=path runs another agent binary (make test: an ASan/UBSan build). The FAIL lines of failed tests are
-# printed again at the end, so that a log cut to its tail still says what failed.
+# Runs integration tests (as root: real BPF programs, real processes) and prints "N passed, M
+# failed". With no arguments: every test. Arguments select tests by whole name (`decide_local` or
+# `decide_local.sh`); a name that is not exactly one test is an error and nothing runs. A test is
+# a file named AREA_WHAT.sh for an area below; lib.sh, netns.sh and cluster.sh are helpers.
+# FTBPFD=path runs another agent binary (make test: an ASan/UBSan build). The FAIL lines of
+# failed tests are printed again at the end, so that a log cut to its tail still says what failed.
 cd "$(dirname "$0")"
 if [ "$(id -u)" != 0 ]; then echo "integration tests need root"; exit 1; fi
+AREAS="detect timers ci mesh decide sec ops gpu top"
+all_tests() { local a; for a in $AREAS; do ls "$a"_*.sh 2>/dev/null; done; }
+tests=()
+if [ $# -eq 0 ]; then
+	mapfile -t tests < <(all_tests)
+else
+	bad=0
+	for want in "$@"; do
+		want=$(basename "$want" .sh)
+		if all_tests | grep -qx "$want.sh"; then tests+=("$want.sh")
+		else echo "run.sh: no test named '$want' (tests are named in full: $(all_tests | head -3 | sed 's/\.sh$//' | paste -sd' ') ...)"; bad=1; fi
+	done
+	[ $bad -eq 0 ] || exit 2
+fi
+[ ${#tests[@]} -gt 0 ] || { echo "run.sh: no tests selected"; exit 2; }
+echo "running ${#tests[@]} tests: $(printf '%s ' "${tests[@]%.sh}")"
 pass=0; failed=0; names=()
 # BUSY=1: the host is busy meanwhile, as a training node or CI runner is: a CPU hog per core
 # and a loop forking /bin/true 20 times a second, for the whole run
@@ -16,18 +34,14 @@ if [ -n "${BUSY:-}" ]; then
 	echo "busy host: $(nproc) CPU hogs and a fork loop beside the tests"
 fi
 outs=$(mktemp -d /tmp/ftbpf-it-run.XXXXXX)
-tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=(t_*.sh)
+LOCK=(flock /tmp/ftbpf-it.lock); [ -n "${FTBPF_IT_LOCKED:-}" ] && LOCK=()
 for t in "${tests[@]}"; do
-	t=$(basename "$t"); [ -e "$t" ] || t=$(ls "$t"*.sh 2>/dev/null | head -1)
-	[ -n "$t" ] && [ -e "$t" ] || { echo "no test $t"; failed=$((failed + 1)); continue; }
-	[ -n "${ONLY:-}" ] && [[ "$t" != *$ONLY* ]] && continue
 	start=$(date +%s)
 	# every test has its own time limit: one that hangs fails with a message, the suite goes on
 	limit=$(sed -n 's/^# time-limit: *\([0-9]*\).*/\1/p' "$t"); limit=${limit:-${TEST_TIMEOUT:-300}}
 	# one integration test at a time on this machine, whoever runs it: every agent watches the
 	# whole host, so two tests side by side would adopt, flag and act on each other's ranks
-	FTBPF_IT_LOCKED=1 flock /tmp/ftbpf-it.lock timeout --kill-after=15 "$limit" ./"$t" 2>&1 | tee "$outs/$t.out"
+	FTBPF_IT_LOCKED=1 "${LOCK[@]}" timeout --kill-after=15 "$limit" ./"$t" 2>&1 | tee "$outs/$t.out"
 	rc=${PIPESTATUS[0]}
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "[$t] FAIL: timed out after ${limit}s (# time-limit in the test, or TEST_TIMEOUT)" | tee -a "$outs/$t.out"

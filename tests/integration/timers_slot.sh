@@ -4,7 +4,7 @@
 # means no signal; nested and concurrent scopes; beyond 16 scopes the socket takes over; exit
 # clears; pings count as progress; the kernel keeps enforcing while no agent runs, and a
 # restarted agent resumes the slots. (Decisions are off: every run here is a separate
-# process of one job, and the timers kill them; coordinated restarts are t_za..t_zc's.)
+# process of one job, and the timers kill them; coordinated restarts are the decide_ tests'.)
 . "$(dirname "$0")/lib.sh"
 start_agent --soft-timeout 3 --hard-timeout 300 --action report --decisions off || exit 1
 export FTBPF_SOCKET=$SOCK
