@@ -197,6 +197,24 @@ int etcd_reply_time_to_live(struct json_object *o, int64_t *ret_s, const char **
 	return 0;
 }
 
+int etcd_reply_auth(struct json_object *o, char *out, size_t len, const char **ret_what)
+{
+	struct json_object *t = member(o, "token");
+	const char *s;
+	size_t n;
+
+	if (!t || !json_object_is_type(t, json_type_string) || !(s = json_object_get_string(t)))
+		return bad(ret_what, "auth token");
+	n = strlen(s);
+	if (!n || n >= len)
+		return bad(ret_what, "auth token length");
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e)
+			return bad(ret_what, "auth token bytes");
+	memcpy(out, s, n + 1);
+	return 0;
+}
+
 int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
 			  const char **ret_what)
 {
