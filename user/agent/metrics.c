@@ -233,8 +233,8 @@ static int load_token(const char *path, char *out, char *err, size_t errlen)
 		return -1;
 	}
 	if (strlen(out) < 16) {
-		snprintf(err, errlen, "metrics_token_file %s: needs a token of 16 characters or more",
-			 path);
+		snprintf(err, errlen,
+			 "metrics_token_file %s: needs a token of 16 characters or more", path);
 		return -1;
 	}
 	return 0;

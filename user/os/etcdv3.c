@@ -195,7 +195,8 @@ static int call_once(struct etcd_conn *c, const char *path, const char *body,
 static int authenticate(struct etcd_conn *c)
 {
 	struct json_object *o = NULL, *name = json_object_new_string(c->user),
-			   *pw = json_object_new_string(c->password), *req = json_object_new_object();
+			   *pw = json_object_new_string(c->password),
+			   *req = json_object_new_object();
 	const char *what = "";
 	char *body;
 	int r = -ENOMEM;
