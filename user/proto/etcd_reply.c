@@ -238,9 +238,11 @@ int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
 		const char *type = "PUT"; /* etcd leaves out the default (PUT = 0) */
 		char *k = NULL, *v = NULL;
 
-		t = member(ev, "type");
-		if (t && (!json_object_is_type(t, json_type_string) ||
-			  !(type = json_object_get_string(t)))) {
+		/* absent: PUT; present, it must be a string (null is not etcd's) */
+		if (json_object_is_type(ev, json_type_object) &&
+		    json_object_object_get_ex(ev, "type", &t) &&
+		    (!json_object_is_type(t, json_type_string) ||
+		     !(type = json_object_get_string(t)))) {
 			r = bad(ret_what, "event type");
 			break;
 		}
