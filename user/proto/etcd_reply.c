@@ -19,8 +19,9 @@ char *etcd_b64(const char *s)
 }
 
 /* Decoded text of a base64 field, NULL when malformed, too long or not text; "" when absent
- * (etcd omits empty values). */
-static char *unb64(struct json_object *o, const char *field)
+ * (etcd omits empty values). *malformed is set when the field is not base64 at all (no etcd
+ * sends that: the reply lies), left alone when it is merely too long or not text. */
+static char *unb64m(struct json_object *o, const char *field, int *malformed)
 {
 	struct json_object *x;
 	const char *s;
@@ -31,20 +32,27 @@ static char *unb64(struct json_object *o, const char *field)
 		return NULL;
 	if (!json_object_object_get_ex(o, field, &x))
 		return strdup("");
-	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x)))
+	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x))) {
+		*malformed = 1;
 		return NULL;
+	}
 	n = strlen(s);
 	if (n > ETCD_TEXT_MAX * 4 / 3 + 4 || !(out = malloc(n + 1)))
 		return NULL;
 	if (sodium_base642bin((unsigned char *)out, n, s, n, NULL, &out_len, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) ||
-	    memchr(out, 0, out_len)) {
+			      sodium_base64_VARIANT_ORIGINAL)) {
+		*malformed = 1;
+		free(out);
+		return NULL;
+	}
+	if (memchr(out, 0, out_len)) {
 		free(out);
 		return NULL;
 	}
 	out[out_len] = 0;
 	return out;
 }
+
 
 /* An int64 etcd sends as a string ("123") or a number; -1 when absent, malformed or < 0. */
 static int64_t get_i64(struct json_object *o, const char *field)
@@ -90,8 +98,9 @@ static int64_t revision(struct json_object *o)
 }
 
 /* fn for every entry of a "kvs" array (absent: none). With skipped, an entry whose key or
- * value is not text (a NUL byte, bad base64, over the limit: someone else's) is left out and
- * counted instead of failing the whole reply, so one bad value cannot hide every other. */
+ * value is not text (a NUL byte, over the limit: someone else's) is left out and counted
+ * instead of failing the whole reply, so one bad value cannot hide every other. A field that
+ * is not base64 at all fails the reply: no etcd sends it. */
 static int each_kv(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, size_t *skipped,
 		   const char **ret_what)
 {
@@ -103,13 +112,17 @@ static int each_kv(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, size_t
 		return bad(ret_what, "kvs");
 	for (size_t i = 0; i < json_object_array_length(kvs); i++) {
 		struct json_object *kv = json_object_array_get_idx(kvs, i);
-		char *k = unb64(kv, "key"), *v = k ? unb64(kv, "value") : NULL;
+		int malformed = 0;
+		char *k = unb64m(kv, "key", &malformed);
+		char *v = k ? unb64m(kv, "value", &malformed) : NULL;
 		int r;
 
 		if (!json_object_is_type(kv, json_type_object))
 			r = bad(ret_what, "a kvs entry");
 		else if (v)
 			r = fn(ctx, k, v);
+		else if (malformed)
+			r = bad(ret_what, "a key or value that is not base64");
 		else if (skipped)
 			r = 0, (*skipped)++;
 		else
@@ -252,6 +265,7 @@ int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx, s
 		struct json_object *ev = json_object_array_get_idx(evs, i), *kv, *t;
 		const char *type = "PUT"; /* etcd leaves out the default (PUT = 0) */
 		char *k = NULL, *v = NULL;
+		int malformed = 0;
 
 		/* absent: PUT; present, it must be a string (null is not etcd's) */
 		if (json_object_is_type(ev, json_type_object) &&
@@ -268,7 +282,11 @@ int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx, s
 		kv = member(ev, "kv");
 		if (!kv || !json_object_is_type(kv, json_type_object))
 			r = bad(ret_what, "event kv");
-		else if (!(k = unb64(kv, "key")) || !(v = unb64(kv, "value")))
+		else if ((!(k = unb64m(kv, "key", &malformed)) ||
+			  !(v = unb64m(kv, "value", &malformed))) &&
+			 malformed)
+			r = bad(ret_what, "a key or value that is not base64");
+		else if (!k || !v)
 			(*ret_skipped)++; /* not text: someone else's, left out */
 		else
 			r = fn(ctx, strcmp(type, "DELETE") != 0, k, v, get_i64(kv, "mod_revision"));
