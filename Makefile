@@ -24,7 +24,7 @@ CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/watch/pystack.c \
-              user/os/elfsym.c
+              user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c
 # ftbpfd's own modules, and the etcd client (libcurl) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
               user/os/etcdv3.c
@@ -178,7 +178,11 @@ $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread -ldl
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
-$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/watch/pystack.c user/os/elfsym.c | $(BUILD)/fuzz
+PYSTACK_SRCS := user/watch/pystack.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c user/os/pidfd.c \
+                user/os/procfs.c user/lib/maps.c user/lib/pyver.c
+$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c $(PYSTACK_SRCS) | $(BUILD)/fuzz
+	$(CLANG) $(FUZZ_CFLAGS) $^ -o $@ -lelf
+$(BUILD)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/os/elfsym.c | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $^ -o $@ -lelf
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
