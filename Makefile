@@ -47,7 +47,8 @@ DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
                libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
-               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man
+               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man \
+               libpython3.11-dev python3-pytest-xdist
 
 .PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall
 all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop
@@ -173,6 +174,10 @@ $(BUILD)/tests/bpf/%: tests/bpf/%.c $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfco
 $(BUILD)/examples/c_loop: docs/examples/c_loop.c $(BUILD)/libftbpf.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libftbpf.a -o $@ -lpthread
+
+# CPython embedded through the shared libpython3.11 (libpython3.11-dev)
+$(BUILD)/workloads/pyembed: tests/workloads/pyembed.c | $(BUILD)/workloads
+	$(CC) $(filter-out -Wextra,$(CFLAGS)) $$(/usr/bin/python3.11-config --includes) $< -o $@ $$(/usr/bin/python3.11-config --ldflags --embed)
 
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread -ldl

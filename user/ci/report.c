@@ -140,10 +140,13 @@ static int pytest_frame(const struct py_stack *s, const struct py_thread *t)
 
 static int is_xdist_worker(const struct py_stack *s)
 {
+	static const char suffix[] = "/xdist/remote.py";
+
 	for (int i = 0; i < s->nframes; i++) {
 		size_t n = strlen(s->f[i].file);
 
-		if (n >= 16 && !strcmp(s->f[i].file + n - 16, "xdist/remote.py"))
+		if (n >= sizeof(suffix) - 1 &&
+		    !strcmp(s->f[i].file + n - (sizeof(suffix) - 1), suffix))
 			return 1;
 	}
 	return 0;

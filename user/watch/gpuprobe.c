@@ -23,7 +23,7 @@
 #include "os/procmem.h"
 #include "watch/tracker.h"
 
-#define REFUSED_MAX    1024 /* files refused, remembered so as not to open them again */
+#define REFUSED_MAX    1024 /* files refused or without probe sites: not opened again */
 #define FILES_PER_SCAN 16   /* new library files opened per process and scan */
 #define MAPS_LINES_MAX 65536
 #define LIB_SIZE_MAX   (8ull << 30) /* libtorch_cuda.so is ~1 GiB */
@@ -189,14 +189,21 @@ static int is_refused(const struct gpuprobe *g, const struct maps_entry *m)
 	return 0;
 }
 
+/* A file looked at and not kept: not opened again (while the list has room). */
+static int remember(struct gpuprobe *g, const struct maps_entry *m)
+{
+	if (g->nrefused == REFUSED_MAX)
+		return 0;
+	g->refused[g->nrefused++] = (struct file_id){m->dev_major, m->dev_minor, m->ino};
+	return 1;
+}
+
 static void refuse(struct gpuprobe *g, const struct maps_entry *m, const char *path, uid_t uid,
 		   const char *why)
 {
 	__atomic_add_fetch(&g->nrefused_total, 1, __ATOMIC_RELAXED);
-	if (g->nrefused < REFUSED_MAX) {
-		g->refused[g->nrefused++] = (struct file_id){m->dev_major, m->dev_minor, m->ino};
+	if (remember(g, m)) /* logged once per file, at most REFUSED_MAX times */
 		log_msg(LOG_WARN, "%s (uid %u) not probed: %s", path, (unsigned)uid, why);
-	}
 }
 
 static int known(struct gpuprobe *g, const struct maps_entry *m)
@@ -238,11 +245,12 @@ static int scan_one(struct gpuprobe *g, const struct procmem *pm, const struct m
 		refuse(g, m, path, uid, quota);
 		return 0;
 	}
+	/* from here the file is opened: 1 kept, -1 not kept */
 	fd = mapfile_open(pm->dirfd, m, LIB_SIZE_MAX, &st);
 	if (fd < 0) {
 		if (fd != -ENOENT && fd != -ESRCH) /* gone: not the file's fault */
 			refuse(g, m, path, uid, strerror(-fd));
-		return 0;
+		return -1;
 	}
 	snprintf(l.info.path, sizeof(l.info.path), "%s", path);
 	l.info.kind = kind;
@@ -254,15 +262,20 @@ static int scan_one(struct gpuprobe *g, const struct procmem *pm, const struct m
 	close(fd); /* the probes hold the inode */
 	if (r < 0 && !l.info.err)
 		l.info.err = r;
-	pthread_mutex_lock(&g->mu);
-	g->libs[g->nlibs++] = l;
-	pthread_mutex_unlock(&g->mu);
 	/* PyTorch's CUDA library may have NCCL linked in, or not (then NCCL is a library of its
 	 * own): finding nothing there is normal, not worth a warning */
 	log_msg(l.info.probes || strstr(path, "libtorch_cuda") ? LOG_INFO : LOG_WARN,
 		"%s library %s (pid %d, uid %u): %d functions probed%s%s",
 		kind == GPUAPI_LIB_CUDA ? "CUDA" : "NCCL", path, pm->pid, (unsigned)uid,
 		l.info.probes, l.info.err ? ": " : "", l.info.err ? strerror(-l.info.err) : "");
+	if (!l.info.probes) { /* nothing to keep: remembered, takes no place in the table */
+		free(l.links);
+		remember(g, m);
+		return -1;
+	}
+	pthread_mutex_lock(&g->mu);
+	g->libs[g->nlibs++] = l;
+	pthread_mutex_unlock(&g->mu);
 	return 1;
 }
 
@@ -309,8 +322,9 @@ int gpuprobe_scan(struct gpuprobe *g, int pid, int pidfd, uid_t uid)
 		kind = gpuapi_lib_of(path);
 		if (!kind || known(g, &m) || is_refused(g, &m))
 			continue;
-		opened++;
-		added += scan_one(g, &pm, &m, path, kind, uid);
+		r = scan_one(g, &pm, &m, path, kind, uid);
+		opened += r != 0; /* a file refused by the quota was not opened */
+		added += r > 0;
 	}
 	fclose(f);
 	procmem_close(&pm);
