@@ -832,8 +832,11 @@ void ctl_reply_later(struct ctl_server *s, uint64_t token, struct json_object *o
 	c->pending = 0;
 	c->last_ns = clock_mono_ns();
 	queue_obj(s, c, o);
+	/* out with it; then the requests that came meanwhile (once it is out: else EPOLLOUT) */
+	if (!c->dead && flush(s, c) < 0)
+		kill_client(s, c);
 	if (!c->dead)
-		process(s, c); /* requests that came meanwhile wait for the reply to go out */
+		process(s, c);
 	if (!c->dead && flush(s, c) < 0)
 		kill_client(s, c);
 	update_epoll(s, c, (int)slot);
