@@ -1,6 +1,5 @@
 /* libFuzzer target: ELF symbol tables as the agent reads them from files a user chose (in a
  * memfd, read with pread into private memory, as from a real file). */
-#define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>

@@ -1,22 +1,22 @@
 #!/bin/bash
 # time-limit: 150
-# 20,000 mappings of one large ELF (a copy of libpython3.11, 7 MB) in nobody's rank (issue 19:
-# explain took 10.7 s and root's 2 s timer fired 8.7 s late, one parse per mapping on the
-# agent's only thread). Now the file is parsed once (mappings of one file are one candidate; a
-# cache by device, inode, size and mtime), off the loop: nobody's explain answers within 2 s
-# every time, the hang report comes, and root's 2 s timer fires on time meanwhile.
+# 20,000 mappings of one large ELF (40,000 symbols, no CPython in it, named python3.11) in
+# nobody's rank (issue 19: explain took 10.7 s and root's 2 s timer fired 8.7 s late, one parse
+# per mapping on the agent's only thread). Now the file is parsed once (the mappings of one file
+# are one candidate; a cache by device, inode, size and mtime), off the loop: nobody's explain
+# answers within 2 s every time, the hang report comes, and root's 2 s timer fires on time.
 . "$(dirname "$0")/lib.sh"
 MAP=$(for_nobody "$B/workloads/mapper")
 CLI=$(for_nobody "$B/ftbpf")
-LIBPY=/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0
 start_agent --soft-timeout 2 --hard-timeout 300 --action report || exit 1
 export FTBPF_SOCKET=$SOCK PYTHONPATH=$B/python
 mkdir -p "$T/n" && chown nobody "$T/n"
-as_nobody cp "$LIBPY" "$T/n/libpython3.11.so.1.0"
-$NOBODY env FTBPF_JOB=many FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 "$MAP" --count 20000 "$T/n/libpython3.11.so.1.0" >"$T/m.out" 2>&1 &
+bigsyms_elf "$T/big.so" || fail "cannot build the ELF"
+as_nobody cp "$T/big.so" "$T/n/python3.11"
+$NOBODY env FTBPF_JOB=many FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 "$MAP" --count 20000 "$T/n/python3.11" >"$T/m.out" 2>&1 &
 P=$!; WORKLOAD_PIDS+=($P)
 wait_until 30 grep -q mapped "$T/m.out" || fail "mapper: $(cat "$T/m.out")"
-N=$(grep -c libpython3.11.so.1.0 "/proc/$P/maps")
+N=$(grep -c "$T/n/python3.11" "/proc/$P/maps")
 [ "$N" -ge 20000 ] && pass "nobody's rank maps the file $N times" || fail "only $N mappings"
 FTBPF_JOB=timer FTBPF_RANK=0 /usr/bin/python3 -c '
 import ftbpf, time
@@ -32,8 +32,8 @@ for i in $(seq 5); do
 	[ $rc -eq 0 ] || fail "explain $i: rc=$rc $(head -c 300 "$T/ex.$i")"
 done
 [ $WORST -lt 2000 ] && pass "nobody's explain answered 5 times, the slowest in $WORST ms" || fail "explain took up to $WORST ms"
-jq -e '.python_version == "3.11" or .python_stack_error != null' "$T/ex.1" >/dev/null && pass "explain says what it found: $(jq -c '{python_version, python_stack_error}' "$T/ex.1")" ||
-	fail "explain: $(jq -c '{python_version, python_stack_error}' "$T/ex.1")"
+jq -e ".rank.pid == $P and .python_stack == null" "$T/ex.1" >/dev/null && pass "explain: the rank, and no Python stack (the file is no interpreter)" ||
+	fail "explain: $(jq -c '{pid: .rank.pid, python_version, python_stack_error}' "$T/ex.1")"
 wait $TP 2>/dev/null; TRC=$?
 LATE=$(events_of timer_expired | jq -s "[.[] | select(.pid==$TP)][0].late_ms // 999999")
 [ $TRC -eq 137 ] && awk -v l="$LATE" 'BEGIN{exit !(l <= 300)}' && pass "root's 2 s timer fired ${LATE} ms late" ||

@@ -19,7 +19,7 @@
 #define PENDING_MAX	256
 #define PENDING_PER_UID 16
 
-enum job_kind { JOB_PY, JOB_GPU };
+enum job_kind { JOB_PY, JOB_GPU, JOB_KINDS };
 
 struct job {
 	struct job *next;
@@ -36,13 +36,15 @@ struct job {
 };
 
 struct inspector {
-	pthread_t th;
-	int started;
+	/* two workers: Python stacks (someone waits for them) never wait behind a long probe
+	 * scan (a 1 GiB libtorch_cuda.so) */
+	pthread_t th[JOB_KINDS];
+	int started[JOB_KINDS];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int efd;
 	struct job *queue; /* waiting, oldest first */
-	struct job *running;
+	struct job *running[JOB_KINDS];
 	struct job *done; /* answered by the worker, not yet polled */
 	int stop;
 	struct gpuprobe *gp;
@@ -68,26 +70,17 @@ static void job_free(struct job *j)
 	free(j);
 }
 
-/* The next job: Python stacks (someone waits for them) before probes. Under mu. */
-static struct job *take(struct inspector *in)
+/* The oldest waiting job of a kind. Under mu. */
+static struct job *take(struct inspector *in, enum job_kind kind)
 {
-	struct job **p, **gpu = NULL;
+	for (struct job **p = &in->queue; *p; p = &(*p)->next)
+		if ((*p)->kind == kind) {
+			struct job *j = *p;
 
-	for (p = &in->queue; *p; p = &(*p)->next) {
-		if ((*p)->kind == JOB_PY)
-			break;
-		if (!gpu)
-			gpu = p;
-	}
-	if (!*p)
-		p = gpu;
-	if (p && *p) {
-		struct job *j = *p;
-
-		*p = j->next;
-		j->next = NULL;
-		return j;
-	}
+			*p = j->next;
+			j->next = NULL;
+			return j;
+		}
 	return NULL;
 }
 
@@ -113,24 +106,32 @@ static void run(struct inspector *in, struct job *j)
 			      sizeof(j->why));
 }
 
+struct worker_arg {
+	struct inspector *in;
+	enum job_kind kind;
+};
+
 static void *worker(void *arg)
 {
-	struct inspector *in = arg;
+	struct worker_arg *wa = arg;
+	struct inspector *in = wa->in;
+	enum job_kind kind = wa->kind;
 	uint64_t one = 1;
 
+	free(wa);
 	pthread_mutex_lock(&in->mu);
 	while (!in->stop) {
-		struct job *j = take(in);
+		struct job *j = take(in, kind);
 
 		if (!j) {
 			pthread_cond_wait(&in->cv, &in->mu);
 			continue;
 		}
-		in->running = j;
+		in->running[kind] = j;
 		pthread_mutex_unlock(&in->mu);
 		run(in, j);
 		pthread_mutex_lock(&in->mu);
-		in->running = NULL;
+		in->running[kind] = NULL;
 		if (j->kind == JOB_GPU || j->answered) {
 			job_free(j);
 			continue;
@@ -160,10 +161,21 @@ struct inspector *inspector_new(struct gpuprobe *gp)
 		r = in->efd < 0 ? errno : ENOMEM;
 		goto fail;
 	}
-	r = pthread_create(&in->th, NULL, worker, in);
-	if (r)
-		goto fail;
-	in->started = 1;
+	for (int k = 0; k < JOB_KINDS; k++) {
+		struct worker_arg *wa = malloc(sizeof(*wa));
+
+		if (!wa) {
+			r = ENOMEM;
+			goto fail;
+		}
+		*wa = (struct worker_arg){in, (enum job_kind)k};
+		r = pthread_create(&in->th[k], NULL, worker, wa);
+		if (r) {
+			free(wa);
+			goto fail;
+		}
+		in->started[k] = 1;
+	}
 	return in;
 fail:
 	inspector_free(in);
@@ -194,12 +206,14 @@ void inspector_free(struct inspector *in)
 	in->stop = 1;
 	pthread_cond_broadcast(&in->cv);
 	pthread_mutex_unlock(&in->mu);
-	if (in->started) {
+	for (int k = 0; k < JOB_KINDS; k++) {
 		struct timespec ts;
 
+		if (!in->started[k])
+			continue;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 2;
-		if (pthread_timedjoin_np(in->th, NULL, &ts)) {
+		if (pthread_timedjoin_np(in->th[k], NULL, &ts)) {
 			/* stuck in the kernel on a job (a hung file system): leave it, and what it
 			 * uses, to the process's exit */
 			return;
@@ -246,12 +260,12 @@ void inspector_poll(struct inspector *in)
 			p = &j->next;
 		}
 	}
-	if (in->running && in->running->kind == JOB_PY && !in->running->answered &&
-	    now > in->running->deadline) {
+	if (in->running[JOB_PY] && !in->running[JOB_PY]->answered &&
+	    now > in->running[JOB_PY]->deadline) {
 		/* the worker is stuck on it (a slow file system, a huge file): answer now; the
 		 * worker frees it when it comes back */
-		in->running->answered = 1;
-		copy = *in->running;
+		in->running[JOB_PY]->answered = 1;
+		copy = *in->running[JOB_PY];
 		running_late = &copy;
 	}
 	in->cnt.timed_out += running_late ? 1 : 0;
@@ -285,7 +299,7 @@ static int submit(struct inspector *in, struct job *j)
 	while (*p)
 		p = &(*p)->next;
 	*p = j;
-	pthread_cond_signal(&in->cv);
+	pthread_cond_broadcast(&in->cv); /* the worker of its kind */
 	pthread_mutex_unlock(&in->mu);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
- * The inspector: one worker thread that does, off the event loop, everything that reads what a
- * rank names — the files it maps (ELF symbol tables: CUDA/NCCL probe sites, the CPython
+ * The inspector: two worker threads (one for Python stacks, one for CUDA/NCCL probe scans, so
+ * that a stack never waits behind a long parse) that do, off the event loop, everything that
+ * reads what a rank names — the files it maps (ELF symbol tables: CUDA/NCCL probe sites, the CPython
  * interpreter) and its memory (Python stacks). The loop never waits for it: it submits a job
  * and gets the answer later through a callback run on its own thread by inspector_poll (when
  * inspector_fd is readable, or at its next scan), or the answer -ETIMEDOUT once the job's time
