@@ -113,8 +113,9 @@ int top_collect_explain(struct top_source *src, int pid, struct json_object **re
 	json_object_object_add(req, "pid", json_object_new_int(pid));
 	/* the agent answers once the rank's Python stacks are read (2 s at most) */
 	r = ctl_call(src->socket, req,
-		     src->timeout_ms > 0 && src->timeout_ms < EXPLAIN_TIMEOUT_MS ? EXPLAIN_TIMEOUT_MS
-										 : src->timeout_ms,
+		     src->timeout_ms > 0 && src->timeout_ms < EXPLAIN_TIMEOUT_MS
+			 ? EXPLAIN_TIMEOUT_MS
+			 : src->timeout_ms,
 		     &o);
 	json_object_put(req);
 	if (r < 0) {
