@@ -213,6 +213,7 @@ integration: all
 ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
               timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics \
+              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables \
               sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
