@@ -9,7 +9,8 @@
 CI=$B/ftbpf-ci
 cd "$T" || exit 1
 
-# ---- faulthandler's own dump against ours ----
+# ---- faulthandler's own dump against ours: Debian's 3.11, and 3.12 / 3.13 where the host has
+# them (pyenv builds, /usr/local; their layouts come from CPython's headers) ----
 cat >"$T/hang.py" <<'EOF'
 import faulthandler, sys, threading, time
 
@@ -24,10 +25,8 @@ time.sleep(0.3)
 faulthandler.dump_traceback_later(1.5, exit=False, file=open(sys.argv[1], "w"))
 train()
 EOF
-"$CI" --hang-timeout 3 --grace 1 --report "$T/fh.json" -- /usr/bin/python3 "$T/hang.py" "$T/faulthandler.txt" >/dev/null 2>"$T/fh.err"; rc=$?
-[ $rc -eq 124 ] && [ -s "$T/faulthandler.txt" ] && pass "hang caught; faulthandler dumped its own view too" || fail "rc=$rc $(head -3 "$T/fh.err")"
+cat >"$T/compare.py" <<'EOF'
 # the dump faulthandler wrote, thread by thread, must appear verbatim in ftbpf-ci's output
-/usr/bin/python3 - "$T/faulthandler.txt" "$T/fh.err" <<'EOF' && pass "ftbpf-ci's Python stacks are faulthandler's layout, line for line (thread ids too)" || fail "layout differs: $(cat "$T/faulthandler.txt"; grep -A8 'faulthandler' "$T/fh.err")"
 import re, sys
 theirs = open(sys.argv[1]).read().split("\n\n")
 ours = open(sys.argv[2]).read()
@@ -40,6 +39,22 @@ for b in blocks:
     assert all(re.match(r'^  File ".*", line \d+ in .+$', l) for l in lines[1:]), lines
     assert b in ours, "not in ours:\n" + b
 EOF
+PYS=(/usr/bin/python3)
+for py in /usr/bin/python3.1[23] /usr/local/bin/python3.1[23] "$HOME"/.pyenv/versions/3.1[23]*/bin/python3.1[23]; do
+	[ -x "$py" ] && PYS+=("$py")
+done
+[ ${#PYS[@]} -gt 1 ] || log "no CPython 3.12 or 3.13 on this host: only 3.11 checked"
+for py in "${PYS[@]}"; do
+	V=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	rm -f "$T/faulthandler.txt"
+	"$CI" --hang-timeout 3 --grace 1 --report "$T/fh.json" -- "$py" "$T/hang.py" "$T/faulthandler.txt" >/dev/null 2>"$T/fh.err"; rc=$?
+	[ $rc -eq 124 ] && [ -s "$T/faulthandler.txt" ] && jq -e --arg v "$V" '[.processes[] | select(.cause)][0].python_version == $v' "$T/fh.json" >/dev/null &&
+		pass "CPython $V ($py): hang caught, version read; faulthandler dumped its own view too" ||
+		fail "CPython $V: rc=$rc $(jq -c '[.processes[] | {python_version, python_stack_error}]' "$T/fh.json" 2>/dev/null) $(head -3 "$T/fh.err")"
+	/usr/bin/python3 "$T/compare.py" "$T/faulthandler.txt" "$T/fh.err" &&
+		pass "CPython $V: ftbpf-ci's Python stacks are faulthandler's own dump, line for line (thread ids too)" ||
+		fail "CPython $V: layout differs: $(cat "$T/faulthandler.txt"; grep -A8 'faulthandler' "$T/fh.err")"
+done
 jq -e '[.processes[] | select(.cause)][0] | (.python_threads | length) == 2 and ([.python_threads[] | .stack[0].function] | sort) == ["reader", "train"] and (.python_stack[0].function == "train") and ([.python_threads[] | .tid > 0 and (.thread_id | startswith("0x"))] | all)' "$T/fh.json" >/dev/null &&
 	pass "--report: each thread its own stack, with thread id, tid and name" || fail "report threads: $(jq -c '[.processes[] | select(.cause)][0].python_threads' "$T/fh.json" | head -c 600)"
 

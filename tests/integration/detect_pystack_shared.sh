@@ -4,7 +4,8 @@
 # Debian's libpython3.11.so.1.0, as pyenv builds and the official python:3.11 images are): the
 # version is read as 3.11 (it was "3.11." from the library's name, and refused); the hung rank's
 # stacks are in the hang event, in `ftbpf explain`'s human output (faulthandler's layout) and in
-# its --json, every thread with its own stack, thread id and name.
+# its --json, every thread with its own stack, thread id and name. CPython 3.12 and 3.13 too,
+# where the host has them (not on a plain Debian 12).
 . "$(dirname "$0")/lib.sh"
 start_agent --soft-timeout 3 --hard-timeout 300 --action report || exit 1
 cat >"$T/train.py" <<'EOF'
@@ -43,5 +44,19 @@ grep -q "^python stacks (CPython 3.11):" "$T/explain.txt" &&
 	fail "explain: $(cat "$T/explain.txt" | head -60)"
 ftbpf explain "$P" --json | jq -e '.python_version == "3.11" and (.python_threads | length) == 2 and .python_stack[0].function == "load_batch"' >/dev/null &&
 	pass "ftbpf explain --json: python_threads and python_stack" || fail "explain --json: $(ftbpf explain "$P" --json | jq -c '{python_version, python_stack_error}')"
+# CPython 3.12 and 3.13 where the host has them (pyenv builds are shared-libpython builds too)
+for py in /usr/bin/python3.1[23] /usr/local/bin/python3.1[23] "$HOME"/.pyenv/versions/3.1[23]*/bin/python3.1[23]; do
+	[ -x "$py" ] || continue
+	V=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	FTBPF_JOB=py$V FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 "$py" "$T/train.py" &
+	Q=$!; WORKLOAD_PIDS+=($Q)
+	wait_until 10 jq_status ".ranks[] | select(.pid == $Q)" || fail "CPython $V: not adopted"
+	sleep 1
+	ftbpf explain "$Q" --json >"$T/ex$V.json"
+	jq -e --arg v "$V" --arg f "$T/train.py" '.python_version == $v and .python_stack[0].file == $f and .python_stack[0].line == 7 and .python_stack[0].function == "load_batch" and ([.python_threads[] | select(.stack[0].function == "prefetch" and .stack[0].line == 4)] | length == 1)' "$T/ex$V.json" >/dev/null &&
+		pass "CPython $V ($py): explain has both threads' stacks (train.py:7 load_batch, :4 prefetch)" ||
+		fail "CPython $V: $(jq -c '{python_version, python_stack_error, python_stack}' "$T/ex$V.json" | head -c 500)"
+	kill -9 "$Q" 2>/dev/null
+done
 agent_alive && pass "agent alive" || fail "agent died"
 finish

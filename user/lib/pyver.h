@@ -3,8 +3,9 @@
  * process (watch/pystack.c): the version from a file name (`python3.11`,
  * `libpython3.12.so.1.0`), and per version the offsets of the few fields the reader follows.
  * 3.11 is checked against Debian's interpreter in the tests; 3.12 and 3.13 come from their
- * published headers (3.13's from the _Py_DebugOffsets the interpreter carries) and are untested
- * here (no such interpreter on Debian 12). Pure: no I/O.
+ * published headers (3.13's from the _Py_DebugOffsets the interpreter carries) and are checked
+ * where a host has them (pyenv's 3.12.1 and 3.13.0 on the development machine; Debian 12 has
+ * neither, so CI does not). Pure: no I/O.
  */
 #ifndef FTBPF_PYVER_H
 #define FTBPF_PYVER_H

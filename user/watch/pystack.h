@@ -3,8 +3,8 @@
  * stopped): the interpreter found in the files the process maps (python3.X or libpython3.X,
  * its _PyRuntime and Py_Version symbols, read with elfsym from a safely opened copy: see
  * os/mapfile.h), then its threads and frames read from its memory through its pidfd
- * (os/procmem.h). Layouts per version in lib/pyver.c: 3.11 (tested), 3.12, 3.13 (from their
- * headers; untested here). Bounded everywhere: candidate files per process, bytes parsed, maps
+ * (os/procmem.h). Layouts per version in lib/pyver.c: 3.11, 3.12, 3.13 (from their published
+ * headers; tested with Debian's 3.11, and pyenv's 3.12.1 and 3.13.0 where present). Bounded everywhere: candidate files per process, bytes parsed, maps
  * lines, threads, frames, and a deadline. A cache keyed by file identity (device, inode, size,
  * mtime) keeps 20,000 mappings of one file from costing 20,000 parses. Not thread-safe: one
  * cache per thread (the agent's inspector, ftbpf-ci's diagnosis).
