@@ -24,7 +24,7 @@ CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/watch/pystack.c \
-              user/os/elfsym.c
+              user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c
 # ftbpfd's own modules, and the etcd client (libcurl) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
               user/os/etcdv3.c user/os/peeruid.c
@@ -47,7 +47,8 @@ DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
                libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
-               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man
+               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man \
+               libpython3.11-dev python3-pytest-xdist
 
 .PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall
 all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop
@@ -174,11 +175,19 @@ $(BUILD)/examples/c_loop: docs/examples/c_loop.c $(BUILD)/libftbpf.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(BUILD)/libftbpf.a -o $@ -lpthread
 
+# CPython embedded through the shared libpython3.11 (libpython3.11-dev)
+$(BUILD)/workloads/pyembed: tests/workloads/pyembed.c | $(BUILD)/workloads
+	$(CC) $(filter-out -Wextra,$(CFLAGS)) $$(/usr/bin/python3.11-config --includes) $< -o $@ $$(/usr/bin/python3.11-config --ldflags --embed)
+
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread -ldl
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
-$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/watch/pystack.c user/os/elfsym.c | $(BUILD)/fuzz
+PYSTACK_SRCS := user/watch/pystack.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c user/os/pidfd.c \
+                user/os/procfs.c user/lib/maps.c user/lib/pyver.c
+$(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c $(PYSTACK_SRCS) | $(BUILD)/fuzz
+	$(CLANG) $(FUZZ_CFLAGS) $^ -o $@ -lelf
+$(BUILD)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/os/elfsym.c | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $^ -o $@ -lelf
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
@@ -204,7 +213,8 @@ integration: all
 ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
               timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics \
-              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables
+              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables \
+              sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lib/config.h"
+#include "lib/pyfmt.h"
 #include "lib/textsafe.h"
 #include "client/ctl_client.h"
 #include "proto/ctl_proto.h"
@@ -244,6 +245,25 @@ static void print_timers(struct json_object *o)
 	}
 }
 
+static void print_line(void *ctx, const char *line)
+{
+	printf("%s%s\n", *line ? (const char *)ctx : "", line);
+}
+
+/* The rank's Python stacks, in faulthandler's layout (what a Python user reads best). */
+static void print_python(struct json_object *o)
+{
+	struct json_object *th;
+
+	if (gs(o, "python_stack_error"))
+		printf("\npython stacks: unavailable (%s)\n", gs(o, "python_stack_error"));
+	if (!json_object_object_get_ex(o, "python_threads", &th) || !json_object_array_length(th))
+		return;
+	printf("\npython stacks (CPython %s):\n",
+	       gs(o, "python_version") ? gs(o, "python_version") : "?");
+	pyfmt_lines(th, print_line, "  ");
+}
+
 static void print_explain(struct json_object *o)
 {
 	struct json_object *r, *job, *th, *ch, *sigs, *jr;
@@ -272,6 +292,7 @@ static void print_explain(struct json_object *o)
 								 json_object_array_get_idx(ks, k)));
 		}
 	}
+	print_python(o);
 	if (json_object_object_get_ex(o, "children", &ch) && json_object_array_length(ch)) {
 		printf("\nchildren:\n");
 		for (size_t i = 0; i < json_object_array_length(ch); i++) {

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,9 @@
 #define POLL_MS	      250
 
 struct opts {
-	double hang_timeout, timeout, grace;
+	double hang_timeout, timeout, grace; /* hang_timeout 0: no hang detection */
 	const char *report, *junit;
-	int quiet, no_bpf, wait_orphans;
+	int quiet, no_bpf, wait_orphans, count_debugger;
 	int hang_code, timeout_code;
 	char **argv;
 };
@@ -48,6 +49,8 @@ struct ci {
 	char cgroup[256];   /* our cgroup directory, "" when none */
 	int root;	    /* COMMAND's pid */
 	int root_status, root_done;
+	int tty;	 /* COMMAND gets our terminal's foreground (a debugger's prompt) */
+	int debug_noted; /* the pid we said is under a debugger */
 	uint64_t start_ns;
 };
 
@@ -69,18 +72,28 @@ static void usage(FILE *f)
 	    "--timeout), prints a diagnosis (process tree, states, syscalls, wait channels,\n"
 	    "kernel, user and Python stacks, the most likely cause), terminates the tree and\n"
 	    "exits with its own code. Otherwise COMMAND's output and exit code pass unchanged.\n\n"
-	    "Options:\n"
-	    "  --hang-timeout SECS   no progress this long is a hang (default 300)\n"
+	    "Options (each also from the environment variable in brackets, for CI templates\n"
+	    "that fix the command line; a flag wins over the variable, the variable over the\n"
+	    "default; a variable set to a bad value is an error, an empty one is unset):\n"
+	    "  --hang-timeout SECS   no progress this long is a hang; 0 = no hang detection\n"
+	    "                        (default 300) [FTBPF_CI_HANG_TIMEOUT]\n"
 	    "  --timeout SECS        bound on the whole run; 0 = none (default 0)\n"
+	    "                        [FTBPF_CI_TIMEOUT]\n"
 	    "  --grace SECS          between SIGTERM and SIGKILL when terminating (default 10)\n"
-	    "  --report FILE         write the diagnosis as JSON\n"
+	    "                        [FTBPF_CI_GRACE]\n"
+	    "  --report FILE         write the diagnosis as JSON [FTBPF_CI_REPORT]\n"
 	    "  --junit FILE          write a JUnit XML report (a failure on hang/timeout)\n"
+	    "                        [FTBPF_CI_JUNIT]\n"
+	    "  --count-debugger      a process stopped by a debugger (ptrace) or waiting at a\n"
+	    "                        terminal prompt (pdb) counts as hung; by default it does\n"
+	    "                        not [FTBPF_CI_COUNT_DEBUGGER=1]\n"
 	    "  --no-wait-orphans     end when COMMAND exits, terminating what it left behind\n"
 	    "                        (default: wait for every descendant, hangs included)\n"
 	    "  --no-bpf              watch through /proc only (what happens without privileges)\n"
-	    "  --hang-exit-code N    exit code on a hang (default %d)\n"
+	    "  --hang-exit-code N    exit code on a hang (default %d) [FTBPF_CI_HANG_EXIT_CODE]\n"
 	    "  --timeout-exit-code N exit code on --timeout (default %d)\n"
-	    "  --quiet               no notes on stderr except the diagnosis\n"
+	    "                        [FTBPF_CI_TIMEOUT_EXIT_CODE]\n"
+	    "  --quiet               no notes on stderr except the diagnosis [FTBPF_CI_QUIET=1]\n"
 	    "  --help, --version\n\n"
 	    "Exit codes: COMMAND's own code (128+N when a signal N ended it); %d hang; %d "
 	    "timeout;\n"
@@ -90,7 +103,10 @@ static void usage(FILE *f)
 	    "Progress: a completed syscall of a process's main thread other than an empty wait or\n"
 	    "a sleep (as ftbpfd defines it; CPU time is not progress), or a process of the tree\n"
 	    "starting, exec'ing or exiting. Without BPF (no privileges, --no-bpf): read/write\n"
-	    "syscall counts from /proc/PID/io and processes starting or exiting.\n",
+	    "syscall counts from /proc/PID/io and processes starting or exiting.\n"
+	    "Python stacks are printed in faulthandler's layout; a pytest test in progress is\n"
+	    "named per process (per pytest-xdist worker). The FTBPF_CI_* variables are removed\n"
+	    "from COMMAND's environment.\n",
 	    EXIT_HANG, EXIT_TIMEOUT, EXIT_HANG, EXIT_TIMEOUT, EXIT_NOEXEC, EXIT_NOTFOUND,
 	    EXIT_INTERNAL);
 }
@@ -106,6 +122,114 @@ static int parse_secs(const char *s, double *ret)
 	return 0;
 }
 
+/* The value of one option, from a flag (what "--x") or a variable (what "X=") */
+static int set_secs(const char *what, const char *v, double *ret, int hang)
+{
+	double d;
+
+	if (parse_secs(v, &d) < 0 || (hang && d > 0 && d < 0.5)) {
+		fprintf(stderr, "ftbpf-ci: %s'%s': not a number of seconds%s\n", what, v,
+			hang ? " (0 = no hang detection, else >= 0.5)" : "");
+		return -EINVAL;
+	}
+	*ret = d;
+	return 0;
+}
+
+static int set_code(const char *what, const char *v, int *ret)
+{
+	char *end;
+	long code = strtol(v, &end, 10);
+
+	if (end == v || *end || code < 1 || code > 255) {
+		fprintf(stderr, "ftbpf-ci: %s'%s': not a code 1..255\n", what, v);
+		return -EINVAL;
+	}
+	*ret = (int)code;
+	return 0;
+}
+
+static int set_bool(const char *what, const char *v, int *ret)
+{
+	if (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "true"))
+		*ret = 1;
+	else if (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false"))
+		*ret = 0;
+	else {
+		fprintf(stderr, "ftbpf-ci: %s'%s': not 0 or 1\n", what, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The environment's settings (pytest-timeout's PYTEST_TIMEOUT habit), under the flags. */
+static int parse_env(struct opts *o)
+{
+	static const struct {
+		const char *name;
+		int kind; /* 0 secs, 1 hang secs, 2 code, 3 bool, 4 path */
+		size_t off;
+	} vars[] = {
+	    {"FTBPF_CI_HANG_TIMEOUT", 1, offsetof(struct opts, hang_timeout)},
+	    {"FTBPF_CI_TIMEOUT", 0, offsetof(struct opts, timeout)},
+	    {"FTBPF_CI_GRACE", 0, offsetof(struct opts, grace)},
+	    {"FTBPF_CI_REPORT", 4, offsetof(struct opts, report)},
+	    {"FTBPF_CI_JUNIT", 4, offsetof(struct opts, junit)},
+	    {"FTBPF_CI_HANG_EXIT_CODE", 2, offsetof(struct opts, hang_code)},
+	    {"FTBPF_CI_TIMEOUT_EXIT_CODE", 2, offsetof(struct opts, timeout_code)},
+	    {"FTBPF_CI_QUIET", 3, offsetof(struct opts, quiet)},
+	    {"FTBPF_CI_COUNT_DEBUGGER", 3, offsetof(struct opts, count_debugger)},
+	};
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i].name);
+		char what[64];
+		void *p = (char *)o + vars[i].off;
+		int r = 0;
+
+		if (!v || !*v)
+			continue;
+		snprintf(what, sizeof(what), "%s=", vars[i].name);
+		switch (vars[i].kind) {
+		case 0:
+		case 1:
+			r = set_secs(what, v, p, vars[i].kind == 1);
+			break;
+		case 2:
+			r = set_code(what, v, p);
+			break;
+		case 3:
+			r = set_bool(what, v, p);
+			break;
+		default:
+			*(const char **)p = v;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* COMMAND does not inherit our settings (a nested ftbpf-ci would take them). */
+static void clean_env(void)
+{
+	extern char **environ;
+
+	for (int i = 0; environ[i];) {
+		char name[64];
+		const char *eq = strchr(environ[i], '=');
+		size_t n = eq ? (size_t)(eq - environ[i]) : 0;
+
+		if (n && n < sizeof(name) && !strncmp(environ[i], "FTBPF_CI_", 9)) {
+			memcpy(name, environ[i], n);
+			name[n] = 0;
+			unsetenv(name);
+			continue;
+		}
+		i++;
+	}
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	int i;
@@ -115,12 +239,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->wait_orphans = 1;
 	o->hang_code = EXIT_HANG;
 	o->timeout_code = EXIT_TIMEOUT;
+	if (parse_env(o) < 0)
+		return -EINVAL;
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		double d;
-		char *end;
-		long code;
+		char what[64];
 
+		snprintf(what, sizeof(what), "%s ", a);
 		if (!strcmp(a, "--")) {
 			i++;
 			break;
@@ -136,28 +261,24 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->no_bpf = 1;
 		} else if (!strcmp(a, "--no-wait-orphans")) {
 			o->wait_orphans = 0;
+		} else if (!strcmp(a, "--count-debugger")) {
+			o->count_debugger = 1;
 		} else if (v && (!strcmp(a, "--hang-timeout") || !strcmp(a, "--timeout") ||
 				 !strcmp(a, "--grace"))) {
-			if (parse_secs(v, &d) < 0 || (!strcmp(a, "--hang-timeout") && d < 0.5)) {
-				fprintf(stderr, "ftbpf-ci: %s: '%s' is not a number of seconds%s\n",
-					a, v, !strcmp(a, "--hang-timeout") ? " >= 0.5" : "");
+			if (set_secs(what, v,
+				     a[2] == 'h'   ? &o->hang_timeout
+				     : a[2] == 't' ? &o->timeout
+						   : &o->grace,
+				     a[2] == 'h') < 0)
 				return -EINVAL;
-			}
-			*(a[2] == 'h'	? &o->hang_timeout
-			  : a[2] == 't' ? &o->timeout
-					: &o->grace) = d;
 			i++;
 		} else if (v && (!strcmp(a, "--report") || !strcmp(a, "--junit"))) {
 			*(a[2] == 'r' ? &o->report : &o->junit) = v;
 			i++;
 		} else if (v &&
 			   (!strcmp(a, "--hang-exit-code") || !strcmp(a, "--timeout-exit-code"))) {
-			code = strtol(v, &end, 10);
-			if (end == v || *end || code < 1 || code > 255) {
-				fprintf(stderr, "ftbpf-ci: %s: '%s' is not a code 1..255\n", a, v);
+			if (set_code(what, v, a[2] == 'h' ? &o->hang_code : &o->timeout_code) < 0)
 				return -EINVAL;
-			}
-			*(a[2] == 'h' ? &o->hang_code : &o->timeout_code) = (int)code;
 			i++;
 		} else {
 			fprintf(stderr,
@@ -234,6 +355,23 @@ static int write_str(const char *path, const char *s)
 	return r;
 }
 
+/* A process of the tree sits in a debugger: not a hang (pytest-timeout's habit). The hang
+ * clock starts again when it leaves. */
+static int under_debugger(struct ci *c, uint64_t now)
+{
+	char why[160];
+	int pid = tree_debugged(&c->tree, why, sizeof(why));
+
+	if (!pid)
+		return 0;
+	if (pid != c->debug_noted) {
+		note(c, "%s: not counted as a hang (--count-debugger counts it)", why);
+		c->debug_noted = pid;
+	}
+	tree_activity(&c->tree, now);
+	return 1;
+}
+
 /* ---- running and ending ---- */
 static void reap(struct ci *c)
 {
@@ -298,6 +436,11 @@ static int exit_code_of(int st)
 
 static void cleanup(struct ci *c)
 {
+	if (c->tty) { /* the terminal back to our process group */
+		signal(SIGTTOU, SIG_IGN);
+		(void)tcsetpgrp(STDIN_FILENO, getpgrp());
+		signal(SIGTTOU, SIG_DFL);
+	}
 	tree_fini(&c->tree);
 	tracker_close(c->tr);
 	if (*c->cgroup)
@@ -312,6 +455,7 @@ static int start(struct ci *c)
 
 	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
 		return EXIT_INTERNAL;
+	c->tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 	c->root = fork();
 	if (c->root < 0)
 		return EXIT_INTERNAL;
@@ -321,6 +465,12 @@ static int start(struct ci *c)
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setpgid(0, 0);
+		if (c->tty) { /* the terminal's foreground: a debugger's prompt can read it */
+			signal(SIGTTOU, SIG_IGN);
+			(void)tcsetpgrp(STDIN_FILENO, getpid());
+			signal(SIGTTOU, SIG_DFL);
+		}
+		clean_env();
 		close(gate[1]);
 		if (read(gate[0], &b, 1) != 1)
 			_exit(EXIT_INTERNAL);
@@ -399,7 +549,8 @@ int main(int argc, char **argv)
 	}
 	if (geteuid() == 0)
 		cgroup_setup(c);
-	tree_init(&c->tree, c->tr, c->o.hang_timeout);
+	/* no hang detection: a verdict that never comes */
+	tree_init(&c->tree, c->tr, c->o.hang_timeout > 0 ? c->o.hang_timeout : 1e7);
 	c->start_ns = now_ns();
 	tree_activity(&c->tree, c->start_ns);
 	r = start(c);
@@ -430,7 +581,10 @@ int main(int argc, char **argv)
 		now = now_ns();
 		tree_scan(&c->tree, now, 1); /* updates each process's CPU history (spinning) */
 		tree_eval(&c->tree, now, &job);
-		if (job.hung)
+		if (job.hung && c->o.hang_timeout > 0 && !c->o.count_debugger &&
+		    under_debugger(c, now))
+			job.hung = 0;
+		if (job.hung && c->o.hang_timeout > 0)
 			verdict = "hang";
 		else if (c->o.timeout > 0 && now - c->start_ns >= (uint64_t)(c->o.timeout * NS))
 			verdict = "timeout";

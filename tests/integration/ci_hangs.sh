@@ -50,7 +50,8 @@ PY
 [ $rc -eq 124 ] && pass "pytest: hang detected" || fail "pytest: rc=$rc"
 jq -e "[.processes[] | select(.cause) | .python_stack[0] | .file == \"$T/test_hang.py\" and .line == 9 and .function == \"test_hangs\"] | any" "$T/py.json" >/dev/null &&
 	pass "pytest: Python stack names test_hang.py line 9, test_hangs" || fail "pytest: $(jq -c '[.processes[] | {cause, py: .python_stack[0:2], err: .python_stack_error}]' "$T/py.json")"
-grep -q "File \"$T/test_hang.py\", line 9, in test_hangs" "$T/py.err" && pass "pytest: printed as a traceback line" || fail "pytest: text"
+grep -qx "  File \"$T/test_hang.py\", line 9 in test_hangs" "$T/py.err" && pass "pytest: printed in faulthandler's layout" || fail "pytest: text"
+grep -q "^ftbpf-ci: hung test: $T/test_hang.py::test_hangs (line 9)" "$T/py.err" && pass "pytest: the headline names the hung test" || fail "pytest: headline: $(grep 'hung test' "$T/py.err")"
 
 # a grandchild that hangs after its parent exits (reparented to ftbpf-ci)
 "$CI" --hang-timeout 3 --grace 2 --report "$T/g.json" -- sh -c 'sh -c "exec sleep 3600" & echo parent-exits' >"$T/g.out" 2>"$T/g.err"; rc=$?

@@ -139,3 +139,9 @@ take_pid() {
 }
 # alive PID: the process exists and is not a zombie (kill -0 succeeds on a zombie)
 alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]; }
+# bigsyms_elf OUT: a 2 MB shared object with 40,000 symbols (and no CPython in it): parsing its
+# symbol table takes a while, so that a truncation can land in the middle of it
+bigsyms_elf() {
+	/usr/bin/python3 -c 'import sys; sys.stdout.write("".join("int ftbpf_sym_%05d = %d;\n" % (i, i) for i in range(40000)))' >"$1.c" &&
+		gcc -shared -fPIC -O0 -o "$1" "$1.c" && rm -f "$1.c"
+}

@@ -32,6 +32,21 @@ static int devnull;
 static uint64_t rng = 1;
 static char sock_path[100];
 static int handled;
+/* replies deferred by the handler (ctl_defer), sent later by the test (ctl_reply_later) */
+static struct {
+	uint64_t token;
+	struct json_object *o;
+} deferred[64];
+static int ndeferred, defer_rate; /* defer_rate: one request in N is deferred, 0 never */
+
+static void answer_deferred(int k)
+{
+	uint64_t t = deferred[k].token;
+	struct json_object *o = deferred[k].o;
+
+	deferred[k] = deferred[--ndeferred];
+	ctl_reply_later(srv, t, o);
+}
 
 static uint32_t rnd(uint32_t n)
 {
@@ -61,8 +76,13 @@ static struct json_object *handler(void *ctx, const struct ctl_request *req,
 	memset(pad, 'x', sizeof(pad) - 1);
 	pad[rnd(sizeof(pad) - 1)] = 0;
 	json_object_object_add(o, "pad", json_object_new_string(pad));
-	if (req->cmd == CTL_CMD_REGISTER)
+	if (req->cmd == CTL_CMD_REGISTER) {
 		ctl_reply_fd(srv, devnull);
+	} else if (defer_rate && ndeferred < 64 && rnd((uint32_t)defer_rate) == 0) {
+		deferred[ndeferred].o = o;
+		deferred[ndeferred++].token = ctl_defer(srv);
+		return NULL; /* the reply comes later */
+	}
 	return o;
 }
 
@@ -137,6 +157,8 @@ static void test_random_clients(void)
 			cli[i] = -1;
 		}
 		serve(1 + (int)rnd(3));
+		if (ndeferred && rnd(3) == 0) /* a deferred reply, its client gone or not */
+			answer_deferred((int)rnd((uint32_t)ndeferred));
 		if (rnd(1000) == 0)
 			ctl_tick(srv, (uint64_t)time(NULL) * 1000000000ull +
 					  (rnd(2) ? 0 : 100000000000ull));
@@ -144,6 +166,8 @@ static void test_random_clients(void)
 	for (int i = 0; i < NCLI; i++)
 		if (cli[i] >= 0)
 			close(cli[i]);
+	while (ndeferred)
+		answer_deferred(0);
 	for (int r = 0; r < 100 && ctl_clients(srv) > 0; r++) {
 		serve(10);
 		usleep(1000);
@@ -160,6 +184,62 @@ static void test_random_clients(void)
 	       (unsigned long long)ctl_counters(srv)->dropped_slow,
 	       (unsigned long long)ctl_counters(srv)->truncated);
 	free(big);
+}
+
+/* A deferred reply: nothing until ctl_reply_later; the next pipelined request waits for it,
+ * then both replies come in order; a reply for a connection that went is dropped. */
+static void test_deferred(void)
+{
+	char buf[16384];
+	ssize_t n = 0;
+	int fd = connect_client(), rate = defer_rate;
+	const char *two = "{\"v\":1,\"cmd\":\"version\"}\n{\"v\":1,\"cmd\":\"status\"}\n";
+
+	CU_ASSERT_FATAL(fd >= 0);
+	defer_rate = 1; /* the first request is deferred */
+	CU_ASSERT_EQUAL(send(fd, two, strlen(two), MSG_NOSIGNAL), (ssize_t)strlen(two));
+	for (int r = 0; r < 50 && !ndeferred; r++) {
+		serve(5);
+		usleep(1000);
+	}
+	defer_rate = 0;
+	CU_ASSERT_EQUAL(ndeferred, 1);
+	serve(10);
+	CU_ASSERT_EQUAL(ndeferred, 1); /* the second waits behind the first */
+	CU_ASSERT_TRUE(recv(fd, buf, sizeof(buf), MSG_DONTWAIT) < 0);
+	answer_deferred(0);
+	for (int r = 0; r < 100; r++) {
+		ssize_t k;
+
+		serve(5);
+		k = recv(fd, buf + n, sizeof(buf) - 1 - (size_t)n, MSG_DONTWAIT);
+		if (k > 0)
+			n += k;
+		buf[n] = 0;
+		if (strchr(buf, '\n') && strchr(strchr(buf, '\n') + 1, '\n'))
+			break;
+		usleep(1000);
+	}
+	CU_ASSERT_PTR_NOT_NULL(strchr(buf, '\n'));
+	CU_ASSERT_PTR_NOT_NULL(strchr(buf, '\n') ? strchr(strchr(buf, '\n') + 1, '\n') : NULL);
+	/* deferred again, then the client goes: the late reply is dropped */
+	defer_rate = 1;
+	n = strchr(two, '\n') - two + 1; /* the first request alone */
+	CU_ASSERT_EQUAL(send(fd, two, (size_t)n, MSG_NOSIGNAL), n);
+	for (int r = 0; r < 50 && !ndeferred; r++) {
+		serve(5);
+		usleep(1000);
+	}
+	defer_rate = rate;
+	CU_ASSERT_EQUAL(ndeferred, 1);
+	close(fd);
+	for (int r = 0; r < 20; r++) {
+		serve(5);
+		usleep(1000);
+	}
+	if (ndeferred)
+		answer_deferred(0);
+	serve(5);
 }
 
 /* The crash that was: follow, then a request whose handler emits an event, then close. */
@@ -223,6 +303,8 @@ int main(void)
 		return 1;
 	s = CU_add_suite("control server", NULL, NULL);
 	CU_add_test(s, "follow, request, close", test_follow_then_request_then_close);
+	CU_add_test(s, "a deferred reply", test_deferred);
+	defer_rate = 4; /* and one request in four deferred among the random clients */
 	CU_add_test(s, "random clients", test_random_clients);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

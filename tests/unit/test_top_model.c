@@ -402,6 +402,9 @@ static void test_detail(void)
 	    "\"sender_pid\":9,\"sender_comm\":\"bash\"}],"
 	    "\"timers\":[{\"pid\":103,\"scope\":\"train.py#12\",\"time_left_s\":4.5,"
 	    "\"signal_name\":\"KILL\",\"source\":\"slot\"}],"
+	    "\"python_version\":\"3.11\",\"python_threads\":[{\"thread_id\":\"0x7f3a1c2b5740\","
+	    "\"tid\":103,\"stack\":[{\"file\":\"train.py\",\"line\":14,\"function\":\"load_batch\"}"
+	    "]}],"
 	    "\"job_ranks\":[{\"rank\":0,\"pid\":101,\"state\":\"blocked\",\"reason\":\"futex\"}]}");
 	top_render_detail(&m, ex, NULL, &f, 100);
 	json_object_put(ex);
@@ -411,6 +414,10 @@ static void test_detail(void)
 	CU_ASSERT(find_line(&f, "SIGTERM sent by pid 9 (bash)") >= 0);
 	CU_ASSERT(find_line(&f, "rank 0 pid 101 blocked") >= 0);
 	CU_ASSERT(find_line(&f, "scope 'train.py#12': 4.5s left, then SIGKILL (slot)") >= 0);
+	/* the Python stacks, in faulthandler's layout */
+	CU_ASSERT(find_line(&f, "PYTHON STACKS (CPython 3.11)") >= 0);
+	CU_ASSERT(find_line(&f, "Thread 0x00007f3a1c2b5740 (most recent call first):") >= 0);
+	CU_ASSERT(find_line(&f, "  File \"train.py\", line 14 in load_batch") >= 0);
 	top_render_help(&f, 80);
 	CU_ASSERT(find_line(&f, "Enter") >= 0);
 	top_frame_fini(&f);

@@ -8,6 +8,7 @@
 
 #include "agent/eventlog.h"
 #include "agent/jobstate.h"
+#include "agent/pystacks.h"
 #include "agent/timersvc.h"
 #include "lib/config.h"
 #include "lib/jsonx.h"
@@ -19,7 +20,8 @@
 static void hang_report(struct actions *ac, struct job *j, uint64_t now)
 {
 	sampler_refresh(ac->vs.sp, 1); /* with kernel stacks, for the report */
-	eventlog_emit(ac->el, view_hang(&ac->vs, j, now, ac->cfg->soft_timeout_s));
+	/* emitted once the Python stacks are read (off the loop, within their time limit) */
+	pystacks_hang(ac->vs.ins, ac->el, j, view_hang(&ac->vs, j, now, ac->cfg->soft_timeout_s));
 	ac->hangs++;
 }
 

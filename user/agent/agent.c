@@ -48,6 +48,7 @@
 #include "os/safefs.h"
 #include "proto/mesh_proto.h"
 #include "watch/gpuprobe.h"
+#include "watch/inspector.h"
 #include "watch/tracker.h"
 
 #define EXITED_RETENTION_NS (3600 * CLOCK_NS_PER_S) /* a finished job stays visible an hour */
@@ -58,6 +59,7 @@ struct agent {
 	struct loop *loop; /* owned (all of these pointers) */
 	struct tracker *tr;
 	struct gpuprobe *gp;	 /* NULL when CUDA/NCCL probes are off or impossible */
+	struct inspector *ins;	 /* files and memory of ranks, off the loop; NULL: none */
 	struct mesh *mesh;	 /* NULL when the heartbeat mesh is off */
 	struct metrics *metrics; /* NULL when metrics_listen is empty */
 	struct eventlog *el;
@@ -110,10 +112,20 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 		jstr(l, "path", li.path);
 		jstr(l, "kind", li.kind == GPUAPI_LIB_CUDA ? "cuda" : "nccl");
 		jint(l, "functions", li.probes);
+		jint(l, "uid", li.uid);
 		jstr(l, "error", li.err ? strerror(-li.err) : NULL);
 		json_object_array_add(libs, l);
 	}
 	json_object_object_add(o, "gpu_libs", libs);
+	jint(c, "gpu_libs_refused", (int64_t)gpuprobe_refused(a->gp));
+	if (a->ins) {
+		struct inspector_counters ic;
+
+		inspector_counters(a->ins, &ic);
+		jint(c, "inspections", (int64_t)ic.jobs);
+		jint(c, "inspections_timed_out", (int64_t)ic.timed_out);
+		jint(c, "inspections_refused", (int64_t)ic.refused);
+	}
 	json_object_object_add(o, "features", ft);
 	jint(c, "events", (int64_t)a->kv.events);
 	adopter_counters(a->ad, c);
@@ -164,6 +176,8 @@ static void scan(struct agent *a)
 {
 	uint64_t now;
 
+	if (a->ins) /* answers past their time limit, if the inspector is stuck */
+		inspector_poll(a->ins);
 	watch_begin(&a->w);
 	now = clock_mono_ns();
 	ctl_tick(a->ctl, now);
@@ -201,6 +215,14 @@ static void on_ring(void *ctx, uint32_t arg, uint32_t events)
 
 	(void)arg, (void)events;
 	tracker_consume(a->tr, RB_BATCH);
+}
+
+static void on_inspector(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct agent *a = ctx;
+
+	(void)arg, (void)events;
+	inspector_poll(a->ins);
 }
 
 static void on_scan_timer(void *ctx, uint32_t arg, uint32_t events)
@@ -461,6 +483,13 @@ static int open_tracker(struct agent *a, int reset_state, char *err, size_t errl
 		log_warn("no CUDA/NCCL probes: this kernel has no uprobe attach cookies (5.15+)");
 	else if (cfg->gpu_probes && gpuprobe_new(a->tr, cfg->gpu_probe_launch, &a->gp) < 0)
 		log_warn("no CUDA/NCCL probes: libelf unusable");
+	/* what ranks map and their memory are read by the inspector's thread, never here */
+	a->ins = inspector_new(a->gp);
+	if (!a->ins)
+		log_warn("no inspector thread (%s): no Python stacks, no CUDA/NCCL probes",
+			 strerror(errno));
+	else if (watch_fd(a, inspector_fd(a->ins), on_inspector, 0, err, errlen) < 0)
+		return -EINVAL;
 	return watch_fd(a, tracker_epoll_fd(a->tr), on_ring, 0, err, errlen);
 }
 
@@ -549,6 +578,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	if (open_tracker(a, reset_state, err, errlen) < 0)
 		goto fail;
 	watch_init(&a->w, a->tr, a->gp, &a->ranks, a->el, &a->cfg);
+	a->w.ins = a->ins;
 	a->ad = adopter_new(a->tr, &a->ranks, a->el, a->cfg.only_jobs, a->cfg.only_netns);
 	if (!a->ad) {
 		snprintf(err, errlen, "out of memory");
@@ -569,7 +599,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 			goto fail;
 	}
 	a->kv = (struct kevents){a->tr, &a->ranks, a->ad, a->ts, a->el, 0};
-	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts)};
+	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts), a->ins};
 	a->ac = (struct actions){&a->cfg, a->el, a->ts, &a->js, vs, 0, 0};
 	a->h = (struct handlers){.ranks = &a->ranks,
 				 .ad = a->ad,
@@ -644,6 +674,7 @@ void agent_free(struct agent *a)
 {
 	if (!a)
 		return;
+	inspector_free(a->ins); /* its last answers go to the control socket and the log */
 	metrics_close(a->metrics);
 	ctl_free(a->ctl);
 	mesh_close(a->mesh);

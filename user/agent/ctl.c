@@ -57,6 +57,9 @@ struct ctl_client {
 	int closing; /* send what is queued, then close */
 	int dead;    /* free at the end of the turn */
 	int eof;     /* the peer will send nothing more */
+	int pending; /* its request's reply comes later (ctl_defer) */
+	int slot;
+	uint32_t serial; /* tells this connection from a later one in its slot */
 	uint64_t last_ns;
 	struct uacct *acct; /* borrowed from the server's table */
 };
@@ -87,6 +90,9 @@ struct ctl_server {
 	int in_handler; /* a request is being handled: defer frees */
 	int peerpidfd;	/* the kernel has SO_PEERPIDFD */
 	int ndead;
+	uint32_t serial;    /* of the last connection accepted */
+	uint64_t cur_token; /* of the request being handled */
+	int deferring;	    /* its handler called ctl_defer */
 };
 
 static struct uacct *acct_get(struct ctl_server *s, uid_t uid)
@@ -366,7 +372,7 @@ static void update_epoll(struct ctl_server *s, struct ctl_client *c, int slot)
 	if (c->dead)
 		return;
 	/* read only when the last reply is out and no complete request waits */
-	if (!c->closing && !c->eof && !c->wlen && !has_line(c))
+	if (!c->closing && !c->eof && !c->wlen && !c->pending && !has_line(c))
 		events |= EPOLLIN;
 	if (c->wlen)
 		events |= EPOLLOUT;
@@ -390,7 +396,7 @@ static int flush(struct ctl_server *s, struct ctl_client *c)
 		c->wlen -= (size_t)n;
 		c->acct->out -= (size_t)n;
 	}
-	if (!c->wlen && c->closing)
+	if (!c->wlen && c->closing && !c->pending)
 		return -1;
 	return 0;
 }
@@ -582,8 +588,16 @@ static void handle_line(struct ctl_server *s, struct ctl_client *c, const char *
 	}
 	s->reply_fd = -1;
 	s->in_handler = 1;
+	s->deferring = 0;
+	s->cur_token = (uint64_t)(uint32_t)c->slot << 32 | c->serial;
 	resp = s->fn(s->ctx, &req, &peer);
 	s->in_handler = 0;
+	if (s->deferring) { /* the reply comes through ctl_reply_later */
+		s->deferring = 0;
+		json_object_put(resp);
+		c->pending = !c->dead;
+		return;
+	}
 	if (c->dead) {
 		json_object_put(resp);
 		s->reply_fd = -1;
@@ -607,7 +621,7 @@ static void handle_line(struct ctl_server *s, struct ctl_client *c, const char *
 /* Handle complete lines while the previous reply is out. */
 static void process(struct ctl_server *s, struct ctl_client *c)
 {
-	while (!c->dead && !c->closing && !c->wlen) {
+	while (!c->dead && !c->closing && !c->wlen && !c->pending) {
 		char *nl = c->rlen ? memchr(c->rbuf, '\n', c->rlen) : NULL;
 		size_t n;
 
@@ -620,7 +634,7 @@ static void process(struct ctl_server *s, struct ctl_client *c)
 		memmove(c->rbuf, nl + 1, c->rlen - n - 1);
 		c->rlen -= n + 1;
 	}
-	if (c->dead)
+	if (c->dead || c->pending)
 		return;
 	if (!has_line(c) && c->rlen > CTL_MAX_LINE) {
 		char msg[64];
@@ -704,6 +718,8 @@ static void accept_one(struct ctl_server *s, int fd)
 		c->peer.start_ns = st.start_ns; /* older kernels: identity by start time */
 	c->last_ns = clock_mono_ns();
 	c->acct = a;
+	c->slot = slot;
+	c->serial = ++s->serial;
 	a->nconn++;
 	s->clients[slot] = c;
 	s->nclients++;
@@ -798,6 +814,35 @@ static void on_loop(void *ctx, uint32_t slot, uint32_t events)
 	reap(s);
 }
 
+uint64_t ctl_defer(struct ctl_server *s)
+{
+	s->deferring = 1;
+	return s->cur_token;
+}
+
+void ctl_reply_later(struct ctl_server *s, uint64_t token, struct json_object *o)
+{
+	uint32_t slot = (uint32_t)(token >> 32);
+	struct ctl_client *c = slot < (uint32_t)s->lim.max_clients ? s->clients[slot] : NULL;
+
+	if (!c || c->dead || !c->pending || c->serial != (uint32_t)token) {
+		json_object_put(o); /* the connection went meanwhile */
+		return;
+	}
+	c->pending = 0;
+	c->last_ns = clock_mono_ns();
+	queue_obj(s, c, o);
+	/* out with it; then the requests that came meanwhile (once it is out: else EPOLLOUT) */
+	if (!c->dead && flush(s, c) < 0)
+		kill_client(s, c);
+	if (!c->dead)
+		process(s, c);
+	if (!c->dead && flush(s, c) < 0)
+		kill_client(s, c);
+	update_epoll(s, c, (int)slot);
+	reap(s);
+}
+
 void ctl_tick(struct ctl_server *s, uint64_t now)
 {
 	uint64_t idle = (uint64_t)(s->lim.idle_s * 1e9);
@@ -805,7 +850,7 @@ void ctl_tick(struct ctl_server *s, uint64_t now)
 	for (int i = 0; i < s->lim.max_clients; i++) {
 		struct ctl_client *c = s->clients[i];
 
-		if (c && !c->dead && !c->peer.following && now > c->last_ns &&
+		if (c && !c->dead && !c->peer.following && !c->pending && now > c->last_ns &&
 		    now - c->last_ns > idle) {
 			s->cnt.idle_closed++;
 			kill_client(s, c);

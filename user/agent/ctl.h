@@ -68,6 +68,14 @@ void ctl_broadcast(void *s, const char *line, uint32_t uid, uint64_t seq);
 const struct ctl_counters *ctl_counters(const struct ctl_server *s);
 int ctl_clients(const struct ctl_server *s);
 void ctl_count_denied(struct ctl_server *s);
+/*
+ * From a handler: the reply will come later, through ctl_reply_later with the token returned
+ * (the handler's return value is dropped). The connection reads no further request meanwhile.
+ */
+uint64_t ctl_defer(struct ctl_server *s);
+/* The reply of a deferred request (o owned by the server from here; dropped when the
+ * connection has gone meanwhile). */
+void ctl_reply_later(struct ctl_server *s, uint64_t token, struct json_object *o);
 /* From a handler: pass fd (borrowed, not closed) with the reply being built, by SCM_RIGHTS. */
 void ctl_reply_fd(struct ctl_server *s, int fd);
 /*

@@ -12,6 +12,7 @@
 #include "agent/decide.h"
 #include "agent/eventlog.h"
 #include "agent/mesh.h"
+#include "agent/pystacks.h"
 #include "agent/timersvc.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
@@ -80,8 +81,6 @@ static struct json_object *do_explain(struct handlers *h, const struct ctl_reque
 	json_object_object_add(o, "job", view_job(k->job));
 	sampler_refresh(h->vs.sp, 1);
 	json_object_object_add(o, "threads", view_threads(&h->vs, k, now));
-	if (!k->s.exited)
-		view_python_stack(o, k->pid);
 	json_object_object_add(o, "children", view_children(h->vs.tr, k->pid));
 	json_object_object_add(o, "signals", view_signals(k, now));
 	job_ranks = json_object_new_array();
@@ -90,6 +89,9 @@ static struct json_object *do_explain(struct handlers *h, const struct ctl_reque
 			json_object_array_add(job_ranks,
 					      view_rank(&h->vs, k->job->members[i], now));
 	json_object_object_add(o, "job_ranks", job_ranks);
+	/* the Python stacks are read off the loop: the reply goes out when they are in */
+	if (pystacks_explain(h->vs.ins, h->ctl, k, o))
+		return NULL;
 	return o;
 }
 

@@ -21,6 +21,7 @@
 #include "proto/mesh_proto.h"
 #include "proto/swim.h"
 #include "watch/pystack.h"
+#include "watch/pystack_json.h"
 #include "watch/sample.h"
 #include "watch/tracker.h"
 
@@ -557,44 +558,13 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 	return o;
 }
 
-#define PY_FRAMES_MAX 128
-/* Python stacks in a hang report: the culprits', and every rank's in a job this small */
-#define PY_STACK_ALL_RANKS 16
-
-void view_python_stack(struct json_object *o, int pid)
+void view_python_stack(struct json_object *o, int pid, int err, const struct py_stack *s,
+		       const char *why)
 {
-	struct py_frame *fr = calloc(PY_FRAMES_MAX, sizeof(*fr));
-	struct json_object *arr;
-	char why[128] = "";
-	int n;
-
-	if (!fr)
-		return;
-	n = pystack_read(pid, fr, PY_FRAMES_MAX, why, sizeof(why));
-	if (n == -ENOENT && !strcmp(why, "not a CPython process")) {
-		free(fr);
-		return;
-	}
-	if (n < 0) {
-		jstr(o, "python_stack_error", why);
-		free(fr);
-		return;
-	}
-	arr = json_object_new_array();
-	for (int i = 0; i < n; i++) {
-		struct json_object *f = json_object_new_object();
-
-		if (fr[i].line == -2) {
-			jbool(f, "thread_break", 1);
-		} else {
-			jstr(f, "file", fr[i].file);
-			jstr(f, "function", fr[i].func);
-			jint(f, "line", fr[i].line);
-		}
-		json_object_array_add(arr, f);
-	}
-	json_object_object_add(o, "python_stack", arr);
-	free(fr);
+	if (err == 0 && s)
+		pystack_json(o, s, pid);
+	else
+		pystack_json_error(o, err, why);
 }
 
 struct json_object *view_hang(const struct view_src *v, const struct job *j, uint64_t now,
@@ -615,8 +585,6 @@ struct json_object *view_hang(const struct view_src *v, const struct job *j, uin
 					       sampler_kstack_json(v->sp, k->pid, k->pid));
 		if (k->d.culprit) /* every thread of the culprit, with its stack */
 			json_object_object_add(r, "threads", view_threads(v, k, now));
-		if (!k->s.exited && (k->d.culprit || j->nmembers <= PY_STACK_ALL_RANKS))
-			view_python_stack(r, k->pid);
 		json_object_array_add(arr, r);
 		if (k->d.culprit) {
 			json_object_array_add(c, json_object_new_int(k->pid));

@@ -19,12 +19,14 @@ struct sampler;
 struct timers;
 struct ctl_counters;
 struct swim_member;
+struct inspector;
 
 /* Where a rank's view reads from (all borrowed). */
 struct view_src {
 	struct tracker *tr;
 	struct sampler *sp;	 /* the last task snapshot (threads, GPU ioctls per thread) */
 	const struct timers *tm; /* agent-held countdown timers */
+	struct inspector *ins;	 /* reads Python stacks off the loop; NULL: none */
 };
 
 double view_secs(uint64_t ns);
@@ -74,12 +76,19 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 /* Every thread of a live rank, with state, syscall, wait channel and kernel stack (refresh
  * the snapshot with stacks first). */
 struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now);
-/* A CPython rank's Python stack into o: "python_stack" (frames, innermost first, threads
- * separated by {"thread_break": true}) or "python_stack_error"; nothing for other processes. */
-void view_python_stack(struct json_object *o, int pid);
+/* A CPython rank's Python stacks (read by the inspector: agent/pystacks.c) into o:
+ * "python_version", "python_stack" (the main thread's frames, innermost first) and
+ * "python_threads" (every thread: id, tid, name, stack), or "python_stack_error"; nothing for
+ * a process that is not CPython (err -ENOENT). */
+struct py_stack;
+void view_python_stack(struct json_object *o, int pid, int err, const struct py_stack *s,
+		       const char *why);
 struct json_object *view_job(const struct job *j);
 /* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
  * (refresh the snapshot with stacks first). */
+/* The hang event, without Python stacks: agent/pystacks.c adds them (the culprits', and every
+ * rank's in a job of at most PY_STACK_ALL_RANKS) before it is emitted. */
+#define PY_STACK_ALL_RANKS 16
 struct json_object *view_hang(const struct view_src *v, const struct job *j, uint64_t now,
 			      double soft_timeout_s);
 /* The reply to register. */

@@ -15,6 +15,7 @@
 #include "os/clock.h"
 #include "proto/mesh_proto.h"
 #include "watch/gpuprobe.h"
+#include "watch/inspector.h"
 #include "watch/tracker.h"
 
 /* ---- GPU device majors ---- */
@@ -131,7 +132,9 @@ void watch_begin(struct watch *w)
 		if (!w->gp || k->s.exited || (k->maps_scanned && !dirty))
 			continue;
 		k->maps_scanned = 1;
-		gpuprobe_scan(w->gp, k->pid);
+		/* the files are the rank's owner's: read and probed off the loop */
+		if (w->ins && inspector_gpuprobe(w->ins, k->pid, k->pidfd, k->uid) == -EAGAIN)
+			k->maps_scanned = 0; /* the inspector is busy: next scan */
 	}
 	tracker_foreach_comm(w->tr, comm_one, w);
 }

@@ -15,6 +15,7 @@
 
 struct tracker;
 struct gpuprobe;
+struct inspector;
 struct ranks;
 struct job;
 struct eventlog;
@@ -23,8 +24,9 @@ struct json_object;
 struct ftbpf_config;
 
 struct watch {
-	struct tracker *tr;  /* borrowed (these four) */
-	struct gpuprobe *gp; /* NULL: no CUDA/NCCL probes */
+	struct tracker *tr;    /* borrowed (these four) */
+	struct gpuprobe *gp;   /* NULL: no CUDA/NCCL probes */
+	struct inspector *ins; /* probes them off the loop; NULL: none */
 	struct ranks *ranks;
 	struct eventlog *el;
 	struct sampler sp; /* owned: the sampling path and its task snapshot */

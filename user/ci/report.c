@@ -12,10 +12,27 @@
 #include "lib/jsonx.h"
 #include "lib/syscalls.h"
 #include "os/procfs.h"
+#include "lib/pyfmt.h"
+#include "watch/inspector.h"
 #include "watch/pystack.h"
+#include "watch/pystack_json.h"
 #include "watch/ustack.h"
 
-#define NS 1000000000ull
+#define NS		 1000000000ull
+#define REPORT_TESTS_MAX 64
+
+struct report_test {
+	char name[400]; /* FILE::FUNCTION */
+	int line, pid, xdist;
+	char where[400];
+};
+
+/* What one diagnosis gathers on the way. */
+struct report_ctx {
+	struct inspector *ins; /* reads Python stacks with a time limit */
+	struct report_test tests[REPORT_TESTS_MAX];
+	int ntests;
+};
 
 static void text_add(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void text_add(struct report *r, const char *fmt, ...)
@@ -105,49 +122,110 @@ static void ustack(struct report *r, struct json_object *po, int pid)
 	free(th);
 }
 
-static void pystack(struct report *r, struct json_object *po, int pid)
+static void text_line(void *ctx, const char *line)
 {
-	struct py_frame *fr = calloc(128, sizeof(*fr));
-	char why[128] = "";
-	int n;
+	struct report *r = ctx;
 
-	if (!fr)
+	T("%s\n", line);
+}
+
+/* The test a pytest process is in: the frame pytest_pyfunc_call called. */
+static int pytest_frame(const struct py_stack *s, const struct py_thread *t)
+{
+	for (int i = t->first; i + 1 < t->first + t->n; i++)
+		if (!strcmp(s->f[i + 1].func, "pytest_pyfunc_call"))
+			return i;
+	return -1;
+}
+
+static int is_xdist_worker(const struct py_stack *s)
+{
+	static const char suffix[] = "/xdist/remote.py";
+
+	for (int i = 0; i < s->nframes; i++) {
+		size_t n = strlen(s->f[i].file);
+
+		if (n >= sizeof(suffix) - 1 &&
+		    !strcmp(s->f[i].file + n - (sizeof(suffix) - 1), suffix))
+			return 1;
+	}
+	return 0;
+}
+
+/* The Python stacks of pid, in faulthandler's layout, and in po; a hung pytest test into
+ * tests[] (the caller prints them in the headline). */
+static void pystack(struct report *r, struct report_ctx *rc, struct json_object *po, int pid)
+{
+	struct py_stack *s = malloc(sizeof(*s));
+	struct json_object *threads;
+	char why[160] = "";
+	int err;
+
+	if (!s)
 		return;
-	n = pystack_read(pid, fr, 128, why, sizeof(why));
-	if (n == -ENOENT && !strcmp(why, "not a CPython process")) {
-		free(fr);
+	err = inspector_pystack_wait(rc->ins, pid, -1, 3.0, s, why, sizeof(why));
+	if (err < 0) {
+		if (err != -ENOENT)
+			T("      python stack: unavailable (%s)\n", why);
+		pystack_json_error(po, err, why);
+		free(s);
 		return;
 	}
-	if (n < 0) {
-		T("      python stack: unavailable (%s)\n", why);
-		jstr(po, "python_stack_error", why);
-	} else {
-		struct json_object *arr = json_object_new_array();
+	pystack_json(po, s, pid);
+	T("      python stacks (CPython %s), in faulthandler's layout:\n", s->version);
+	if (json_object_object_get_ex(po, "python_threads", &threads))
+		pyfmt_lines(threads, text_line, r);
+	for (int i = 0; i < s->nthreads && rc->ntests < REPORT_TESTS_MAX; i++) {
+		int k = pytest_frame(s, &s->t[i]);
+		struct report_test *t;
 
-		T("      python stack (most recent call first):\n");
-		for (int i = 0; i < n; i++) {
-			struct json_object *f;
-
-			if (fr[i].line == -2) {
-				T("        -- next thread --\n");
-				continue;
-			}
-			f = json_object_new_object();
-			jstr(f, "file", fr[i].file);
-			jstr(f, "function", fr[i].func);
-			jint(f, "line", fr[i].line);
-			json_object_array_add(arr, f);
-			T("        File \"%s\", line %d, in %s\n", fr[i].file, fr[i].line,
-			  fr[i].func);
-		}
-		json_object_object_add(po, "python_stack", arr);
+		if (k < 0)
+			continue;
+		t = &rc->tests[rc->ntests++];
+		t->pid = pid;
+		t->xdist = is_xdist_worker(s);
+		snprintf(t->name, sizeof(t->name), "%s::%s", s->f[k].file, s->f[k].func);
+		t->line = s->f[k].line;
+		/* where it is now: the innermost frame */
+		snprintf(t->where, sizeof(t->where), "%s:%d in %s", s->f[s->t[i].first].file,
+			 s->f[s->t[i].first].line, s->f[s->t[i].first].func);
 	}
-	free(fr);
+	free(s);
+}
+
+/* Every pytest test in progress, one per process (pytest-xdist: one per worker). */
+static void tests_headline(struct report *r, const struct report_ctx *rc)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < rc->ntests; i++) {
+		const struct report_test *t = &rc->tests[i];
+		struct json_object *o = json_object_new_object();
+
+		T("ftbpf-ci: hung test%s: %s (line %d), pid %d%s, now at %s\n",
+		  rc->ntests > 1 ? "s" : "", t->name, t->line, t->pid,
+		  t->xdist ? " (pytest-xdist worker)" : "", t->where);
+		jstr(o, "test", t->name);
+		jint(o, "line", t->line);
+		jint(o, "pid", t->pid);
+		jbool(o, "xdist_worker", t->xdist);
+		jstr(o, "where", t->where);
+		json_object_array_add(arr, o);
+	}
+	json_object_object_add(r->root, "tests", arr);
+}
+
+static void append(struct report *r, const struct report *body)
+{
+	if (body->text)
+		T("%s", body->text);
 }
 
 void report_diagnose(struct report *r, struct tree *t, const struct report_opts *o)
 {
 	struct json_object *procs = json_object_new_array();
+	struct report_ctx *rc = calloc(1, sizeof(*rc));
+	struct report body = {0};
 	struct det_job job;
 	double quiet;
 	int cause;
@@ -157,7 +235,7 @@ void report_diagnose(struct report *r, struct tree *t, const struct report_opts 
 	cause = tree_eval(t, o->now, &job);
 	quiet = (double)job.no_progress_ns / NS;
 	/* the detector speaks of ranks; here they are the processes of the tree */
-	if (job.n_culprits && cause >= 0)
+	if (cause >= 0 && t->p[cause].culprit)
 		snprintf(job.why, sizeof(job.why),
 			 "pid %d is not where the other processes are: %s", t->p[cause].pid,
 			 t->p[cause].d.reason);
@@ -172,23 +250,12 @@ void report_diagnose(struct report *r, struct tree *t, const struct report_opts 
 	jdbl(r->root, "elapsed_s", (double)(o->now - o->start_ns) / NS);
 	jdbl(r->root, "no_progress_s", quiet);
 	jstr(r->root, "watch", t->sp.tr ? "bpf" : "proc");
-	if (!strcmp(o->kind, "hang"))
-		T("ftbpf-ci: HANG: no progress in the process tree for %.1fs (--hang-timeout %g)\n",
-		  quiet, o->hang_timeout);
-	else
-		T("ftbpf-ci: TIMEOUT: the run exceeded --timeout %g s (no progress for %.1fs)\n",
-		  o->timeout, quiet);
-	if (cause >= 0) {
-		T("ftbpf-ci: most likely cause: pid %d (%s): %s\n", t->p[cause].pid,
-		  t->p[cause].st.comm, t->p[cause].d.reason);
-		jint(r->root, "cause_pid", t->p[cause].pid);
-	} else {
-		jnull(r->root, "cause_pid");
-	}
-	jstr(r->root, "why", job.why);
-	T("ftbpf-ci: %s\nprocess tree:\n", job.why);
+	if (rc)
+		rc->ins = inspector_new(NULL);
+	/* every process first (its stacks tell which test hangs), the headline above them */
 	for (int i = 0; i < t->np; i++) {
 		struct tree_proc *p = &t->p[i];
+		struct report *b = &body;
 		struct json_object *po;
 		char cmd[512];
 
@@ -211,15 +278,38 @@ void report_diagnose(struct report *r, struct tree *t, const struct report_opts 
 		jstr(po, "wchan", *p->s.wchan ? p->s.wchan : NULL);
 		jdbl(po, "cpu", p->d.cpu_frac);
 		jbool(po, "cause", i == cause);
-		T("  pid %d ppid %d %s [%c] %s%s\n    %s\n", p->pid, p->st.ppid, p->st.comm,
-		  p->s.task_state ? p->s.task_state : '?', p->d.reason,
-		  i == cause ? "   <== most likely cause" : "", cmd);
-		kstack(r, t, po, p->pid);
-		ustack(r, po, p->pid);
-		pystack(r, po, p->pid);
+		text_add(b, "  pid %d ppid %d %s [%c] %s%s\n    %s\n", p->pid, p->st.ppid,
+			 p->st.comm, p->s.task_state ? p->s.task_state : '?', p->d.reason,
+			 i == cause ? "   <== most likely cause" : "", cmd);
+		kstack(b, t, po, p->pid);
+		ustack(b, po, p->pid);
+		if (rc && rc->ins)
+			pystack(b, rc, po, p->pid);
 		json_object_array_add(procs, po);
 	}
 	json_object_object_add(r->root, "processes", procs);
+	if (!strcmp(o->kind, "hang"))
+		T("ftbpf-ci: HANG: no progress in the process tree for %.1fs (--hang-timeout %g)\n",
+		  quiet, o->hang_timeout);
+	else
+		T("ftbpf-ci: TIMEOUT: the run exceeded --timeout %g s (no progress for %.1fs)\n",
+		  o->timeout, quiet);
+	if (cause >= 0) {
+		T("ftbpf-ci: most likely cause: pid %d (%s): %s\n", t->p[cause].pid,
+		  t->p[cause].st.comm, t->p[cause].d.reason);
+		jint(r->root, "cause_pid", t->p[cause].pid);
+	} else {
+		jnull(r->root, "cause_pid");
+	}
+	if (rc)
+		tests_headline(r, rc);
+	jstr(r->root, "why", job.why);
+	T("ftbpf-ci: %s\nprocess tree:\n", job.why);
+	append(r, &body);
+	free(body.text);
+	if (rc)
+		inspector_free(rc->ins);
+	free(rc);
 }
 
 void report_free(struct report *r)

@@ -23,6 +23,7 @@ struct tree_proc {
 	struct det_rank d;
 	struct sample_memory mem; /* the /proc fallback's */
 	struct proc_stat st;	  /* parent, name, start time */
+	int culprit;		  /* the detector's odd one out, at the last tree_eval */
 };
 
 struct tree {
@@ -42,9 +43,20 @@ void tree_activity(struct tree *t, uint64_t now);
 /* Refresh the live processes and sample them (update: advance each one's detector state). */
 void tree_scan(struct tree *t, uint64_t now, int update);
 /*
+ * A process of the tree under a debugger: stopped by ptrace, or reading the terminal it has in
+ * the foreground (a pdb prompt). Its pid (why says which and how), or 0.
+ */
+int tree_debugged(const struct tree *t, char *why, size_t whylen);
+
+enum { TREE_WAIT_CHILDREN, TREE_WAIT_CLIENTS, TREE_WAIT_OTHER };
+/* The kind of wait of p's main thread (TREE_WAIT_*): children, clients, or anything else. */
+int tree_wait_class(const struct tree_proc *p);
+
+/*
  * Judge the tree with the hang rule; *job gets the verdict. Returns the index of the most
- * likely cause: the detector's culprit, else the most suspicious process (the youngest among
- * equals), -1 when no process lives.
+ * likely cause: first by the kind of wait (anything over a server waiting for clients in
+ * accept/poll/select, over a parent waiting for its children), then the detector's culprit,
+ * then the most suspicious, then the youngest; -1 when no process lives.
  */
 int tree_eval(struct tree *t, uint64_t now, struct det_job *job);
 

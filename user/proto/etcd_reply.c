@@ -53,7 +53,6 @@ static char *unb64m(struct json_object *o, const char *field, int *malformed)
 	return out;
 }
 
-
 /* An int64 etcd sends as a string ("123") or a number; -1 when absent, malformed or < 0. */
 static int64_t get_i64(struct json_object *o, const char *field)
 {

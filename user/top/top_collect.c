@@ -101,6 +101,8 @@ static void attach_timers(struct top_source *src, int pid, struct json_object *e
 	json_object_put(req);
 }
 
+#define EXPLAIN_TIMEOUT_MS 4000
+
 int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
 			size_t errlen)
 {
@@ -109,7 +111,12 @@ int top_collect_explain(struct top_source *src, int pid, struct json_object **re
 
 	json_object_object_add(req, "cmd", json_object_new_string("explain"));
 	json_object_object_add(req, "pid", json_object_new_int(pid));
-	r = ctl_call(src->socket, req, src->timeout_ms, &o);
+	/* the agent answers once the rank's Python stacks are read (2 s at most) */
+	r = ctl_call(src->socket, req,
+		     src->timeout_ms > 0 && src->timeout_ms < EXPLAIN_TIMEOUT_MS
+			 ? EXPLAIN_TIMEOUT_MS
+			 : src->timeout_ms,
+		     &o);
 	json_object_put(req);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", strerror(-r));

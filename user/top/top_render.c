@@ -14,6 +14,7 @@
 
 #include "client/ctl_client.h"
 #include "lib/detector.h"
+#include "lib/pyfmt.h"
 
 static const char top_keys_help[] =
     "q quit  Up/Down select  Enter detail  < > sort  r reverse  "
@@ -389,6 +390,26 @@ static void json_lines(struct top_frame *f, struct json_object *arr, const char 
 			      json_object_get_string(json_object_array_get_idx(arr, k)));
 }
 
+static void py_line(void *ctx, const char *line)
+{
+	top_frame_add(ctx, TA_NORMAL, "%s", line);
+}
+
+/* The rank's Python stacks in faulthandler's layout: for a Python rank the best diagnosis. */
+static void python_lines(struct top_frame *f, struct json_object *ex)
+{
+	struct json_object *th = get_array(ex, "python_threads");
+
+	if (ctl_get_str(ex, "python_stack_error"))
+		top_frame_add(f, TA_WARN, "python stacks: unavailable (%s)",
+			      ctl_get_str_or(ex, "python_stack_error", "-"));
+	if (!th || !json_object_array_length(th))
+		return;
+	top_frame_add(f, TA_TITLE, "PYTHON STACKS (CPython %s)",
+		      ctl_get_str_or(ex, "python_version", "?"));
+	pyfmt_lines(th, py_line, f);
+}
+
 void top_render_detail(const struct top_model *m, struct json_object *ex, const char *error,
 		       struct top_frame *f, int width)
 {
@@ -468,6 +489,7 @@ void top_render_detail(const struct top_model *m, struct json_object *ex, const 
 	} else {
 		top_frame_add(f, TA_NORMAL, "timers: none armed");
 	}
+	python_lines(f, ex);
 	if ((th = get_array(ex, "threads"))) {
 		top_frame_add(f, TA_TITLE, "THREADS");
 		for (size_t i = 0; i < json_object_array_length(th); i++) {

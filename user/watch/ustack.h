@@ -1,7 +1,9 @@
 /*
  * Symbolized user-space stacks of every thread of a process, unwound by elfutils' libdwfl
- * (ptrace-attaches for the duration, CFI and symbol tables of every mapped module). For
- * ftbpf-ci's hang diagnosis.
+ * (ptrace-attaches for the duration, CFI and symbol tables of every mapped module). The modules
+ * are opened as the process maps them and read into private memory (os/mapfile.h: no FIFO, no
+ * link followed, no SIGBUS), separate debug files only from /usr/lib/debug. For ftbpf-ci's hang
+ * diagnosis.
  */
 #ifndef FTBPF_USTACK_H
 #define FTBPF_USTACK_H

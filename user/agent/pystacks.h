@@ -1,0 +1,28 @@
+/*
+ * Python stacks in the agent's answers, read off the event loop by the inspector
+ * (watch/inspector.h): an explain reply waits for them (ctl_defer), a hang report is emitted
+ * once they are in — or once their time limit passed, with "python_stack_error" saying so. The
+ * loop never waits.
+ */
+#ifndef FTBPF_PYSTACKS_H
+#define FTBPF_PYSTACKS_H
+
+struct inspector;
+struct ctl_server;
+struct eventlog;
+struct rank;
+struct job;
+struct json_object;
+
+#define PYSTACKS_TIMEOUT_S 2.0
+
+/* From explain's handler: read k's stacks into the reply o. 1: deferred (o is owned here and
+ * goes out with the stacks); 0: nothing to wait for (o may have "python_stack_error"). */
+int pystacks_explain(struct inspector *ins, struct ctl_server *ctl, const struct rank *k,
+		     struct json_object *o);
+/* The hang event ev of job j (owned here from now): its ranks' stacks (the culprits', every
+ * rank's in a small job) are added, then it is emitted into el. */
+void pystacks_hang(struct inspector *ins, struct eventlog *el, const struct job *j,
+		   struct json_object *ev);
+
+#endif
