@@ -36,7 +36,8 @@ struct adopter {
 	int rescan_all;	    /* walk /proc again (lost or folded exec events) */
 	uint64_t lost_seen; /* folded + lost exec events at the last walk */
 	uint64_t rescan_ns; /* time of the last walk */
-	uint64_t adopted, errors, rescans;
+	uint64_t adopted, errors, rescans, handovers;
+	char node[64]; /* this host's name in host-local job ids (ident_scope) */
 };
 
 struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
@@ -63,6 +64,11 @@ void adopter_free(struct adopter *ad)
 		return;
 	free(ad->envbuf);
 	free(ad);
+}
+
+void adopter_set_node(struct adopter *ad, const char *node)
+{
+	snprintf(ad->node, sizeof(ad->node), "%s", node ? node : "");
 }
 
 int adopt_job_wanted(const struct adopter *ad, const char *job)
@@ -95,6 +101,8 @@ int adopt_pid(struct adopter *ad, int pid, const char *how)
 		return n < 0 ? (int)n : -ENOENT;
 	}
 	r = ident_from_environ(ad->envbuf, (size_t)n, &id);
+	if (r == 0)
+		ident_scope(&id, ad->node);
 	if (r == -EINVAL) {
 		ad->errors++;
 		log_warn("pid %d has malformed rank variables in its environment; not adopted",
@@ -241,9 +249,132 @@ static void adopt_descendants(struct adopter *ad, const struct rank *k)
 	free(c);
 }
 
+/* ---- wrappers: the rank is the process that does the work ---- */
+/* The wrapper a process was started by, when it carries the wrapper's rank: its parent is a
+ * live rank running a wrapper program (sh, timeout: ident_is_wrapper), or a wrapper that
+ * handed that rank over before and now starts it again (sh run.sh running two programs).
+ * NULL when the process is not a wrapped rank. */
+struct wrapped {
+	int pid;	   /* the wrapper */
+	uint64_t start_ns; /* its start time */
+	char comm[16];	   /* its program */
+	int launcher_pid;  /* what launched the wrapper */
+	uint64_t launcher_start_ns;
+	struct rank *rank; /* the wrapper's own rank record (to forget), NULL when it was
+			       forgotten at an earlier hand-over */
+	int owner_pid;	   /* the rank whose processes become the new rank's */
+};
+
+static int wrapped_by(struct adopter *ad, const struct proc_stat *st, const struct rank_ident *id,
+		      struct wrapped *w)
+{
+	struct rank *p = ranks_find_live(ad->ranks, st->ppid);
+	struct proc_stat pst;
+
+	memset(w, 0, sizeof(*w));
+	if (p) {
+		if (p->slot || !ident_is_wrapper(p->comm) || !ident_same_rank(&p->id, id))
+			return 0;
+		w->pid = p->pid;
+		w->start_ns = p->start_ns;
+		memcpy(w->comm, p->comm, sizeof(w->comm));
+		w->launcher_pid = p->launcher_pid;
+		w->launcher_start_ns = p->launcher_start_ns;
+		w->rank = p;
+		w->owner_pid = p->pid;
+		return 1;
+	}
+	for (int i = 0; i < ad->ranks->n; i++) {
+		const struct rank *k = ad->ranks->v[i];
+
+		if (k->wrapper_pid != st->ppid || !ident_same_rank(&k->id, id))
+			continue;
+		/* still that wrapper (not a later process at its pid), and its rank ended (a live
+		 * one keeps the rank: this is a helper it runs beside it) */
+		if (k->job == NULL || !k->s.exited || procfs_stat(st->ppid, -1, &pst) < 0 ||
+		    !procfs_same_start(pst.start_ns, k->wrapper_start_ns))
+			return 0;
+		w->pid = k->wrapper_pid;
+		w->start_ns = k->wrapper_start_ns;
+		memcpy(w->comm, k->wrapper_comm, sizeof(w->comm));
+		w->launcher_pid = k->launcher_pid;
+		w->launcher_start_ns = k->launcher_start_ns;
+		w->owner_pid = k->pid;
+		return 1;
+	}
+	return 0;
+}
+
+struct reown_ctx {
+	struct tracker *tr;
+	uint32_t from, to;
+};
+
+static int reown_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
+{
+	struct reown_ctx *c = ctx;
+	struct ftbpf_proc q;
+
+	if (p->owner != c->from || tgid == c->to || (p->flags & FTBPF_PROC_EXITED))
+		return 0;
+	q = *p;
+	q.owner = c->to;
+	q.flags = (q.flags & ~FTBPF_PROC_RANK) | FTBPF_PROC_CHILD;
+	(void)tracker_proc_put(c->tr, tgid, &q); /* gone meanwhile: no matter */
+	return 0;
+}
+
+/*
+ * Rank k took the rank over from its wrapper w. The wrapper stays tracked, as a process of k's
+ * tree (its later children are k's too), and its record goes: its wait4 and its exit after k
+ * are no verdict's business. Every process the wrapper's rank owned is k's from now on.
+ */
+static void handover_finish(struct adopter *ad, struct rank *k, const struct wrapped *w)
+{
+	struct reown_ctx c = {ad->tr, (uint32_t)w->owner_pid, (uint32_t)k->pid};
+	struct json_object *o;
+
+	k->wrapper_pid = w->pid;
+	k->wrapper_start_ns = w->start_ns;
+	memcpy(k->wrapper_comm, w->comm, sizeof(k->wrapper_comm));
+	k->launcher_pid = w->launcher_pid;
+	k->launcher_start_ns = w->launcher_start_ns;
+	tracker_foreach_proc(ad->tr, reown_one, &c); /* the wrapper's own entry too */
+	if (w->rank)
+		ranks_remove(ad->ranks, w->rank);
+	ad->handovers++;
+	o = view_adopt(k, "handover", 0);
+	jint(o, "wrapper_pid", w->pid);
+	jstr(o, "wrapper_comm", w->comm);
+	eventlog_emit(ad->el, o);
+}
+
+/* The process that launched pid (its parent): a run of a job is told apart by it. */
+static void launcher_of(struct rank *k, int ppid)
+{
+	struct proc_stat st;
+
+	k->launcher_pid = ppid;
+	if (ppid > 0 && procfs_stat(ppid, -1, &st) == 0)
+		k->launcher_start_ns = st.start_ns;
+}
+
+/* A rank's exited incarnations are forgotten at a new run: their procs entries too. */
+static void drop_old(void *ctx, struct rank *k)
+{
+	struct adopter *ad = ctx;
+	struct ftbpf_proc p;
+
+	if (tracker_proc_get(ad->tr, (uint32_t)k->pid, &p) == 0 &&
+	    procfs_same_start(p.start_ns, k->start_ns) && (p.flags & FTBPF_PROC_EXITED))
+		(void)tracker_proc_delete(ad->tr, (uint32_t)k->pid); /* gone: fine */
+}
+
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *idp, const char *how,
 	     int registered)
 {
+	struct wrapped w = {0};
+	struct job *j;
 	struct proc_stat st;
 	struct ftbpf_proc p;
 	struct rank *k;
@@ -255,8 +386,11 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		close(pidfd);
 		return -ESRCH;
 	}
-	/* A process whose parent is already tracked is that rank's child, not a new rank. */
-	if (!registered && tracker_is_tracked(ad->tr, st.ppid)) {
+	/* A wrapper's child that carries its rank is the rank (see wrapped_by). */
+	if (!registered && wrapped_by(ad, &st, idp, &w)) {
+		/* taken over below */
+	} else if (!registered && tracker_is_tracked(ad->tr, st.ppid)) {
+		/* A process whose parent is already tracked is that rank's child, not a rank. */
 		struct ftbpf_proc pp;
 
 		if (tracker_proc_get(ad->tr, st.ppid, &pp) == 0 &&
@@ -266,9 +400,14 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		}
 	}
 	/* Launchers that exec the training script through a shell keep the parent's env. */
-	if (!registered && ranks_find_live(ad->ranks, st.ppid)) {
+	if (!registered && !w.pid && ranks_find_live(ad->ranks, st.ppid)) {
 		close(pidfd);
 		return 0;
+	}
+	/* all of the job's ranks here ended: a relaunch, a new run with its own verdict */
+	j = ranks_job_find(ad->ranks, uid, idp->job);
+	if (j && j->nmembers && !job_has_live(j)) {
+		ranks_job_new_run(ad->ranks, j, clock_mono_ns(), drop_old, ad);
 	}
 	k = ranks_add(ad->ranks, pid, st.start_ns, uid, idp->job);
 	if (!k) {
@@ -294,8 +433,25 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	}
 	ad->adopted++;
 	seed_threads(ad, k);
-	eventlog_emit(ad->el, view_adopt(k, how, 0));
+	if (w.pid) {
+		handover_finish(ad, k, &w);
+	} else {
+		launcher_of(k, st.ppid);
+		eventlog_emit(ad->el, view_adopt(k, how, 0));
+	}
 	adopt_descendants(ad, k);
+	return 0;
+}
+
+int adopt_exec_child(struct adopter *ad, int pid, int ppid)
+{
+	const struct rank *p = ranks_find_live(ad->ranks, ppid);
+
+	if (p && ident_is_wrapper(p->comm))
+		return adopt_pid(ad, pid, "exec");
+	for (int i = 0; !p && i < ad->ranks->n; i++)
+		if (ad->ranks->v[i]->wrapper_pid == ppid)
+			return adopt_pid(ad, pid, "exec");
 	return 0;
 }
 
@@ -418,4 +574,5 @@ void adopter_counters(const struct adopter *ad, struct json_object *c)
 	jint(c, "adopted", (int64_t)ad->adopted);
 	jint(c, "adopt_errors", (int64_t)ad->errors);
 	jint(c, "proc_rescans", (int64_t)ad->rescans);
+	jint(c, "wrapper_handovers", (int64_t)ad->handovers);
 }

@@ -23,6 +23,8 @@ struct adopter;
 struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
 			    const char *only_jobs, int only_netns);
 void adopter_free(struct adopter *ad);
+/* This host's name, for the ids of jobs local to it (lib/ident.h: ident_scope). */
+void adopter_set_node(struct adopter *ad, const char *node);
 /* Does --only-jobs let this job in? */
 int adopt_job_wanted(const struct adopter *ad, const char *job);
 /* Adopt pid if its environment names a rank. how: "exec", "scan", "register". 0 (also when
@@ -32,6 +34,10 @@ int adopt_pid(struct adopter *ad, int pid, const char *how);
  * asked itself (control socket); a rank's child may then be a rank of its own. */
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id, const char *how,
 	     int registered);
+/* A rank's child (ppid its parent) ran a program: when its parent is a wrapper of that rank
+ * (sh, timeout; or a wrapper that handed the rank over before) and the child carries the same
+ * rank variables, the child takes the rank over. 0 or -errno. */
+int adopt_exec_child(struct adopter *ad, int pid, int ppid);
 /* Walk /proc for ranks. */
 void adopt_scan_all(struct adopter *ad);
 /* Retry adoptions that failed for want of a resource; walk /proc again (at most every two

@@ -78,6 +78,8 @@ struct json_object *view_threads(const struct view_src *v, const struct rank *k,
  * separated by {"thread_break": true}) or "python_stack_error"; nothing for other processes. */
 void view_python_stack(struct json_object *o, int pid);
 struct json_object *view_job(const struct job *j);
+/* A run of the job ended (no live rank left): "job_end", with the job's fields and state. */
+struct json_object *view_job_end(const struct job *j);
 /* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
  * (refresh the snapshot with stacks first). */
 struct json_object *view_hang(const struct view_src *v, const struct job *j, uint64_t now,

@@ -75,6 +75,8 @@ void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct
 	sampler_init(&w->sp, tr);
 	det_params_from_seconds(&w->dp, cfg->soft_timeout_s, cfg->hard_timeout_s,
 				cfg->spin_threshold_s);
+	w->dp.restart_code = cfg->restart_exit_code;
+	w->dp.stop_code = cfg->stop_exit_code;
 	gpu_majors_setup(w, cfg->gpu_majors);
 }
 
@@ -160,6 +162,7 @@ static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
 	k->s.adopted_ns = k->adopted_ns;
 	if (k->s.exited)
 		return;
+	k->s.asked = rank_asked(k);
 	if (tracker_proc_get(w->tr, k->pid, &p) < 0)
 		memset(&p, 0, sizeof(p));
 	if (p.ev_folded > k->folded_seen)
@@ -225,6 +228,7 @@ int watch_judge(struct watch *w, struct job *j, uint64_t now)
 		w->eval_s[i] = j->members[i]->s;
 	}
 	det_job_eval(w->eval_d, w->eval_s, m, now, 0, &w->dp, &j->res);
+	j->state = det_job_state(w->eval_s, m, &j->res, &w->dp, j->hard_killed);
 	for (int i = 0; i < m; i++) {
 		j->members[i]->d.hung = w->eval_d[i].hung;
 		j->members[i]->d.culprit = w->eval_d[i].culprit;

@@ -56,6 +56,12 @@ struct rank {
 	struct container_id ctr; /* its container and pod, from its cgroup ("" none) */
 	int slot_fd;		 /* registered process's slot map (owned), -1 none */
 	struct ftbpf_slot *slot; /* the agent's mapping of it (owned) */
+	int launcher_pid;	 /* what launched it (the parent of its outermost wrapper) */
+	uint64_t launcher_start_ns;
+	int wrapper_pid; /* the wrapper it took the rank over from (timeout, sh), 0 none */
+	uint64_t wrapper_start_ns;
+	char wrapper_comm[16];
+	int timers_only; /* registered for countdown timers only: no job, never judged */
 };
 
 struct job {
@@ -71,6 +77,18 @@ struct job {
 	uint64_t hung_seen_ns;
 	uint64_t watched_ns; /* first evaluated by this agent (a hard action waits a grace) */
 	int restored;	     /* the saved state of an earlier agent was applied */
+	/* A run: the ranks since the job's ranks here last all ended (a relaunch is a new run,
+	 * with its own verdict, job_failed and end). */
+	uint32_t run;			     /* 1 for the first run this agent saw */
+	uint64_t run_start_ns;		     /* when it began (CLOCK_MONOTONIC) */
+	char prev_state[16];		     /* how the previous run ended ("" none) */
+	enum det_job_state state;	     /* what happened (det_job_state), each scan */
+	int hard_killed;		     /* the hard-timeout action signalled its ranks */
+	int end_reported;		     /* job_end emitted for this run */
+	char kill_why[512];		     /* the verdict when the hard action killed it */
+	int kill_culprits[DET_MAX_CULPRITS]; /* ... its culprits' ranks */
+	int nkill_culprits;
+	int timers_only; /* its one member registered for timers only */
 };
 
 struct ranks {
@@ -93,5 +111,13 @@ struct rank *ranks_add(struct ranks *r, int pid, uint64_t start_ns, uid_t uid, c
 void ranks_remove(struct ranks *r, struct rank *k);
 struct job *ranks_job_find(const struct ranks *r, uid_t uid, const char *id);
 void rank_add_signal(struct rank *k, const struct rank_sig *s);
+/* Does job j have a live member? */
+int job_has_live(const struct job *j);
+/* A new run of job j: its exited members are forgotten (after `drop` was called for each, to
+ * release what the caller holds for them), the per-run verdict is cleared, run is counted. */
+void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
+		       void (*drop)(void *ctx, struct rank *k), void *ctx);
+/* What a decision asks of the rank now (its slot): DET_ASKED_*, 0 nothing or no slot. */
+int rank_asked(const struct rank *k);
 
 #endif
