@@ -17,11 +17,13 @@ ring_job "$JP" 2 --seconds 2 --exit-code 42
 ring_job js 2 --seconds 2 --exit-code 93
 ring_job jf 2 --fault abort --fault-rank 1 --fault-after 2
 ring_job jk 2 --fault sleep-ignore-term --fault-rank 1 --fault-after 1
-# a job with a live rank after its other rank crashed (two independent processes)
-mkdir -p "$T/jl0" "$T/jl1"
-FTBPF_JOB=jl FTBPF_RANK=0 FTBPF_WORLD_SIZE=2 "$B/workloads/ring" --rank 0 --world 1 --dir "$T/jl0" &
-WORKLOAD_PIDS+=($!); disown $!
-FTBPF_JOB=jl FTBPF_RANK=1 FTBPF_WORLD_SIZE=2 "$B/workloads/ring" --rank 0 --world 1 --dir "$T/jl1" \
+# a job with live ranks (a pair that keeps training) after its third rank crashed
+mkdir -p "$T/jl0" "$T/jl2"
+for r in 0 1; do
+	FTBPF_JOB=jl FTBPF_RANK=$r FTBPF_WORLD_SIZE=3 "$B/workloads/ring" --rank $r --world 2 --dir "$T/jl0" &
+	WORKLOAD_PIDS+=($!); disown $!
+done
+FTBPF_JOB=jl FTBPF_RANK=2 FTBPF_WORLD_SIZE=3 "$B/workloads/ring" --rank 0 --world 1 --dir "$T/jl2" \
 	--fault exit --fault-rank 0 --fault-after 2 &
 WORKLOAD_PIDS+=($!); disown $!
 jstate() { status_json | jq -r ".jobs[] | select(.job==\"$1\") | .state"; }
@@ -56,13 +58,13 @@ has_event recovered ".job == \"jf\"" && fail "recovered logged after job_failed"
 F=$(status_json | jq -c '.jobs[] | select(.job=="jf")')
 echo "$F" | jq -e '.culprit_ranks == [1] and (.why | test("first to die"))' >/dev/null && pass "failed: culprit rank 1" || fail "failed: $F"
 # a live job with a crashed rank: --check 5; the ended ones do not count
-wait_until 15 jq_status '.jobs[] | select(.job=="jl") | .state == "failed" and .live == 1' &&
+wait_until 15 jq_status '.jobs[] | select(.job=="jl") | .state == "failed" and .live == 2' &&
 	pass "jl: failed with a live rank" || fail "jl: $(status_json | jq -c '.jobs[] | select(.job=="jl")')"
 ftbpf status jl --check >/dev/null; rc=$?
 [ $rc -eq 5 ] && pass "status JOB --check: 5 for a live failed job" || fail "jl --check $rc"
 ftbpf status --check >/dev/null; rc=$?
 [ $rc -eq 5 ] && pass "status --check: 5 (the live one)" || fail "--check $rc"
-kill "$(cat "$T/jl0/pid.0")"
+kill "$(cat "$T/jl0/pid.0")" "$(cat "$T/jl0/pid.1")"
 wait_until 10 has_event job_end '.job == "jl"'
 ftbpf status --check >/dev/null; rc=$?
 [ $rc -eq 0 ] && pass "status --check: 0 once no live job failed or hung" || fail "--check $rc after the live job ended"
