@@ -6,6 +6,9 @@
 # `timeout ... python3`. The python processes are the ranks (the wrappers are their wrapper,
 # not members), no job is flagged at a 5 s soft timeout while they train (WRAP_SECONDS, 60 s),
 # and then rank 1 of each job sleeps: each job is flagged hung, culprit rank 1 (its python).
+# A fifth job (C ranks) behind a Python launcher that runs them with subprocess.run keeps the
+# launchers as its ranks (python3 is no wrapper: a rank's own children never take it over),
+# and is not flagged either: a rank waiting in wait4 progresses when its children do.
 . "$(dirname "$0")/lib.sh"
 SOFT=5
 RUN=${WRAP_SECONDS:-60}
@@ -25,7 +28,14 @@ cat >"$T/run2.sh" <<'EOF'
 timeout 600 /usr/bin/python3 "$@"
 echo "run2.sh: done ($?)"
 EOF
+printf 'import subprocess, sys\nsys.exit(subprocess.run(sys.argv[1:]).returncode)\n' >"$T/launcher.py"
 chmod 755 "$T/run.sh" "$T/run2.sh"
+mkdir -p "$T/pyl"
+for r in 0 1 2; do
+	FTBPF_JOB=pylaunch FTBPF_RANK=$r FTBPF_WORLD_SIZE=3 setsid $PY "$T/launcher.py" "$B/workloads/ring" \
+		--rank $r --world 3 --dir "$T/pyl" --fault sleep --fault-rank 1 --fault-after $((RUN + 20)) &
+	WORKLOAD_PIDS+=($!); disown $!
+done
 for i in "${!KINDS[@]}"; do
 	k=${KINDS[$i]}; port=$((BASE + i * 7)); d=$T/$k; mkdir -p "$d"
 	args=("$DDP" --seconds 600 --fault sleep --fault-rank 1 --fault-after "$RUN" --dir "$d")
@@ -70,7 +80,8 @@ flagged=0; samples=0
 while ! ls "$T"/*/fault.ts >/dev/null 2>&1; do
 	st=$(status_json) || { fail "status failed"; break; }
 	if echo "$st" | jq -e "[.jobs[] | select(.job | endswith(\"@$NODE\")) | .hung or .failed] | any" >/dev/null ||
-		echo "$st" | jq -e "[.ranks[] | select(.job | endswith(\"@$NODE\")) | .hung or .culprit] | any" >/dev/null; then
+		echo "$st" | jq -e "[.ranks[] | select(.job | endswith(\"@$NODE\")) | .hung or .culprit] | any" >/dev/null ||
+		echo "$st" | jq -e '[.jobs[] | select(.job == "pylaunch") | .hung or .failed] | any' >/dev/null; then
 		flagged=$((flagged + 1))
 		log "flagged: $(echo "$st" | jq -c "[.jobs[] | select(.hung or .failed) | {job, why}]")"
 	fi
@@ -90,6 +101,11 @@ for i in "${!KINDS[@]}"; do
 		pass "$k: hang names rank 1 (pid $CUL): $(echo "$H" | jq -r .why | cut -c1-90)" ||
 		fail "$k: culprit $(echo "$H" | jq -c '{culprits, culprit_ranks, why}')"
 done
+jq_status '[.ranks[] | select(.job == "pylaunch" and (.exited | not)) | .comm] == ["python3", "python3", "python3"]' &&
+	pass "behind a Python launcher (subprocess.run): the launchers stay the ranks" ||
+	fail "pylaunch ranks: $(status_json | jq -c '[.ranks[] | select(.job == "pylaunch") | {pid, comm, state, reason}]')"
+wait_until 60 has_event hang '.job == "pylaunch"' && pass "pylaunch: its hang is flagged (rank 1's child sleeps)" ||
+	fail "pylaunch: not flagged after its fault"
 [ "$(jq -r '.counters.wrapper_handovers' <<<"$(status_json | jq .agent)")" -ge 15 ] &&
 	pass "hand-overs counted ($(status_json | jq .agent.counters.wrapper_handovers))" ||
 	fail "hand-overs: $(status_json | jq .agent.counters.wrapper_handovers)"

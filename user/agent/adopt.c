@@ -21,8 +21,9 @@
 #include "os/procfs.h"
 #include "watch/tracker.h"
 
-#define ENVIRON_MAX (256 * 1024)
-#define RETRY_MAX   256
+#define ENVIRON_MAX  (256 * 1024)
+#define RETRY_MAX    256
+#define HEIR_WAIT_NS (1000 * 1000 * 1000ull) /* a wrapper's child is the rank after 1 s */
 
 struct adopter {
 	struct tracker *tr;
@@ -265,6 +266,22 @@ struct wrapped {
 	int owner_pid;	   /* the rank whose processes become the new rank's */
 };
 
+static int count_child(void *ctx, int pid)
+{
+	(void)pid;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* A wrapper runs one command: a process with several children at once (a script that starts
+ * helpers in the background and waits) keeps its rank. */
+static int only_child(int ppid)
+{
+	int n = 0;
+
+	return procfs_foreach_child(ppid, count_child, &n) == 0 && n == 1;
+}
+
 static int wrapped_by(struct adopter *ad, const struct proc_stat *st, const struct rank_ident *id,
 		      struct wrapped *w)
 {
@@ -273,7 +290,8 @@ static int wrapped_by(struct adopter *ad, const struct proc_stat *st, const stru
 
 	memset(w, 0, sizeof(*w));
 	if (p) {
-		if (p->slot || !ident_is_wrapper(p->comm) || !ident_same_rank(&p->id, id))
+		if (p->slot || !ident_is_wrapper(p->comm) || !ident_same_rank(&p->id, id) ||
+		    !only_child(p->pid))
 			return 0;
 		w->pid = p->pid;
 		w->start_ns = p->start_ns;
@@ -292,7 +310,7 @@ static int wrapped_by(struct adopter *ad, const struct proc_stat *st, const stru
 		/* still that wrapper (not a later process at its pid), and its rank ended (a live
 		 * one keeps the rank: this is a helper it runs beside it) */
 		if (k->job == NULL || !k->s.exited || procfs_stat(st->ppid, -1, &pst) < 0 ||
-		    !procfs_same_start(pst.start_ns, k->wrapper_start_ns))
+		    !procfs_same_start(pst.start_ns, k->wrapper_start_ns) || !only_child(st->ppid))
 			return 0;
 		w->pid = k->wrapper_pid;
 		w->start_ns = k->wrapper_start_ns;
@@ -445,14 +463,47 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 
 int adopt_exec_child(struct adopter *ad, int pid, int ppid)
 {
-	const struct rank *p = ranks_find_live(ad->ranks, ppid);
+	struct rank *p = ranks_find_live(ad->ranks, ppid);
+	struct proc_stat st;
 
-	if (p && ident_is_wrapper(p->comm))
-		return adopt_pid(ad, pid, "exec");
+	if (p && ident_is_wrapper(p->comm) && !p->heir_pid) {
+		/* taken over at a scan at least HEIR_WAIT_NS on, if it is then the wrapper's only
+		 * child (a script may be about to start a second one beside it) */
+		if (procfs_stat(pid, -1, &st) == 0) {
+			p->heir_pid = pid;
+			p->heir_start_ns = st.start_ns;
+			p->heir_ns = clock_mono_ns();
+		}
+		return 0;
+	}
 	for (int i = 0; !p && i < ad->ranks->n; i++)
 		if (ad->ranks->v[i]->wrapper_pid == ppid)
 			return adopt_pid(ad, pid, "exec");
 	return 0;
+}
+
+/* The children wrappers started (adopt_exec_child) take their ranks over once they are the
+ * wrapper's only child for HEIR_WAIT_NS. */
+static void adopt_heirs(struct adopter *ad, uint64_t now)
+{
+	for (int i = 0; i < ad->ranks->n; i++) {
+		struct rank *w = ad->ranks->v[i];
+		struct proc_stat st;
+		int pid = w->heir_pid;
+
+		if (!pid || now - w->heir_ns < HEIR_WAIT_NS)
+			continue;
+		if (w->s.exited || procfs_stat(pid, -1, &st) < 0 ||
+		    !procfs_same_start(st.start_ns, w->heir_start_ns) || st.ppid != w->pid) {
+			w->heir_pid = 0; /* gone, or no longer its child */
+			continue;
+		}
+		if (!only_child(w->pid))
+			continue; /* maybe later: a helper beside it may end */
+		w->heir_pid = 0;
+		adopt_pid(ad, pid, "exec"); /* may forget w (the hand-over): index i moves */
+		i = -1;
+	}
 }
 
 /* An adoption that failed for want of a resource is tried again at the next scans. */
@@ -493,6 +544,7 @@ void adopt_catch_up(struct adopter *ad, uint64_t now)
 	int n = ad->nretry;
 	int again[RETRY_MAX];
 
+	adopt_heirs(ad, now);
 	memcpy(again, ad->retry, (size_t)n * sizeof(again[0]));
 	ad->nretry = 0;
 	for (int i = 0; i < n; i++)

@@ -62,6 +62,8 @@ struct rank {
 	uint64_t wrapper_start_ns;
 	char wrapper_comm[16];
 	int timers_only; /* registered for countdown timers only: no job, never judged */
+	int heir_pid;	 /* a wrapper: the child that exec'd with its rank, to take it over */
+	uint64_t heir_start_ns, heir_ns;
 };
 
 struct job {
