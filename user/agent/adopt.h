@@ -38,6 +38,10 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
  * (sh, timeout; or a wrapper that handed the rank over before) and the child carries the same
  * rank variables, the child takes the rank over. 0 or -errno. */
 int adopt_exec_child(struct adopter *ad, int pid, int ppid);
+/* A tracked process (rank k, or a rank's child when k is NULL) exec'd: its owner is checked
+ * again. 1 when it left (its job, or its rank's tree), else 0. */
+struct rank;
+int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid);
 /* Walk /proc for ranks. */
 void adopt_scan_all(struct adopter *ad);
 /* Retry adoptions that failed for want of a resource; walk /proc again (at most every two

@@ -18,12 +18,15 @@ static void on_exec(struct kevents *kv, struct rank *k, const struct ftbpf_event
 
 	if (k) {
 		snprintf(k->comm, sizeof(k->comm), "%.15s", e->comm);
+		adopt_exec_recheck(kv->ad, k, (int)e->tgid);
 		return;
 	}
 	if (!e->flags) {
 		adopt_pid(kv->ad, (int)e->tgid, "exec");
 		return;
 	}
+	if (adopt_exec_recheck(kv->ad, NULL, (int)e->tgid))
+		return;
 	/* a rank's child ran a new program: the rank itself, when a wrapper started it */
 	adopt_exec_child(kv->ad, (int)e->tgid, (int)e->ppid);
 	if (ranks_find_live(kv->ranks, (int)e->tgid))

@@ -50,5 +50,8 @@ int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b);
  * carries the same rank variables is the rank (see adopt.c).
  */
 int ident_is_wrapper(const char *comm);
+/* Make a job id safe to show and to use as a name, as the environment's are: printable ASCII
+ * without quotes or backslashes (anything else becomes '_'). In place. */
+void ident_job_sanitize(char *job);
 
 #endif
