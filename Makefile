@@ -209,7 +209,8 @@ asan-agent:
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
 BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_killed_by_sender \
               detect_hard_timeout detect_soft_signal detect_torch_hang detect_torch_runid_none timers_fifo \
-              timers_slot timers_python gpu_nccl gpu_driver decide_failure decide_cluster decide_bad_store
+              timers_slot timers_python gpu_nccl gpu_driver decide_failure decide_cluster decide_bad_store \
+              detect_wrappers
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 

@@ -208,6 +208,10 @@ static void print_status(struct json_object *o)
 			       gs(j, "state"), gd(j, "no_progress_s"), cul);
 			if (gs(j, "why"))
 				printf("  why: %s\n", gs(j, "why"));
+			if (gi(j, "run", 1) > 1)
+				printf("  run %lld (a relaunch; the previous run: %s)\n",
+				       (long long)gi(j, "run", 1),
+				       gs(j, "previous_run") ? gs(j, "previous_run") : "?");
 			if (json_object_object_get_ex(j, "checkpoint", &c) && c)
 				printf("  generation %lld, checkpoint #%lld at step %lld: %s "
 				       "(%lld of %lld ranks here saved)\n",

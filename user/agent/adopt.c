@@ -315,10 +315,16 @@ struct wrapped {
 	int owner_pid;	   /* the rank whose processes become the new rank's */
 };
 
+struct child_count {
+	int n, last;
+};
+
 static int count_child(void *ctx, int pid)
 {
-	(void)pid;
-	(*(int *)ctx)++;
+	struct child_count *c = ctx;
+
+	c->n++;
+	c->last = pid;
 	return 0;
 }
 
@@ -326,9 +332,25 @@ static int count_child(void *ctx, int pid)
  * helpers in the background and waits) keeps its rank. */
 static int only_child(int ppid)
 {
-	int n = 0;
+	struct child_count c = {0, 0};
 
-	return procfs_foreach_child(ppid, count_child, &n) == 0 && n == 1;
+	return procfs_foreach_child(ppid, count_child, &c) == 0 && c.n == 1 ? c.last : 0;
+}
+
+/* A rank that runs a wrapper and already has its one child (it forked before we adopted it,
+ * or before it took the rank over from its own wrapper: sh -> timeout -> python3): that
+ * child is its heir, at the next scans (adopt_heirs). */
+static void heir_from_children(struct rank *k, uint64_t now)
+{
+	struct proc_stat st;
+	int c;
+
+	if (k->heir_pid || !ident_is_wrapper(k->comm) || !(c = only_child(k->pid)) ||
+	    procfs_stat(c, -1, &st) < 0)
+		return;
+	k->heir_pid = c;
+	k->heir_start_ns = st.start_ns;
+	k->heir_ns = now;
 }
 
 static int wrapped_by(struct adopter *ad, const struct proc_stat *st, uid_t uid,
@@ -526,6 +548,7 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		eventlog_emit(ad->el, view_adopt(k, how, 0));
 	}
 	adopt_descendants(ad, k);
+	heir_from_children(k, k->adopted_ns);
 	return 0;
 }
 
@@ -566,7 +589,7 @@ static void adopt_heirs(struct adopter *ad, uint64_t now)
 			w->heir_pid = 0; /* gone, or no longer its child */
 			continue;
 		}
-		if (!only_child(w->pid))
+		if (only_child(w->pid) != pid)
 			continue; /* maybe later: a helper beside it may end */
 		w->heir_pid = 0;
 		adopt_pid(ad, pid, "exec"); /* may forget w (the hand-over): index i moves */
