@@ -4,7 +4,9 @@
  * execs, when /proc is walked (at start, and again after the kernel folded or lost exec
  * events), or when it registers through the control socket. What a rank was doing before it
  * was adopted (blocked threads, children forked before its adoption reached the kernel) is
- * read from /proc. After a restart, the table is rebuilt from the pinned procs map.
+ * read from /proc. After a restart, the table is rebuilt from the pinned procs map. A wrapper
+ * (sh, timeout) that forks the real rank hands the rank over to its only child when that
+ * child carries the same rank variables (docs/architecture.md, "Ranks behind wrappers").
  */
 #ifndef FTBPF_ADOPT_H
 #define FTBPF_ADOPT_H

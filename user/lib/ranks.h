@@ -2,7 +2,9 @@
  * The agent's table of ranks and the jobs they form. Owns every struct rank and struct job.
  * A rank is one process incarnation (pid + start time): a new process at the pid of an exited
  * rank is a new rank, and the exited one stays listed until it is forgotten. A job is
- * (owner uid, id): ranks of different users never share a job. A job lists its members.
+ * (owner uid, id): ranks of different users never share a job. A job lists its members: the
+ * ranks of its current run (a relaunch, after all of its ranks here ended, is a new run: the
+ * old run's ranks are forgotten, its verdict cleared).
  */
 #ifndef FTBPF_RANKS_H
 #define FTBPF_RANKS_H
