@@ -62,6 +62,36 @@ static void test_runs(void)
 	ranks_fini(&r);
 }
 
+/* A rank restarted alone replaces its ended incarnation: the job's rows stay bounded. */
+static void test_replaced(void)
+{
+	struct ranks r;
+	struct rank *a, *b, *c, *d;
+
+	ranks_init(&r);
+	a = ranks_add(&r, 100, 1, 0, "j");
+	b = ranks_add(&r, 101, 2, 0, "j");
+	a->id.rank = 0;
+	b->id.rank = 1;
+	b->s.exited = 1;
+	c = ranks_add(&r, 102, 3, 0, "j");
+	c->id.rank = 0; /* another rank 0 while the first lives: nothing goes */
+	CU_ASSERT_EQUAL(ranks_job_drop_replaced(&r, c, NULL, NULL), 0);
+	c->id.rank = 1;
+	dropped = 0;
+	/* the latest ended incarnation stays (its end may be judged at the next scan) */
+	CU_ASSERT_EQUAL(ranks_job_drop_replaced(&r, c, count_drop, NULL), 0);
+	c->s.exited = 1; /* rank 1 ends again, and a third incarnation comes */
+	d = ranks_add(&r, 103, 4, 0, "j");
+	d->id.rank = 1;
+	CU_ASSERT_EQUAL(ranks_job_drop_replaced(&r, d, count_drop, NULL), 1);
+	CU_ASSERT_EQUAL(dropped, 1);
+	CU_ASSERT_PTR_NULL(ranks_find(&r, 101)); /* the oldest went */
+	CU_ASSERT_PTR_EQUAL(ranks_find(&r, 102), c);
+	CU_ASSERT_EQUAL(a->job->nmembers, 3);
+	ranks_fini(&r);
+}
+
 static void test_asked(void)
 {
 	struct ranks r;
@@ -94,6 +124,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("ranks", NULL, NULL);
 	CU_add_test(s, "runs: a relaunch is a new run", test_runs);
+	CU_add_test(s, "a restarted rank replaces its ended incarnation", test_replaced);
 	CU_add_test(s, "what a decision asked (slot)", test_asked);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

@@ -525,6 +525,7 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	}
 	k->pidfd = pidfd;
 	k->id = *idp;
+	ranks_job_drop_replaced(ad->ranks, k, drop_old, ad); /* its ended incarnations */
 	rank_container(k);
 	memcpy(k->comm, st.comm, sizeof(k->comm));
 	k->adopted_ns = clock_mono_ns();

@@ -274,3 +274,34 @@ int rank_asked(const struct rank *k)
 		return 0;
 	}
 }
+
+int ranks_job_drop_replaced(struct ranks *r, struct rank *k,
+			    void (*drop)(void *ctx, struct rank *k), void *ctx)
+{
+	struct job *j = k->job;
+	struct rank *newest = NULL;
+	int n = 0;
+
+	/* the latest ended incarnation stays (its end may not have been judged yet: a failure
+	 * the next scan reports, or decides on) */
+	for (int i = 0; j && i < j->nmembers; i++) {
+		struct rank *o = j->members[i];
+
+		if (o != k && o->s.exited && o->id.rank == k->id.rank &&
+		    (!newest || o->start_ns > newest->start_ns))
+			newest = o;
+	}
+	for (int i = 0; j && i < j->nmembers;) {
+		struct rank *o = j->members[i];
+
+		if (o == k || o == newest || !o->s.exited || o->id.rank != k->id.rank) {
+			i++;
+			continue;
+		}
+		if (drop)
+			drop(ctx, o);
+		ranks_remove(r, o); /* k keeps the job */
+		n++;
+	}
+	return n;
+}

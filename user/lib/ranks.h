@@ -124,6 +124,11 @@ int job_has_live(const struct job *j);
  * release what the caller holds for them), the per-run verdict is cleared, run is counted. */
 void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
 		       void (*drop)(void *ctx, struct rank *k), void *ctx);
+/* Rank k replaces its ended incarnations in its job (a rank restarted alone): all but the
+ * latest are forgotten (drop called for each first), so that a job's rows stay bounded by
+ * twice its size. Returns how many. */
+int ranks_job_drop_replaced(struct ranks *r, struct rank *k,
+			    void (*drop)(void *ctx, struct rank *k), void *ctx);
 /* What a decision asks of the rank now (its slot): DET_ASKED_*, 0 nothing or no slot. */
 int rank_asked(const struct rank *k);
 
