@@ -214,13 +214,14 @@ ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
               timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics \
               sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables \
-              sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table
+              sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table ops_job_states
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
 BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_killed_by_sender \
               detect_hard_timeout detect_soft_signal detect_torch_hang detect_torch_runid_none timers_fifo \
-              timers_slot timers_python gpu_nccl gpu_driver decide_failure decide_cluster decide_bad_store
+              timers_slot timers_python gpu_nccl gpu_driver decide_failure decide_cluster decide_bad_store \
+              detect_wrappers
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 

@@ -117,6 +117,56 @@ static void print_cluster(struct json_object *o)
 	}
 }
 
+/* The widest "job" of the objects in arr (at least min): names are printed in full. */
+static int name_width(struct json_object *arr, int min)
+{
+	int w = min;
+
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		const char *s = gs(json_object_array_get_idx(arr, i), "job");
+		int l = s ? (int)strlen(s) : 0;
+
+		if (l > w)
+			w = l;
+	}
+	return w;
+}
+
+/* status JOB, --live: keep that job's entries only, and only what is live. */
+static void status_filter(struct json_object *o, const char *job, int live)
+{
+	static const char *const keys[] = {"jobs", "ranks"};
+
+	for (size_t k = 0; k < 2; k++) {
+		struct json_object *arr, *out = json_object_new_array();
+
+		if (!json_object_object_get_ex(o, keys[k], &arr) ||
+		    !json_object_is_type(arr, json_type_array)) {
+			json_object_put(out);
+			continue;
+		}
+		for (size_t i = 0; i < json_object_array_length(arr); i++) {
+			struct json_object *e = json_object_array_get_idx(arr, i);
+
+			if (job && (!gs(e, "job") || strcmp(gs(e, "job"), job)))
+				continue;
+			if (live && (k == 0 ? gi(e, "live", 0) == 0 : gb(e, "exited")))
+				continue;
+			json_object_array_add(out, json_object_get(e));
+		}
+		json_object_object_add(o, keys[k], out);
+	}
+}
+
+/* Is a job left in the status? */
+static int status_has_jobs(struct json_object *o)
+{
+	struct json_object *jobs;
+
+	return json_object_object_get_ex(o, "jobs", &jobs) &&
+	       json_object_is_type(jobs, json_type_array) && json_object_array_length(jobs) > 0;
+}
+
 static void print_status(struct json_object *o)
 {
 	struct json_object *agent, *jobs, *ranks;
@@ -133,7 +183,9 @@ static void print_status(struct json_object *o)
 		    gd(agent, "hard_timeout_s"), gs(agent, "action"));
 	}
 	if (json_object_object_get_ex(o, "jobs", &jobs) && (n = json_object_array_length(jobs))) {
-		printf("\n%-32s %5s %5s %-9s %12s  %s\n", "JOB", "RANKS", "LIVE", "STATE",
+		int w = name_width(jobs, 3);
+
+		printf("\n%-*s %5s %5s %-10s %12s  %s\n", w, "JOB", "RANKS", "LIVE", "STATE",
 		       "NO-PROGRESS", "CULPRIT");
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *j = json_object_array_get_idx(jobs, i), *c;
@@ -150,11 +202,17 @@ static void print_status(struct json_object *o)
 					    k ? ", " : "",
 					    json_object_get_int(json_object_array_get_idx(c, k)));
 			}
-			printf("%-32.32s %5lld %5lld %-9s %11.1fs  %s\n", gs(j, "job"),
+			/* the job's name in full: it is what `ftbpf status JOB` and
+			 * `ftbpf checkpoint JOB` take */
+			printf("%-*s %5lld %5lld %-10s %11.1fs  %s\n", w, gs(j, "job"),
 			       (long long)gi(j, "ranks", 0), (long long)gi(j, "live", 0),
 			       gs(j, "state"), gd(j, "no_progress_s"), cul);
 			if (gs(j, "why"))
 				printf("  why: %s\n", gs(j, "why"));
+			if (gi(j, "run", 1) > 1)
+				printf("  run %lld (a relaunch; the previous run: %s)\n",
+				       (long long)gi(j, "run", 1),
+				       gs(j, "previous_run") ? gs(j, "previous_run") : "?");
 			if (json_object_object_get_ex(j, "checkpoint", &c) && c)
 				printf("  generation %lld, checkpoint #%lld at step %lld: %s "
 				       "(%lld of %lld ranks here saved)\n",
@@ -168,12 +226,14 @@ static void print_status(struct json_object *o)
 	}
 	if (json_object_object_get_ex(o, "ranks", &ranks) &&
 	    (n = json_object_array_length(ranks))) {
-		printf("\n%-20.20s %5s %8s %-9s %9s %-4s %-7s %s\n", "JOB", "RANK", "PID", "STATE",
+		int w = name_width(ranks, 3);
+
+		printf("\n%-*s %5s %8s %-9s %9s %-4s %-7s %s\n", w, "JOB", "RANK", "PID", "STATE",
 		       "FOR", "HUNG", "CULPRIT", "REASON");
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *r = json_object_array_get_idx(ranks, i);
 
-			printf("%-20.20s %5lld %8lld %-9s %8.1fs %-4s %-7s %s\n", gs(r, "job"),
+			printf("%-*s %5lld %8lld %-9s %8.1fs %-4s %-7s %s\n", w, gs(r, "job"),
 			       (long long)gi(r, "rank", -1), (long long)gi(r, "pid", 0),
 			       gs(r, "state"), gd(r, "state_for_s"), gb(r, "hung") ? "yes" : "no",
 			       gb(r, "culprit") ? "YES" : "-", gs(r, "reason"));
@@ -364,8 +424,9 @@ static void print_decisions(struct json_object *o)
 	}
 }
 
-/* status --check: 0 when no job is hung or failed, EXIT_HUNG when one is hung, else
- * EXIT_FAILED when one failed (for scripts and health probes). */
+/* status --check: 0 when no live job is hung or failed, EXIT_HUNG when one is hung, else
+ * EXIT_FAILED when one failed (for scripts and health probes). A job whose ranks all ended
+ * (finished, failed, preempted, killed...) is history: its events and status say how. */
 static int status_check(struct json_object *o)
 {
 	struct json_object *jobs;
@@ -376,6 +437,8 @@ static int status_check(struct json_object *o)
 		for (size_t k = 0; k < json_object_array_length(jobs); k++) {
 			struct json_object *j = json_object_array_get_idx(jobs, k);
 
+			if (gi(j, "live", 0) <= 0)
+				continue;
 			hung |= gb(j, "hung");
 			failed |= gb(j, "failed");
 		}
@@ -426,7 +489,8 @@ static void safe_stdout(int json)
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("FTBPF_SOCKET");
-	int json = 0, follow = 0, limit = 0, cluster = 0, check = 0, i = 1, rc;
+	int json = 0, follow = 0, limit = 0, cluster = 0, check = 0, live = 0, i = 1, rc;
+	const char *job_filter = NULL;
 	const struct ctl_cmd_info *info;
 	const char *cmd;
 	struct json_object *req, *o = NULL;
@@ -476,6 +540,10 @@ int main(int argc, char **argv)
 			cluster = 1;
 		else if (!strcmp(argv[i], "--check") && !strcmp(cmd, "status"))
 			check = 1;
+		else if (!strcmp(argv[i], "--live") && !strcmp(cmd, "status"))
+			live = 1;
+		else if (!strcmp(cmd, "status") && !job_filter && argv[i][0] != '-')
+			job_filter = argv[i];
 		else if (!strcmp(argv[i], "--limit") && !strcmp(cmd, "events")) {
 			long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
 
@@ -574,6 +642,19 @@ int main(int argc, char **argv)
 		json_object_put(o);
 		return rc;
 	}
+	if (!strcmp(cmd, "status") && job_filter) {
+		status_filter(o, job_filter, 0);
+		if (!status_has_jobs(o)) {
+			fprintf(stderr,
+				"ftbpf: no job '%s' on this host (of yours); `ftbpf status` lists "
+				"them\n",
+				job_filter);
+			json_object_put(o);
+			return 1;
+		}
+	}
+	if (!strcmp(cmd, "status") && live)
+		status_filter(o, NULL, 1);
 	if (json)
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
 	else if (!strcmp(cmd, "version"))

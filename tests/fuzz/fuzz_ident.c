@@ -6,8 +6,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct rank_ident r;
+	struct rank_ident r, q;
 
-	ident_from_environ((const char *)data, size, &r);
+	if (ident_from_environ((const char *)data, size, &r) == 0) {
+		/* the host-local id: always a terminated string that ends with the node */
+		q = r;
+		ident_scope(&q, "node-with-a-long-name-0123456789");
+		if (q.job[sizeof(q.job) - 1] != 0 || !ident_same_rank(&r, &r))
+			__builtin_trap();
+		(void)ident_is_wrapper(r.job);
+	}
 	return 0;
 }

@@ -7,10 +7,10 @@
 # the step after it. `ftbpf checkpoint JOB` makes a checkpoint without ending the job; another
 # user cannot ask for one.
 . "$(dirname "$0")/lib.sh"
-start_agent --soft-timeout 60 --hard-timeout 600 --action report || exit 1
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --node-name itnode || exit 1
 export PYTHONPATH=$B/python FTBPF_SOCKET=$SOCK
 PORT=$((29500 + RANDOM % 1000))
-JOB="torch:127.0.0.1:$PORT"
+JOB="torch:127.0.0.1:$PORT@itnode" # a loopback master: this host's job
 D=$T/ddp; mkdir -p "$D"; chmod 777 "$D"
 launch() { # start both ranks; RANK_PID[r] set
 	for r in 0 1; do
@@ -58,7 +58,7 @@ ftbpf decisions >"$T/dec.txt" && grep -q preemption "$T/dec.txt" && grep -q chec
 	pass "ftbpf decisions lists them" || fail "ftbpf decisions: $(cat "$T/dec.txt")"
 # ---- the decisions survive an agent restart ----
 stop_agent
-start_agent --soft-timeout 60 --hard-timeout 600 --action report || exit 1
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --node-name itnode || exit 1
 ftbpf decisions --json | jq -e "[.decisions[] | select(.job==\"$JOB\" and .kind==\"checkpoint_complete\")] | length == 2" >/dev/null &&
 	pass "after an agent restart the decisions are still there" || fail "decisions lost in a restart: $(ftbpf decisions --json | jq -c .decisions)"
 # ---- the requeued job resumes from the agreed step ----

@@ -4,11 +4,11 @@
 # agent running side by side with a 5 s soft timeout.
 . "$(dirname "$0")/lib.sh"
 SECONDS_RUN=${HEALTHY_SECONDS:-150}
-start_agent || exit 1   # defaults
+start_agent --node-name itnode || exit 1   # defaults (the node named for the job id)
 # a second agent, side by side: own socket, state dir, pin dir, log
 T2=$T/agent2; mkdir -p "$T2"
 "$B/ftbpfd" --socket "$T2/s.sock" --state-dir "$T2/state" --pin-dir "$PIN-2" --log-file "$T2/events.jsonl" \
-	--soft-timeout 5 --hard-timeout 10 --action report --verbose 1 >"$T2/out" 2>&1 &
+	--soft-timeout 5 --hard-timeout 10 --action report --node-name itnode --verbose 1 >"$T2/out" 2>&1 &
 AGENT2=$!
 wait_until 20 bash -c "'$B/ftbpf' --socket '$T2/s.sock' version >/dev/null 2>&1" || fail "second agent did not start"
 PORT=$((29500 + RANDOM % 1000))
@@ -19,7 +19,7 @@ for r in 0 1; do
 	DDP[$r]=$!
 done
 ring_job healthyring 4 --seconds "$SECONDS_RUN"
-DDPJOB="torch:127.0.0.1:$PORT"
+DDPJOB="torch:127.0.0.1:$PORT@itnode" # a loopback master: this host's job
 # other jobs on the machine may come and go: judge only ours
 MINE=".job==\"healthyring\" or .job==\"$DDPJOB\""
 wait_until 60 jq_status "[.ranks[] | select(.job==\"$DDPJOB\")] | length == 2" &&

@@ -3,7 +3,7 @@
 # all-reduce; the agent flags the job within soft + 1 s and names rank 1.
 . "$(dirname "$0")/lib.sh"
 SOFT=5
-start_agent --soft-timeout $SOFT --hard-timeout 300 --action report || exit 1
+start_agent --soft-timeout $SOFT --hard-timeout 300 --action report --node-name itnode || exit 1
 PORT=$((30500 + RANDOM % 1000))
 mkdir -p "$T/ddp"
 for r in 0 1; do
@@ -12,7 +12,7 @@ for r in 0 1; do
 		--fault-after 8 --dir "$T/ddp" >"$T/ddp/out.$r" 2>&1 &
 	WORKLOAD_PIDS+=($!); disown $!
 done
-JOB="torch:127.0.0.1:$PORT"
+JOB="torch:127.0.0.1:$PORT@itnode" # a loopback master: this host's job
 wait_until 90 test -e "$T/ddp/fault.ts" || fail "fault never started: $(tail -3 "$T/ddp/out.0")"
 FAULT_TS=$(cat "$T/ddp/fault.ts")
 CUL=$(cat "$T/ddp/pid.1")

@@ -4,7 +4,7 @@
 # jobs; when rank 1 of the second stops, that job (and only it) is flagged, with its rank 1.
 . "$(dirname "$0")/lib.sh"
 SOFT=5
-start_agent --soft-timeout $SOFT --hard-timeout 300 --action report || exit 1
+start_agent --soft-timeout $SOFT --hard-timeout 300 --action report --node-name itnode || exit 1
 PA=$((31500 + RANDOM % 500)); PB=$((PA + 500))
 for j in a b; do
 	mkdir -p "$T/$j"
@@ -17,7 +17,7 @@ for j in a b; do
 		WORKLOAD_PIDS+=($!); disown $!
 	done
 done
-JA="torch:127.0.0.1:$PA"; JB="torch:127.0.0.1:$PB"
+JA="torch:127.0.0.1:$PA@itnode"; JB="torch:127.0.0.1:$PB@itnode"
 wait_until 90 test -e "$T/b/fault.ts" || fail "fault never started: $(tail -3 "$T/b/out.0")"
 jq_status "[.jobs[] | select(.job==\"$JA\" or .job==\"$JB\") | .ranks] == [2, 2]" &&
 	pass "two jobs of 2 ranks each ($JA, $JB), not one torch:none of 4" ||

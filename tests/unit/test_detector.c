@@ -399,6 +399,104 @@ static void test_exit_text(void)
 	CU_ASSERT_STRING_EQUAL(det_exit_text(3 << 8, b, sizeof(b)), "exited with code 3");
 }
 
+static struct det_sample exited_with(int pid, int rank, int status)
+{
+	struct det_sample s = {.pid = pid,
+			       .rank = rank,
+			       .exited = 1,
+			       .exit_code = status,
+			       .exit_ns = 50 * S,
+			       .adopted_ns = 1 * S,
+			       .cur_nr = -1};
+	return s;
+}
+
+/* The job's state from its ranks: the words a user expects for what happened. */
+static enum det_job_state state_of(struct det_sample *s, int n, int hard_killed, struct det_job *j)
+{
+	struct det_rank d[4] = {};
+	struct det_params p = P;
+
+	p.restart_code = 42;
+	p.stop_code = 93;
+	p.soft_ns = 30 * S;
+	for (int i = 0; i < n; i++)
+		det_rank_update(&d[i], &s[i], 60 * S, &p);
+	det_job_eval(d, s, n, 60 * S, 0, &p, j);
+	return det_job_state(s, n, j, &p, hard_killed);
+}
+
+static void test_job_states(void)
+{
+	struct det_sample s[3];
+	struct det_job j;
+
+	/* every rank saved and exited 42: preempted, not failed */
+	for (int i = 0; i < 3; i++)
+		s[i] = exited_with(10 + i, i, 42 << 8);
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_PREEMPTED);
+	CU_ASSERT_FALSE(j.failed);
+	CU_ASSERT_STRING_EQUAL(det_job_state_name(DJS_PREEMPTED), "preempted");
+	/* ... as its decision asked (slot), one still saving: preempted already */
+	s[2] = blocked_in(12, 2, SYS_write, 59 * S);
+	s[0].asked = DET_ASKED_PREEMPT;
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_PREEMPTED);
+	/* 93: stopped */
+	for (int i = 0; i < 3; i++)
+		s[i] = exited_with(10 + i, i, 93 << 8);
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_STOPPED);
+	CU_ASSERT_FALSE(j.failed);
+	/* a crash: failed, the culprit named */
+	s[0] = exited_with(10, 0, 0);
+	s[1] = exited_with(11, 1, 11); /* SIGSEGV */
+	s[2] = exited_with(12, 2, 0);
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_FAILED);
+	CU_ASSERT_TRUE(j.failed);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	/* the agent's hard action ended it: killed, whatever the exits say */
+	for (int i = 0; i < 3; i++) {
+		s[i] = exited_with(10 + i, i, 15);
+		s[i].killed = 1;
+	}
+	CU_ASSERT_EQUAL(state_of(s, 3, 1, &j), DJS_KILLED);
+	CU_ASSERT_FALSE(j.failed);
+	/* ... and a decision's end of the survivors (not the hard action): restarting */
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_RESTARTING);
+	/* a rank of an older generation asked to exit: restarting */
+	s[0] = exited_with(10, 0, 42 << 8);
+	s[0].asked = DET_ASKED_RESTART;
+	s[1] = blocked_in(11, 1, SYS_futex, 59 * S);
+	s[2] = blocked_in(12, 2, SYS_futex, 59 * S);
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_RESTARTING);
+	/* all zero: finished; live and progressing: ok */
+	for (int i = 0; i < 3; i++)
+		s[i] = exited_with(10 + i, i, 0);
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_FINISHED);
+	for (int i = 0; i < 3; i++)
+		s[i] = blocked_in(10 + i, i, SYS_read, 59 * S);
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_OK);
+	/* hung beats failed while ranks live (as before) */
+	for (int i = 0; i < 3; i++)
+		s[i] = blocked_in(10 + i, i, SYS_futex, 1 * S);
+	s[2] = exited_with(12, 2, 1 << 8);
+	s[2].exit_ns = 1 * S;
+	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_HUNG);
+	CU_ASSERT_TRUE(j.failed);
+	CU_ASSERT_STRING_EQUAL(det_job_state_name(DJS__N), "unknown");
+}
+
+/* Without restart and stop codes (ftbpf-ci), an exit 42 is an exit like any other. */
+static void test_exit_42_without_codes(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {exited_with(10, 0, 42 << 8), exited_with(11, 1, 0)};
+	struct det_job j;
+
+	run(d, s, 2, 60 * S, &j);
+	CU_ASSERT_TRUE(j.failed);
+	CU_ASSERT_EQUAL(det_job_state(s, 2, &j, &P, 0), DJS_FAILED);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -429,6 +527,9 @@ int main(void)
 	CU_add_test(s, "NCCL: ahead rank not waiting", test_nccl_ahead_rank_not_waiting);
 	CU_add_test(s, "NCCL: unidentified communicators", test_nccl_unidentified_comms);
 	CU_add_test(s, "NCCL: state nccl", test_nccl_state);
+	CU_add_test(s, "job states: preempted, stopped, failed, killed, restarting, finished",
+		    test_job_states);
+	CU_add_test(s, "exit 42 without restart codes", test_exit_42_without_codes);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

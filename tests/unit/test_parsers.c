@@ -138,6 +138,50 @@ static void test_ident(void)
 					   &r),
 			0);
 	CU_ASSERT_STRING_EQUAL(r.job, "torch:127.0.0.1:29501");
+	/* ... and a loopback master is the same on every host: the job is this host's */
+	CU_ASSERT_TRUE(r.host_local);
+	ident_scope(&r, "node-a");
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:127.0.0.1:29501@node-a");
+	CU_ASSERT_EQUAL(r.restart_count, -1);
+	/* a routable master names the job on every host: no node */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0WORLD_SIZE=2\0MASTER_ADDR=10.1.2.3\0"
+					       "MASTER_PORT=29500\0TORCHELASTIC_RESTART_COUNT=2\0"),
+					   &r),
+			0);
+	CU_ASSERT_FALSE(r.host_local);
+	CU_ASSERT_EQUAL(r.restart_count, 2);
+	ident_scope(&r, "node-a");
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:10.1.2.3:29500");
+	/* localhost, ::1, and no master at all are local too; FTBPF_JOB is the user's name */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=0\0WORLD_SIZE=1\0MASTER_ADDR=localhost\0"
+					       "MASTER_PORT=1\0"),
+					   &r),
+			0);
+	CU_ASSERT_TRUE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=0\0WORLD_SIZE=1\0"), &r), 0);
+	CU_ASSERT_TRUE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=0\0FTBPF_JOB=mine\0"), &r), 0);
+	CU_ASSERT_FALSE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=0\0"), &r), 0);
+	CU_ASSERT_TRUE(r.host_local); /* "default" */
+	CU_ASSERT_TRUE(ident_addr_is_loopback("127.0.0.1"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("127.1.2.3"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("::1"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("LOCALHOST"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("::ffff:127.0.0.1"));
+	CU_ASSERT_FALSE(ident_addr_is_loopback("10.0.0.1"));
+	CU_ASSERT_FALSE(ident_addr_is_loopback("node127.example"));
+	CU_ASSERT_FALSE(ident_addr_is_loopback("1270.0.0.1"));
+	/* a long id keeps the node whole */
+	{
+		struct rank_ident l = {.host_local = 1};
+
+		memset(l.job, 'x', sizeof(l.job) - 1);
+		l.job[sizeof(l.job) - 1] = 0;
+		ident_scope(&l, "node-b");
+		CU_ASSERT_EQUAL(strlen(l.job), sizeof(l.job) - 1);
+		CU_ASSERT_STRING_EQUAL(l.job + strlen(l.job) - 7, "@node-b");
+	}
 	/* RANK alone (no WORLD_SIZE) is too common a name to mean torch */
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0"), &r), -ENOENT);
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("OMPI_COMM_WORLD_RANK=5\0OMPI_COMM_WORLD_SIZE=6\0"
@@ -170,6 +214,39 @@ static void test_ident(void)
 	/* unterminated last variable */
 	CU_ASSERT_EQUAL(ident_from_environ("FTBPF_RANK=7", 12, &r), 0);
 	CU_ASSERT_EQUAL(r.rank, 7);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=1\0SLURM_STEP_ID=0\0SLURM_JOB_ID=9\0"
+					       "SLURM_RESTART_COUNT=3\0"),
+					   &r),
+			0);
+	CU_ASSERT_EQUAL(r.restart_count, 3);
+	CU_ASSERT_FALSE(r.host_local);
+}
+
+/* Wrappers hand the rank over to their child: which programs are wrappers, which rank is the
+ * same. */
+static void test_ident_wrappers(void)
+{
+	struct rank_ident a, b;
+
+	CU_ASSERT_TRUE(ident_is_wrapper("timeout"));
+	CU_ASSERT_TRUE(ident_is_wrapper("bash"));
+	CU_ASSERT_TRUE(ident_is_wrapper("sh"));
+	CU_ASSERT_TRUE(ident_is_wrapper("uv"));
+	CU_ASSERT_FALSE(ident_is_wrapper("python3"));
+	CU_ASSERT_FALSE(ident_is_wrapper("torchrun"));
+	CU_ASSERT_FALSE(ident_is_wrapper("gcc"));
+	CU_ASSERT_FALSE(ident_is_wrapper(""));
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0WORLD_SIZE=2\0MASTER_ADDR=127.0.0.1\0"
+					       "MASTER_PORT=5\0"),
+					   &a),
+			0);
+	b = a;
+	CU_ASSERT_TRUE(ident_same_rank(&a, &b));
+	b.rank = 0;
+	CU_ASSERT_FALSE(ident_same_rank(&a, &b));
+	b = a;
+	ident_scope(&b, "n");
+	CU_ASSERT_FALSE(ident_same_rank(&a, &b));
 }
 
 static void test_ctl_proto(void)
@@ -366,6 +443,7 @@ int main(void)
 	CU_add_test(s, "config: long line, NUL", test_config_long_line_and_nul);
 	CU_add_test(s, "signal names", test_signals);
 	CU_add_test(s, "rank identity from environment", test_ident);
+	CU_add_test(s, "wrappers and the same rank", test_ident_wrappers);
 	CU_add_test(s, "control requests", test_ctl_proto);
 	CU_add_test(s, "/proc/PID/stat", test_proc_stat);
 	CU_add_test(s, "syscall tables", test_syscalls);

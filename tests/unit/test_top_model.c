@@ -424,6 +424,43 @@ static void test_detail(void)
 	top_model_fini(&m);
 }
 
+/* Job names in full: what a user copies into `ftbpf status JOB` (host-local torch ids are
+ * long: torch:127.0.0.1:29500@gpu-node-7). */
+static void test_full_job_names(void)
+{
+	const char *job = "torch:127.0.0.1:29517@a-rather-long-node-name-7";
+	char rank[1024], buf[4096];
+	struct top_model m;
+	struct top_frame f;
+	struct json_object *o;
+	int i;
+
+	snprintf(rank, sizeof(rank), rank_fmt, job, 0, 301, "running", "running", 1.0, 10, -1.0, 0,
+		 "null", "false", "false", "false");
+	snprintf(buf, sizeof(buf),
+		 "{\"ok\":true,\"agent\":{\"pid\":7,\"version\":\"0.1.0\",\"uptime_s\":5,"
+		 "\"soft_timeout_s\":30,\"hard_timeout_s\":600,\"action\":\"report\","
+		 "\"features\":{\"programs\":\"tp_btf\"},\"counters\":{}},"
+		 "\"jobs\":[{\"job\":\"%s\",\"ranks\":1,\"live\":1,\"state\":\"ok\"}],"
+		 "\"ranks\":[%s],\"cluster\":null}",
+		 job, rank);
+	top_model_init(&m);
+	o = json_tokener_parse(buf);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(top_model_update(&m, o, 1.0), 0);
+	json_object_put(o);
+	top_frame_init(&f, 160);
+	top_render_main(&m, &f, 160, 24, "/run/x.sock", 0);
+	i = find_line(&f, job);
+	CU_ASSERT(i >= 0);
+	/* a narrow terminal keeps the reason's minimum: the name is cut only then */
+	top_render_main(&m, &f, 80, 24, "/run/x.sock", 0);
+	for (i = 0; i < f.n; i++)
+		CU_ASSERT(strlen(f.lines[i].text) <= 80);
+	top_frame_fini(&f);
+	top_model_fini(&m);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -442,6 +479,7 @@ int main(void)
 	CU_add_test(s, "agent away, bad input", test_disconnected_and_bad_input);
 	CU_add_test(s, "event ring", test_events_ring);
 	CU_add_test(s, "detail and help", test_detail);
+	CU_add_test(s, "job names in full", test_full_job_names);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -1,5 +1,6 @@
 """Python users of ftbpf for the timer tests.
-    py_timer.py expires-blocked | expires-release | torch-syscalls | torch-release
+    py_timer.py expires-blocked | expires-release | torch-syscalls | torch-release |
+                once-then-idle SECONDS
 """
 import os
 import sys
@@ -12,6 +13,13 @@ if mode == "expires-blocked":
     with ftbpf.expires(after=0.3):
         print("armed", flush=True)
         time.sleep(10)
+elif mode == "once-then-idle":
+    # a script that used a countdown timer once, then idles (no rank, no job)
+    with ftbpf.expires(after=5):
+        pass
+    print("idle", flush=True)
+    time.sleep(float(sys.argv[2]))
+    sys.exit(0)
 elif mode == "expires-release":
     for _ in range(200):
         with ftbpf.expires(after=0.2):

@@ -5,7 +5,10 @@
  *
  *   ring --rank R --world N --dir DIR [--fault sleep|spin|stop|exit|abort --fault-rank K
  *        --fault-after SEC] [--seconds S] [--hang-on-peer-loss 1] [--work N] [--interval-ms MS]
- *        [--gpu-kernel-us US]
+ *        [--gpu-kernel-us US] [--exit-code C]
+ *
+ * --exit-code: the code every rank exits with at the job's normal end (42: saved and exited
+ * as a preemption asks; 93: stopped), instead of 0.
  *
  * With --gpu-kernel-us, every step also runs a GPU kernel of that length and waits for it the
  * way torch.cuda.synchronize() does: libcuda.so.1 is loaded at run time and its entry points
@@ -126,7 +129,7 @@ int main(int argc, char **argv)
 	double fault_after = 0, seconds = 1e9, start;
 	const char *dir = ".", *mode = NULL;
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int *peers = NULL, fd = -1, faulted = 0, interval_ms = 10;
+	int *peers = NULL, fd = -1, faulted = 0, interval_ms = 10, exit_code = 0;
 	long work = 200000, gpu_us = -1;
 	char name[32];
 
@@ -153,6 +156,8 @@ int main(int argc, char **argv)
 			hang_on_peer_loss = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--gpu-kernel-us"))
 			gpu_us = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--exit-code"))
+			exit_code = atoi(argv[i + 1]);
 	}
 	if (gpu_us >= 0) {
 		char v[32];
@@ -230,12 +235,12 @@ int main(int argc, char **argv)
 				if (write(peers[i], &sum, sizeof(sum)) != sizeof(sum))
 					return lost();
 			if (sum == STOP)
-				return 0;
+				return exit_code;
 		} else {
 			if (write(fd, &v, sizeof(v)) != sizeof(v) || rd(fd, &sum, sizeof(sum)))
 				return lost();
 			if (sum == STOP)
-				return 0;
+				return exit_code;
 		}
 	}
 	return 0;

@@ -74,6 +74,19 @@ static void failed_report(struct actions *ac, struct job *j)
 	ac->js->dirty = 1;
 }
 
+/* The job is being ended by our action: what it was, kept (the ranks' verdict goes with them). */
+static void killed_by_action(struct job *j)
+{
+	if (j->hard_killed)
+		return;
+	j->hard_killed = 1;
+	snprintf(j->kill_why, sizeof(j->kill_why), "%s", j->res.why);
+	j->nkill_culprits = 0;
+	for (int i = 0; i < j->nmembers && j->nkill_culprits < DET_MAX_CULPRITS; i++)
+		if (j->members[i]->d.culprit)
+			j->kill_culprits[j->nkill_culprits++] = j->members[i]->id.rank;
+}
+
 /* The hard timeout passed: the configured action, once per stall. */
 static void hard_action(struct actions *ac, struct job *j)
 {
@@ -84,6 +97,7 @@ static void hard_action(struct actions *ac, struct job *j)
 	eventlog_emit(ac->el, view_hard_timeout(j, config_action_name(cfg->action)));
 	if (cfg->action == ACTION_REPORT)
 		return;
+	killed_by_action(j);
 	for (int i = 0; i < j->nmembers; i++) {
 		struct rank *k = j->members[i];
 
@@ -109,11 +123,22 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 
 	if (!j->watched_ns)
 		j->watched_ns = now;
-	if (j->res.failed && !j->failed_reported)
+	if (j->res.failed && !j->failed_reported && !j->hard_killed)
 		failed_report(ac, j);
+	if (!j->res.live && j->nmembers && !j->end_reported) {
+		/* the run ended: how, once (preempted, stopped, killed, failed, finished...) */
+		j->end_reported = 1;
+		eventlog_emit(ac->el, view_job_end(j));
+		ac->js->dirty = 1;
+	}
 	if (!j->res.hung) {
-		/* progress resumed; a job whose ranks are all gone did not recover, it ended */
-		if (j->reported && j->res.live > 0)
+		/* our action is ending the job: a SIGTERM interrupts a stuck syscall, which is no
+		 * progress of the job's; nothing recovered, nothing to act on again */
+		if (j->hard_killed)
+			return;
+		/* progress resumed; a job whose ranks are all gone did not recover, it ended; one
+		 * that failed did not either */
+		if (j->reported && j->res.live > 0 && !j->failed_reported)
 			eventlog_emit(ac->el, view_job_event("recovered", j));
 		if (j->reported || j->action_done) {
 			j->reported = j->soft_signalled = j->action_done = 0;

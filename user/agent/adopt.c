@@ -21,8 +21,9 @@
 #include "os/procfs.h"
 #include "watch/tracker.h"
 
-#define ENVIRON_MAX (256 * 1024)
-#define RETRY_MAX   256
+#define ENVIRON_MAX  (256 * 1024)
+#define RETRY_MAX    256
+#define HEIR_WAIT_NS (1000 * 1000 * 1000ull) /* a wrapper's child is the rank after 1 s */
 
 struct adopter {
 	struct tracker *tr;
@@ -37,10 +38,11 @@ struct adopter {
 	uint64_t lost_seen;		  /* folded + lost exec events at the last walk */
 	uint64_t rescan_ns;		  /* time of the last walk */
 	uint64_t folded_seen, recheck_ns; /* a rank's events folded: its execs may be among them */
-	uint64_t adopted, errors, rescans;
+	uint64_t adopted, errors, rescans, handovers;
 	uint64_t refused_elevated;  /* set-user-ID/-group-ID processes not adopted */
 	uint64_t left;		    /* ranks that exec'd as another user, or with privileges */
 	uint64_t refused_user_full; /* a user's share of the rank table was full */
+	char node[64];		    /* this host's name in host-local job ids (ident_scope) */
 };
 
 struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
@@ -67,6 +69,11 @@ void adopter_free(struct adopter *ad)
 		return;
 	free(ad->envbuf);
 	free(ad);
+}
+
+void adopter_set_node(struct adopter *ad, const char *node)
+{
+	snprintf(ad->node, sizeof(ad->node), "%s", node ? node : "");
 }
 
 int adopt_job_wanted(const struct adopter *ad, const char *job)
@@ -99,6 +106,8 @@ int adopt_pid(struct adopter *ad, int pid, const char *how)
 		return n < 0 ? (int)n : -ENOENT;
 	}
 	r = ident_from_environ(ad->envbuf, (size_t)n, &id);
+	if (r == 0)
+		ident_scope(&id, ad->node);
 	if (r == -EINVAL) {
 		ad->errors++;
 		log_warn("pid %d has malformed rank variables in its environment; not adopted",
@@ -292,9 +301,171 @@ static void adopt_descendants(struct adopter *ad, const struct rank *k)
 	free(c);
 }
 
+/* ---- wrappers: the rank is the process that does the work ---- */
+/* The wrapper a process was started by, when it carries the wrapper's rank: its parent is a
+ * live rank running a wrapper program (sh, timeout: ident_is_wrapper), or a wrapper that
+ * handed that rank over before and now starts it again (sh run.sh running two programs).
+ * NULL when the process is not a wrapped rank. */
+struct wrapped {
+	int pid;	   /* the wrapper */
+	uint64_t start_ns; /* its start time */
+	char comm[16];	   /* its program */
+	int launcher_pid;  /* what launched the wrapper */
+	uint64_t launcher_start_ns;
+	struct rank *rank; /* the wrapper's own rank record (to forget), NULL when it was
+			       forgotten at an earlier hand-over */
+	int owner_pid;	   /* the rank whose processes become the new rank's */
+};
+
+struct child_count {
+	int n, last;
+};
+
+static int count_child(void *ctx, int pid)
+{
+	struct child_count *c = ctx;
+
+	c->n++;
+	c->last = pid;
+	return 0;
+}
+
+/* A wrapper runs one command: a process with several children at once (a script that starts
+ * helpers in the background and waits) keeps its rank. */
+static int only_child(int ppid)
+{
+	struct child_count c = {0, 0};
+
+	return procfs_foreach_child(ppid, count_child, &c) == 0 && c.n == 1 ? c.last : 0;
+}
+
+/* A rank that runs a wrapper and already has its one child (it forked before we adopted it,
+ * or before it took the rank over from its own wrapper: sh -> timeout -> python3): that
+ * child is its heir, at the next scans (adopt_heirs). */
+static void heir_from_children(struct rank *k, uint64_t now)
+{
+	struct proc_stat st;
+	int c;
+
+	if (k->heir_pid || !ident_is_wrapper(k->comm) || !(c = only_child(k->pid)) ||
+	    procfs_stat(c, -1, &st) < 0)
+		return;
+	k->heir_pid = c;
+	k->heir_start_ns = st.start_ns;
+	k->heir_ns = now;
+}
+
+static int wrapped_by(struct adopter *ad, const struct proc_stat *st, uid_t uid,
+		      const struct rank_ident *id, struct wrapped *w)
+{
+	struct rank *p = ranks_find_live(ad->ranks, st->ppid);
+	struct proc_stat pst;
+
+	memset(w, 0, sizeof(*w));
+	if (p) {
+		if (p->slot || p->uid != uid || !ident_is_wrapper(p->comm) ||
+		    !ident_same_rank(&p->id, id) || !only_child(p->pid))
+			return 0;
+		w->pid = p->pid;
+		w->start_ns = p->start_ns;
+		memcpy(w->comm, p->comm, sizeof(w->comm));
+		w->launcher_pid = p->launcher_pid;
+		w->launcher_start_ns = p->launcher_start_ns;
+		w->rank = p;
+		w->owner_pid = p->pid;
+		return 1;
+	}
+	for (int i = 0; i < ad->ranks->n; i++) {
+		const struct rank *k = ad->ranks->v[i];
+
+		if (k->wrapper_pid != st->ppid || k->uid != uid || !ident_same_rank(&k->id, id))
+			continue;
+		/* still that wrapper (not a later process at its pid), and its rank ended (a live
+		 * one keeps the rank: this is a helper it runs beside it) */
+		if (k->job == NULL || !k->s.exited || procfs_stat(st->ppid, -1, &pst) < 0 ||
+		    !procfs_same_start(pst.start_ns, k->wrapper_start_ns) || !only_child(st->ppid))
+			return 0;
+		w->pid = k->wrapper_pid;
+		w->start_ns = k->wrapper_start_ns;
+		memcpy(w->comm, k->wrapper_comm, sizeof(w->comm));
+		w->launcher_pid = k->launcher_pid;
+		w->launcher_start_ns = k->launcher_start_ns;
+		w->owner_pid = k->pid;
+		return 1;
+	}
+	return 0;
+}
+
+struct reown_ctx {
+	struct tracker *tr;
+	uint32_t from, to;
+};
+
+static int reown_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
+{
+	struct reown_ctx *c = ctx;
+	struct ftbpf_proc q;
+
+	if (p->owner != c->from || tgid == c->to || (p->flags & FTBPF_PROC_EXITED))
+		return 0;
+	q = *p;
+	q.owner = c->to;
+	q.flags = (q.flags & ~FTBPF_PROC_RANK) | FTBPF_PROC_CHILD;
+	(void)tracker_proc_put(c->tr, tgid, &q); /* gone meanwhile: no matter */
+	return 0;
+}
+
+/*
+ * Rank k took the rank over from its wrapper w. The wrapper stays tracked, as a process of k's
+ * tree (its later children are k's too), and its record goes: its wait4 and its exit after k
+ * are no verdict's business. Every process the wrapper's rank owned is k's from now on.
+ */
+static void handover_finish(struct adopter *ad, struct rank *k, const struct wrapped *w)
+{
+	struct reown_ctx c = {ad->tr, (uint32_t)w->owner_pid, (uint32_t)k->pid};
+	struct json_object *o;
+
+	k->wrapper_pid = w->pid;
+	k->wrapper_start_ns = w->start_ns;
+	memcpy(k->wrapper_comm, w->comm, sizeof(k->wrapper_comm));
+	k->launcher_pid = w->launcher_pid;
+	k->launcher_start_ns = w->launcher_start_ns;
+	tracker_foreach_proc(ad->tr, reown_one, &c); /* the wrapper's own entry too */
+	if (w->rank)
+		ranks_remove(ad->ranks, w->rank);
+	ad->handovers++;
+	o = view_adopt(k, "handover", 0);
+	jint(o, "wrapper_pid", w->pid);
+	jstr(o, "wrapper_comm", w->comm);
+	eventlog_emit(ad->el, o);
+}
+
+/* The process that launched pid (its parent): a run of a job is told apart by it. */
+static void launcher_of(struct rank *k, int ppid)
+{
+	struct proc_stat st;
+
+	k->launcher_pid = ppid;
+	if (ppid > 0 && procfs_stat(ppid, -1, &st) == 0)
+		k->launcher_start_ns = st.start_ns;
+}
+
+/* A rank's exited incarnations are forgotten at a new run: their procs entries too. */
+static void drop_old(void *ctx, struct rank *k)
+{
+	struct adopter *ad = ctx;
+	struct ftbpf_proc p;
+
+	if (tracker_proc_get(ad->tr, (uint32_t)k->pid, &p) == 0 &&
+	    procfs_same_start(p.start_ns, k->start_ns) && (p.flags & FTBPF_PROC_EXITED))
+		(void)tracker_proc_delete(ad->tr, (uint32_t)k->pid); /* gone: fine */
+}
+
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *idp, const char *how,
 	     int registered)
 {
+	struct wrapped w = {0};
+	struct job *j;
 	struct proc_stat st;
 	struct proc_creds cr;
 	struct ftbpf_proc p;
@@ -327,8 +498,11 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		close(pidfd);
 		return -EUSERS;
 	}
-	/* A process whose parent is already tracked is that rank's child, not a new rank. */
-	if (!registered && tracker_is_tracked(ad->tr, st.ppid)) {
+	/* A wrapper's child that carries its rank is the rank (see wrapped_by). */
+	if (!registered && wrapped_by(ad, &st, uid, idp, &w)) {
+		/* taken over below */
+	} else if (!registered && tracker_is_tracked(ad->tr, st.ppid)) {
+		/* A process whose parent is already tracked is that rank's child, not a rank. */
 		struct ftbpf_proc pp;
 
 		if (tracker_proc_get(ad->tr, st.ppid, &pp) == 0 &&
@@ -338,9 +512,14 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		}
 	}
 	/* Launchers that exec the training script through a shell keep the parent's env. */
-	if (!registered && ranks_find_live(ad->ranks, st.ppid)) {
+	if (!registered && !w.pid && ranks_find_live(ad->ranks, st.ppid)) {
 		close(pidfd);
 		return 0;
+	}
+	/* all of the job's ranks here ended: a relaunch, a new run with its own verdict */
+	j = ranks_job_find(ad->ranks, uid, idp->job);
+	if (j && j->nmembers && !job_has_live(j)) {
+		ranks_job_new_run(ad->ranks, j, clock_mono_ns(), drop_old, ad);
 	}
 	k = ranks_add(ad->ranks, pid, st.start_ns, uid, idp->job);
 	if (!k) {
@@ -349,6 +528,7 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	}
 	k->pidfd = pidfd;
 	k->id = *idp;
+	ranks_job_drop_replaced(ad->ranks, k, drop_old, ad); /* its ended incarnations */
 	rank_container(k);
 	memcpy(k->comm, st.comm, sizeof(k->comm));
 	k->adopted_ns = clock_mono_ns();
@@ -365,9 +545,60 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	}
 	ad->adopted++;
 	seed_threads(ad, k);
-	eventlog_emit(ad->el, view_adopt(k, how, 0));
+	if (w.pid) {
+		handover_finish(ad, k, &w);
+	} else {
+		launcher_of(k, st.ppid);
+		eventlog_emit(ad->el, view_adopt(k, how, 0));
+	}
 	adopt_descendants(ad, k);
+	heir_from_children(k, k->adopted_ns);
 	return 0;
+}
+
+int adopt_exec_child(struct adopter *ad, int pid, int ppid)
+{
+	struct rank *p = ranks_find_live(ad->ranks, ppid);
+	struct proc_stat st;
+
+	if (p && ident_is_wrapper(p->comm) && !p->heir_pid) {
+		/* taken over at a scan at least HEIR_WAIT_NS on, if it is then the wrapper's only
+		 * child (a script may be about to start a second one beside it) */
+		if (procfs_stat(pid, -1, &st) == 0) {
+			p->heir_pid = pid;
+			p->heir_start_ns = st.start_ns;
+			p->heir_ns = clock_mono_ns();
+		}
+		return 0;
+	}
+	for (int i = 0; !p && i < ad->ranks->n; i++)
+		if (ad->ranks->v[i]->wrapper_pid == ppid)
+			return adopt_pid(ad, pid, "exec");
+	return 0;
+}
+
+/* The children wrappers started (adopt_exec_child) take their ranks over once they are the
+ * wrapper's only child for HEIR_WAIT_NS. */
+static void adopt_heirs(struct adopter *ad, uint64_t now)
+{
+	for (int i = 0; i < ad->ranks->n; i++) {
+		struct rank *w = ad->ranks->v[i];
+		struct proc_stat st;
+		int pid = w->heir_pid;
+
+		if (!pid || now - w->heir_ns < HEIR_WAIT_NS)
+			continue;
+		if (w->s.exited || procfs_stat(pid, -1, &st) < 0 ||
+		    !procfs_same_start(st.start_ns, w->heir_start_ns) || st.ppid != w->pid) {
+			w->heir_pid = 0; /* gone, or no longer its child */
+			continue;
+		}
+		if (only_child(w->pid) != pid)
+			continue; /* maybe later: a helper beside it may end */
+		w->heir_pid = 0;
+		adopt_pid(ad, pid, "exec"); /* may forget w (the hand-over): index i moves */
+		i = -1;
+	}
 }
 
 /* An adoption that failed for want of a resource is tried again at the next scans. */
@@ -451,6 +682,7 @@ void adopt_catch_up(struct adopter *ad, uint64_t now)
 	int n = ad->nretry;
 	int again[RETRY_MAX];
 
+	adopt_heirs(ad, now);
 	memcpy(again, ad->retry, (size_t)n * sizeof(again[0]));
 	ad->nretry = 0;
 	for (int i = 0; i < n; i++)
@@ -542,6 +774,7 @@ void adopter_counters(const struct adopter *ad, struct json_object *c)
 	jint(c, "adopted", (int64_t)ad->adopted);
 	jint(c, "adopt_errors", (int64_t)ad->errors);
 	jint(c, "proc_rescans", (int64_t)ad->rescans);
+	jint(c, "wrapper_handovers", (int64_t)ad->handovers);
 	jint(c, "adopt_refused_elevated", (int64_t)ad->refused_elevated);
 	jint(c, "adopt_refused_user_full", (int64_t)ad->refused_user_full);
 	jint(c, "ranks_left", (int64_t)ad->left);

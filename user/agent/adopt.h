@@ -4,7 +4,9 @@
  * execs, when /proc is walked (at start, and again after the kernel folded or lost exec
  * events), or when it registers through the control socket. What a rank was doing before it
  * was adopted (blocked threads, children forked before its adoption reached the kernel) is
- * read from /proc. After a restart, the table is rebuilt from the pinned procs map.
+ * read from /proc. After a restart, the table is rebuilt from the pinned procs map. A wrapper
+ * (sh, timeout) that forks the real rank hands the rank over to its only child when that
+ * child carries the same rank variables (docs/architecture.md, "Ranks behind wrappers").
  */
 #ifndef FTBPF_ADOPT_H
 #define FTBPF_ADOPT_H
@@ -23,6 +25,8 @@ struct adopter;
 struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
 			    const char *only_jobs, int only_netns);
 void adopter_free(struct adopter *ad);
+/* This host's name, for the ids of jobs local to it (lib/ident.h: ident_scope). */
+void adopter_set_node(struct adopter *ad, const char *node);
 /* Does --only-jobs let this job in? */
 int adopt_job_wanted(const struct adopter *ad, const char *job);
 /* Adopt pid if its environment names a rank. how: "exec", "scan", "register". 0 (also when
@@ -32,6 +36,10 @@ int adopt_pid(struct adopter *ad, int pid, const char *how);
  * asked itself (control socket); a rank's child may then be a rank of its own. */
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id, const char *how,
 	     int registered);
+/* A rank's child (ppid its parent) ran a program: when its parent is a wrapper of that rank
+ * (sh, timeout; or a wrapper that handed the rank over before) and the child carries the same
+ * rank variables, the child takes the rank over. 0 or -errno. */
+int adopt_exec_child(struct adopter *ad, int pid, int ppid);
 /* A tracked process (rank k, or a rank's child when k is NULL) exec'd: its owner is checked
  * again. 1 when it left (its job, or its rank's tree), else 0. */
 struct rank;

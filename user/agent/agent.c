@@ -187,7 +187,8 @@ static void scan(struct agent *a)
 			jobstate_restore(&a->js, a->ranks.jobs[j]);
 	watch_sample(&a->w, now);
 	for (int j = 0; j < a->ranks.njobs; j++)
-		if (watch_judge(&a->w, a->ranks.jobs[j], now) == 0)
+		if (!a->ranks.jobs[j]->timers_only && /* timers alone: never judged */
+		    watch_judge(&a->w, a->ranks.jobs[j], now) == 0)
 			actions_job(&a->ac, a->ranks.jobs[j], now);
 	if (a->dc)
 		decide_tick(a->dc);
@@ -584,6 +585,8 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	node_name(a);
+	adopter_set_node(a->ad, a->node); /* jobs local to this host carry its name */
 	{
 		struct timersvc_opts to = {.tr = a->tr,
 					   .el = a->el,

@@ -46,7 +46,7 @@ static struct json_object *do_status(struct handlers *h, const struct ctl_reques
 	(void)req;
 	json_object_object_add(o, "agent", h->agent_json(h->agent_ctx, now));
 	for (int j = 0; j < h->ranks->njobs; j++)
-		if (peer_may(peer, h->ranks->jobs[j]->uid)) {
+		if (peer_may(peer, h->ranks->jobs[j]->uid) && !h->ranks->jobs[j]->timers_only) {
 			struct json_object *jo = view_job(h->ranks->jobs[j]);
 
 			if (h->dc)
@@ -178,6 +178,7 @@ static struct rank *adopt_client(struct handlers *h, const struct ctl_request *r
 				.world_size = -1,
 				.source = IDENT_CLIENT};
 	struct proc_creds cr;
+	struct rank *k;
 	int fd, r;
 
 	if (*req->job) {
@@ -206,7 +207,14 @@ static struct rank *adopt_client(struct handlers *h, const struct ctl_request *r
 	}
 	r = adopt_as(h->ad, peer->pid, fd, &id, "register", 1);
 	*why = r < 0 ? strerror(-r) : "not adopted";
-	return ranks_find_live(h->ranks, peer->pid);
+	k = ranks_find_live(h->ranks, peer->pid);
+	if (k && !*req->job && req->rank < 0 && k->job->nmembers == 1) {
+		/* it named no job and no rank: a process that uses countdown timers, not a
+		 * rank; it gets its slot, and is never judged nor part of a decision */
+		k->timers_only = 1;
+		k->job->timers_only = 1;
+	}
+	return k;
 }
 
 /* A process asks for its slot: adopt it (from its environment, else as the client says) and
@@ -247,7 +255,7 @@ static struct json_object *do_register(struct handlers *h, const struct ctl_requ
 					&k->slot);
 		if (r < 0)
 			return view_err("failed", strerror(-r));
-		if (h->dc)
+		if (h->dc && !k->timers_only)
 			decide_rank_registered(h->dc, k);
 	}
 	ctl_reply_fd(h->ctl, k->slot_fd);

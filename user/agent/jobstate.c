@@ -2,6 +2,7 @@
 #include "agent/jobstate.h"
 
 #include <json-c/json.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/jsonx.h"
@@ -26,13 +27,13 @@ void jobstate_close(struct jobstate *js)
 	js->saved = NULL;
 }
 
-/* The pid and start time of every member our action killed. */
-static struct json_object *killed_json(const struct job *j)
+/* The pid and start time of every member our action killed (all: every member). */
+static struct json_object *killed_json(const struct job *j, int all)
 {
 	struct json_object *killed = json_object_new_array();
 
 	for (int m = 0; m < j->nmembers; m++)
-		if (j->members[m]->killed_by_agent) {
+		if (all || j->members[m]->killed_by_agent) {
 			struct json_object *p = json_object_new_array();
 
 			json_object_array_add(p, json_object_new_int(j->members[m]->pid));
@@ -54,9 +55,9 @@ void jobstate_save(struct jobstate *js, const struct ranks *r)
 	arr = json_object_new_array();
 	for (int i = 0; i < r->njobs; i++) {
 		const struct job *j = r->jobs[i];
-		struct json_object *jo, *killed = killed_json(j);
+		struct json_object *jo, *killed = killed_json(j, 0), *cul;
 
-		if (!j->reported && !j->failed_reported && !j->action_done &&
+		if (!j->reported && !j->failed_reported && !j->action_done && !j->end_reported &&
 		    !json_object_array_length(killed)) {
 			json_object_put(killed);
 			continue;
@@ -68,6 +69,15 @@ void jobstate_save(struct jobstate *js, const struct ranks *r)
 		jbool(jo, "failed_reported", j->failed_reported);
 		jbool(jo, "action_done", j->action_done);
 		json_object_object_add(jo, "killed", killed);
+		/* the run it is about: its ranks (a relaunch is another run) */
+		json_object_object_add(jo, "run_ranks", killed_json(j, 1));
+		jbool(jo, "end_reported", j->end_reported);
+		jbool(jo, "hard_killed", j->hard_killed);
+		jstr(jo, "kill_why", j->kill_why);
+		cul = json_object_new_array();
+		for (int c = 0; c < j->nkill_culprits; c++)
+			json_object_array_add(cul, json_object_new_int(j->kill_culprits[c]));
+		json_object_object_add(jo, "kill_culprits", cul);
 		json_object_array_add(arr, jo);
 	}
 	jint(o, "v", 1);
@@ -100,9 +110,36 @@ static int is_job(struct json_object *jo, const struct job *j)
 	       (uid_t)json_object_get_int64(v) == j->uid;
 }
 
+/* Is the pid + start time list a (a saved "killed" or "run_ranks") naming a member of j? */
+static int names_member(struct json_object *a, const struct job *j, int mark_killed)
+{
+	int found = 0;
+
+	if (!a || !json_object_is_type(a, json_type_array))
+		return 0;
+	for (size_t k = 0; k < json_object_array_length(a); k++) {
+		struct json_object *p = json_object_array_get_idx(a, k);
+		int pid;
+		uint64_t st;
+
+		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) != 2)
+			continue; /* not ours: a hand-edited file */
+		pid = json_object_get_int(json_object_array_get_idx(p, 0));
+		st = json_object_get_uint64(json_object_array_get_idx(p, 1));
+		for (int m = 0; m < j->nmembers; m++)
+			if (j->members[m]->pid == pid &&
+			    procfs_same_start(j->members[m]->start_ns, st)) {
+				found = 1;
+				if (mark_killed)
+					j->members[m]->killed_by_agent = 1;
+			}
+	}
+	return found;
+}
+
 void jobstate_restore(struct jobstate *js, struct job *j)
 {
-	struct json_object *arr, *killed;
+	struct json_object *arr, *killed, *v;
 
 	j->restored = 1;
 	if (!js->saved || !json_object_object_get_ex(js->saved, "jobs", &arr) ||
@@ -113,27 +150,25 @@ void jobstate_restore(struct jobstate *js, struct job *j)
 
 		if (!is_job(jo, j))
 			continue;
+		/* the saved state is about the run these ranks are of, not a later one */
+		if (json_object_object_get_ex(jo, "run_ranks", &v) && !names_member(v, j, 0))
+			continue;
 		j->reported = get_bool(jo, "reported");
 		j->failed_reported = get_bool(jo, "failed_reported");
 		j->action_done = get_bool(jo, "action_done");
-		if (!json_object_object_get_ex(jo, "killed", &killed) ||
-		    !json_object_is_type(killed, json_type_array))
-			return;
-		for (size_t k = 0; k < json_object_array_length(killed); k++) {
-			struct json_object *p = json_object_array_get_idx(killed, k);
-			int pid;
-			uint64_t st;
-
-			if (!json_object_is_type(p, json_type_array) ||
-			    json_object_array_length(p) != 2)
-				continue; /* not ours: a hand-edited file */
-			pid = json_object_get_int(json_object_array_get_idx(p, 0));
-			st = json_object_get_uint64(json_object_array_get_idx(p, 1));
-			for (int m = 0; m < j->nmembers; m++)
-				if (j->members[m]->pid == pid &&
-				    procfs_same_start(j->members[m]->start_ns, st))
-					j->members[m]->killed_by_agent = 1;
-		}
+		j->end_reported = get_bool(jo, "end_reported");
+		j->hard_killed = get_bool(jo, "hard_killed");
+		if (json_object_object_get_ex(jo, "kill_why", &v) && json_object_get_string(v))
+			snprintf(j->kill_why, sizeof(j->kill_why), "%s", json_object_get_string(v));
+		if (json_object_object_get_ex(jo, "kill_culprits", &v) &&
+		    json_object_is_type(v, json_type_array))
+			for (size_t c = 0; c < json_object_array_length(v) &&
+					   j->nkill_culprits < DET_MAX_CULPRITS;
+			     c++)
+				j->kill_culprits[j->nkill_culprits++] =
+				    json_object_get_int(json_object_array_get_idx(v, c));
+		if (json_object_object_get_ex(jo, "killed", &killed))
+			names_member(killed, j, 1);
 		return;
 	}
 }

@@ -27,7 +27,11 @@ static void on_exec(struct kevents *kv, struct rank *k, const struct ftbpf_event
 	}
 	if (adopt_exec_recheck(kv->ad, NULL, (int)e->tgid))
 		return;
-	/* a rank's child ran a new program: keep its name current */
+	/* a rank's child ran a new program: the rank itself, when a wrapper started it */
+	adopt_exec_child(kv->ad, (int)e->tgid, (int)e->ppid);
+	if (ranks_find_live(kv->ranks, (int)e->tgid))
+		return;
+	/* else keep its name current */
 	if (tracker_proc_get(kv->tr, e->tgid, &p) == 0) {
 		memcpy(p.comm, e->comm, sizeof(p.comm));
 		(void)tracker_proc_put(kv->tr, e->tgid, &p); /* it exited meanwhile: no matter */
@@ -47,6 +51,7 @@ static void on_exit_event(struct kevents *kv, struct rank *k, const struct ftbpf
 			eventlog_emit(kv->el, view_child_exit(e, owner));
 		return;
 	}
+	k->s.asked = rank_asked(k); /* what a decision asked of it, before its slot goes */
 	timersvc_slot_drop(kv->ts, k);
 	k->s.exited = 1;
 	k->s.exit_code = e->code;
@@ -72,7 +77,7 @@ static void on_signal(struct kevents *kv, struct rank *k, const struct ftbpf_eve
 	if (k) {
 		rank_add_signal(k, &rs);
 		uid = k->uid;
-		if (e->type == FTBPF_EV_SIGNAL && kv->dc)
+		if (e->type == FTBPF_EV_SIGNAL && kv->dc && !k->timers_only)
 			decide_on_signal(kv->dc, k, e->sig, e->sender_pid);
 	} else if (tracker_proc_get(kv->tr, e->tgid, &p) == 0) {
 		uid = p.uid; /* a rank's child */

@@ -544,6 +544,13 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 	jint(o, "progress", (int64_t)k->progress);
 	jint(o, "threads", k->nthreads);
 	jdbl(o, "adopted_s_ago", view_secs(now - k->adopted_ns));
+	if (k->wrapper_pid) {
+		jint(o, "wrapper_pid", k->wrapper_pid);
+		jstr(o, "wrapper_comm", k->wrapper_comm);
+	}
+	jint(o, "launcher_pid", k->launcher_pid);
+	if (k->timers_only)
+		jbool(o, "timers_only", 1);
 	gpu_ioctl_json(o, v, k, now);
 	rank_client_json(o, v, k, now);
 	jbool(o, "exited", k->s.exited);
@@ -608,33 +615,86 @@ struct json_object *view_registered(const struct rank *k)
 	return o;
 }
 
+/* Why the job is in its state, in words; NULL when nothing needs saying (ok, finished). */
+static const char *job_why(const struct job *j, char *buf, size_t len)
+{
+	switch (j->state) {
+	case DJS_KILLED:
+		snprintf(buf, len, "ended by the agent's hard-timeout action: %s", j->kill_why);
+		return buf;
+	case DJS_PREEMPTED:
+		return "ranks saved and exited with the restart code, as a preemption asks";
+	case DJS_STOPPED:
+		return "ranks exited with the stop code: do not requeue (restart budget spent)";
+	case DJS_RESTARTING:
+		if (j->res.failed)
+			snprintf(buf, len, "a restart was decided: %s", j->res.why);
+		else
+			snprintf(buf, len,
+				 "a restart was decided: ranks asked to exit for a new "
+				 "generation");
+		return buf;
+	case DJS_HUNG:
+	case DJS_FAILED:
+		return j->res.why;
+	default:
+		return NULL;
+	}
+}
+
 struct json_object *view_job(const struct job *j)
 {
 	struct json_object *o = json_object_new_object(), *c = json_object_new_array(),
 			   *cr = json_object_new_array();
+	char why[640];
 
 	jstr(o, "job", j->id);
 	jint(o, "uid", j->uid);
-	for (int i = 0; i < j->nmembers; i++)
-		if (j->members[i]->d.culprit) {
-			json_object_array_add(c, json_object_new_int(j->members[i]->pid));
-			json_object_array_add(cr, json_object_new_int(j->members[i]->id.rank));
+	if (j->state == DJS_KILLED) { /* the culprits when the action was taken */
+		for (int i = 0; i < j->nkill_culprits; i++) {
+			const struct rank *k = NULL;
+
+			for (int m = 0; m < j->nmembers; m++)
+				if (j->members[m]->id.rank == j->kill_culprits[i] &&
+				    (!k || j->members[m]->start_ns > k->start_ns))
+					k = j->members[m];
+			json_object_array_add(c, json_object_new_int(k ? k->pid : -1));
+			json_object_array_add(cr, json_object_new_int(j->kill_culprits[i]));
 		}
+	} else {
+		for (int i = 0; i < j->nmembers; i++)
+			if (j->members[i]->d.culprit) {
+				json_object_array_add(c, json_object_new_int(j->members[i]->pid));
+				json_object_array_add(cr,
+						      json_object_new_int(j->members[i]->id.rank));
+			}
+	}
 	jint(o, "ranks", j->nmembers);
 	jint(o, "live", j->res.live);
 	jint(o, "exited", j->res.exited);
-	jstr(o, "state",
-	     j->res.hung     ? "hung"
-	     : j->res.failed ? "failed"
-	     : j->res.live   ? "ok"
-			     : "finished");
+	jstr(o, "state", det_job_state_name(j->state));
 	jbool(o, "hung", j->res.hung);
-	jbool(o, "failed", j->res.failed);
+	jbool(o, "failed", j->state == DJS_FAILED);
 	jdbl(o, "no_progress_s", view_secs(j->res.no_progress_ns));
 	json_object_object_add(o, "culprits", c);
 	json_object_object_add(o, "culprit_ranks", cr);
-	jstr(o, "why", j->res.hung || j->res.failed ? j->res.why : NULL);
+	jstr(o, "why", job_why(j, why, sizeof(why)));
+	jint(o, "run", j->run);
+	jstr(o, "previous_run", *j->prev_state ? j->prev_state : NULL);
 	return o;
+}
+
+struct json_object *view_job_end(const struct job *j)
+{
+	struct json_object *o = view_job(j), *e = view_event("job_end"), *v;
+
+	/* the job's fields after the event's type */
+	json_object_object_foreach (o, key, val) {
+		v = json_object_get(val);
+		json_object_object_add(e, key, v);
+	}
+	json_object_put(o);
+	return e;
 }
 
 struct child_ctx {

@@ -84,6 +84,8 @@ struct py_stack;
 void view_python_stack(struct json_object *o, int pid, int err, const struct py_stack *s,
 		       const char *why);
 struct json_object *view_job(const struct job *j);
+/* A run of the job ended (no live rank left): "job_end", with the job's fields and state. */
+struct json_object *view_job_end(const struct job *j);
 /* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
  * (refresh the snapshot with stacks first). */
 /* The hang event, without Python stacks: agent/pystacks.c adds them (the culprits', and every

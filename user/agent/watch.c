@@ -12,7 +12,9 @@
 #include "ftbpf/slot.h"
 #include "lib/config.h"
 #include "lib/ranks.h"
+#include "lib/syscalls.h"
 #include "os/clock.h"
+#include "os/procfs.h"
 #include "proto/mesh_proto.h"
 #include "watch/gpuprobe.h"
 #include "watch/inspector.h"
@@ -76,6 +78,8 @@ void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct
 	sampler_init(&w->sp, tr);
 	det_params_from_seconds(&w->dp, cfg->soft_timeout_s, cfg->hard_timeout_s,
 				cfg->spin_threshold_s);
+	w->dp.restart_code = cfg->restart_exit_code;
+	w->dp.stop_code = cfg->stop_exit_code;
 	gpu_majors_setup(w, cfg->gpu_majors);
 }
 
@@ -151,6 +155,46 @@ static void folded_report(struct watch *w, struct rank *k, uint64_t total, uint6
 	k->folded_ns = now;
 }
 
+/* ---- a rank that waits for its children ---- */
+struct child_progress {
+	struct watch *w;
+	uint64_t latest; /* the latest progress of a tracked descendant */
+	int depth;
+};
+
+static int child_progress_one(void *ctx, int pid)
+{
+	struct child_progress *c = ctx;
+	struct ftbpf_thread t;
+
+	if (tracker_thread_get(c->w->tr, (uint32_t)pid, &t) < 0)
+		return 0; /* not tracked, or no syscall yet */
+	if (t.progress_ns > c->latest)
+		c->latest = t.progress_ns;
+	if (t.cur_nr >= 0 && syscalls_is_child_wait(t.cur_nr) && c->depth < 4) {
+		c->depth++;
+		procfs_foreach_child(pid, child_progress_one, c);
+		c->depth--;
+	}
+	return 0;
+}
+
+/*
+ * A rank whose main thread waits for a child (a wrapper the hand-over did not recognise, a
+ * Python launcher's subprocess.run, a rank waiting for its compiler) makes progress when its
+ * children do: no verdict rests on a wait4 while the work goes on below it.
+ */
+static void children_progress(struct watch *w, struct rank *k)
+{
+	struct child_progress c = {w, 0, 0};
+
+	if (k->s.cur_nr < 0 || !syscalls_is_child_wait(k->s.cur_nr))
+		return;
+	procfs_foreach_child(k->pid, child_progress_one, &c);
+	if (c.latest > k->s.progress_ns)
+		k->s.progress_ns = c.latest;
+}
+
 static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
 {
 	struct ftbpf_proc p;
@@ -163,6 +207,7 @@ static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
 	k->s.adopted_ns = k->adopted_ns;
 	if (k->s.exited)
 		return;
+	k->s.asked = rank_asked(k);
 	if (tracker_proc_get(w->tr, k->pid, &p) < 0)
 		memset(&p, 0, sizeof(p));
 	if (p.ev_folded > k->folded_seen)
@@ -184,6 +229,7 @@ static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
 		k->s.exit_ns = now;
 		return;
 	}
+	children_progress(w, k);
 	if (tracker_thread_get(w->tr, k->pid, &t) == 0) {
 		k->api_calls = t.api_calls;
 		k->syscalls = t.syscalls;
@@ -228,6 +274,7 @@ int watch_judge(struct watch *w, struct job *j, uint64_t now)
 		w->eval_s[i] = j->members[i]->s;
 	}
 	det_job_eval(w->eval_d, w->eval_s, m, now, 0, &w->dp, &j->res);
+	j->state = det_job_state(w->eval_s, m, &j->res, &w->dp, j->hard_killed);
 	for (int i = 0; i < m; i++) {
 		j->members[i]->d.hung = w->eval_d[i].hung;
 		j->members[i]->d.culprit = w->eval_d[i].culprit;

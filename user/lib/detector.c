@@ -24,6 +24,8 @@ void det_params_from_seconds(struct det_params *p, double soft, double hard, dou
 	p->hard_ns = (uint64_t)(hard * 1e9);
 	p->spin_ns = (uint64_t)(spin * 1e9);
 	p->block_min_ns = 500000000ull;
+	p->restart_code = 0;
+	p->stop_code = 0;
 }
 
 /* The rank states. Scores order the suspects when nothing else names one: a stopped rank
@@ -82,9 +84,19 @@ static int state_key(enum rank_state st, int nr)
 	return (int)st * 1024 + (nr >= 0 ? nr % 1024 : 1023);
 }
 
-static int score_of(const struct det_rank *d, const struct det_sample *s)
+/* An exit with a code a decision asks for (restart 42, stop 93) is not abnormal. */
+static int asked_code(int status, const struct det_params *p)
 {
-	if (d->state == RS_EXITED && ((s->exit_code & 0x7f) || ((s->exit_code >> 8) & 0xff)))
+	int code = (status >> 8) & 0xff;
+
+	return !(status & 0x7f) && code && (code == p->restart_code || code == p->stop_code);
+}
+
+static int score_of(const struct det_rank *d, const struct det_sample *s,
+		    const struct det_params *p)
+{
+	if (d->state == RS_EXITED && ((s->exit_code & 0x7f) || ((s->exit_code >> 8) & 0xff)) &&
+	    !asked_code(s->exit_code, p))
 		return 100; /* died abnormally */
 	if (d->state == RS_BLOCKED) {
 		if (syscalls_is_sleep(d->syscall))
@@ -243,7 +255,7 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 	}
 	if (!(det_state_info(d->state)->flags & DET_SINCE_EVENT))
 		d->state_since_ns = d->key_since_ns;
-	d->score = score_of(d, s);
+	d->score = score_of(d, s, p);
 	d->hung = 0;
 	d->culprit = 0;
 }
@@ -453,4 +465,50 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 		d[i].hung = !s[i].exited;
 	for (int i = 0; i < out->n_culprits; i++)
 		d[out->culprits[i]].culprit = 1;
+}
+
+static const char *const job_state_names[DJS__N] = {
+    [DJS_OK] = "ok",
+    [DJS_HUNG] = "hung",
+    [DJS_FAILED] = "failed",
+    [DJS_FINISHED] = "finished",
+    [DJS_PREEMPTED] = "preempted",
+    [DJS_RESTARTING] = "restarting",
+    [DJS_STOPPED] = "stopped",
+    [DJS_KILLED] = "killed",
+};
+
+const char *det_job_state_name(enum det_job_state st)
+{
+	return (unsigned)st < DJS__N ? job_state_names[st] : "unknown";
+}
+
+enum det_job_state det_job_state(const struct det_sample *s, int n, const struct det_job *res,
+				 const struct det_params *p, int hard_killed)
+{
+	int stop = 0, restart = 0, saved = 0;
+
+	for (int i = 0; i < n; i++) {
+		int code =
+		    s[i].exited && !(s[i].exit_code & 0x7f) ? (s[i].exit_code >> 8) & 0xff : -1;
+
+		stop |= s[i].asked == DET_ASKED_STOP || (p->stop_code && code == p->stop_code);
+		/* a rank the agent ended for a decision (a survivor of a failure) */
+		restart |= s[i].asked == DET_ASKED_RESTART || (s[i].killed && !hard_killed);
+		saved |=
+		    s[i].asked == DET_ASKED_PREEMPT || (p->restart_code && code == p->restart_code);
+	}
+	if (hard_killed)
+		return DJS_KILLED;
+	if (stop)
+		return DJS_STOPPED;
+	if (restart)
+		return DJS_RESTARTING;
+	if (res->hung)
+		return DJS_HUNG;
+	if (res->failed)
+		return DJS_FAILED;
+	if (saved)
+		return DJS_PREEMPTED;
+	return res->live ? DJS_OK : DJS_FINISHED;
 }

@@ -56,12 +56,18 @@ struct det_comm {
 	} hist[DET_COMM_HIST];
 };
 
+/* What a decision asked a rank to do (its slot), kept at its exit. */
+#define DET_ASKED_PREEMPT 1 /* save and exit: a preemption checkpoint completed */
+#define DET_ASKED_RESTART 2 /* exit: a new generation was decided (a restart) */
+#define DET_ASKED_STOP	  3 /* exit and do not requeue (restart budget spent) */
+
 struct det_sample {
 	int pid;
 	int rank;
 	int world_size; /* as the launcher says; -1 or 0 unknown */
 	int exited;
 	int killed;    /* ended by the agent's own action: never a failure, never "first to die" */
+	int asked;     /* DET_ASKED_*, 0 nothing */
 	int exit_code; /* raw wait status */
 	uint64_t exit_ns;
 	uint32_t sender_pid; /* who sent the fatal signal, 0 unknown */
@@ -89,6 +95,8 @@ struct det_params {
 	uint64_t hard_ns;
 	uint64_t spin_ns;
 	uint64_t block_min_ns; /* shorter syscalls are not reported as blocked */
+	int restart_code;      /* exit codes a decision asks for (42, 93): never a failure; */
+	int stop_code;	       /* 0: none (ftbpf-ci) */
 };
 
 /* Per-rank memory (between scans) and output. Zero-initialise before first use. */
@@ -119,6 +127,29 @@ struct det_job {
 	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */
 	char why[512];
 };
+
+/* What happened to a job, in words a user expects (status, events, metrics, --check). */
+enum det_job_state {
+	DJS_OK = 0,	/* live ranks, making progress */
+	DJS_HUNG,	/* no live rank progressed for the soft timeout */
+	DJS_FAILED,	/* a rank ended abnormally on its own */
+	DJS_FINISHED,	/* every rank ended normally */
+	DJS_PREEMPTED,	/* ranks saved and exited with the restart code (a preemption) */
+	DJS_RESTARTING, /* a decided restart: ranks asked to exit for a new generation */
+	DJS_STOPPED,	/* ranks exited with the stop code (restart budget spent) */
+	DJS_KILLED,	/* ended by the agent's hard-timeout action */
+	DJS__N
+};
+
+const char *det_job_state_name(enum det_job_state st);
+/*
+ * The job's state from its ranks (updated and evaluated: res is det_job_eval's verdict) and
+ * whether the agent's hard action ended it. In order: killed, stopped, restarting, hung,
+ * failed; then, live ranks: preempted (some already saved and exited) or ok; none live:
+ * preempted (a rank exited with the restart code) or finished.
+ */
+enum det_job_state det_job_state(const struct det_sample *s, int n, const struct det_job *res,
+				 const struct det_params *p, int hard_killed);
 
 void det_params_from_seconds(struct det_params *p, double soft, double hard, double spin);
 void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t now,

@@ -7,9 +7,11 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_RANK 16777216
 
@@ -101,7 +103,7 @@ static void set_job(struct rank_ident *r, const char *prefix, const char *a, con
 int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 {
 	struct env_view v = {env, len};
-	struct rank_ident r = {.rank = -1, .local_rank = -1, .world_size = -1};
+	struct rank_ident r = {.rank = -1, .local_rank = -1, .world_size = -1, .restart_count = -1};
 	char a[FTBPF_JOB_LEN] = "", b[FTBPF_JOB_LEN] = "";
 	int rc, step;
 
@@ -112,8 +114,10 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 		if (env_int(&v, "FTBPF_WORLD_SIZE", 1, MAX_RANK, &r.world_size) < 0 ||
 		    env_int(&v, "FTBPF_LOCAL_RANK", 0, MAX_RANK, &r.local_rank) < 0)
 			return -EINVAL;
-		if (!env_str(&v, "FTBPF_JOB", r.job, sizeof(r.job)))
+		if (!env_str(&v, "FTBPF_JOB", r.job, sizeof(r.job))) {
 			snprintf(r.job, sizeof(r.job), "default");
+			r.host_local = 1;
+		}
 	} else if ((rc = env_int(&v, "RANK", 0, MAX_RANK, &r.rank)) != 0 &&
 		   env_get(&v, "WORLD_SIZE", &(size_t){0})) {
 		if (rc < 0)
@@ -132,7 +136,9 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 			env_str(&v, "MASTER_ADDR", a, sizeof(a));
 			env_str(&v, "MASTER_PORT", b, sizeof(b));
 			set_job(&r, "torch:", a, b);
+			r.host_local = !*a || ident_addr_is_loopback(a);
 		}
+		(void)env_int(&v, "TORCHELASTIC_RESTART_COUNT", 0, INT32_MAX, &r.restart_count);
 	} else if ((rc = env_int(&v, "OMPI_COMM_WORLD_RANK", 0, MAX_RANK, &r.rank)) != 0) {
 		if (rc < 0)
 			return rc;
@@ -143,6 +149,7 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 		if (!env_str(&v, "PMIX_NAMESPACE", a, sizeof(a)))
 			env_str(&v, "OMPI_MCA_ess_base_jobid", a, sizeof(a));
 		set_job(&r, "ompi:", a, NULL);
+		r.host_local = !*a;
 	} else if ((rc = env_int(&v, "PMI_RANK", 0, MAX_RANK, &r.rank)) != 0) {
 		if (rc < 0)
 			return rc;
@@ -152,6 +159,8 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 		if (!env_str(&v, "SLURM_JOB_ID", a, sizeof(a)))
 			env_str(&v, "PMI_JOBID", a, sizeof(a));
 		set_job(&r, "pmi:", a, NULL);
+		r.host_local = !*a;
+		(void)env_int(&v, "SLURM_RESTART_COUNT", 0, INT32_MAX, &r.restart_count);
 	} else if ((rc = env_int(&v, "SLURM_PROCID", 0, MAX_RANK, &r.rank)) != 0) {
 		if (rc < 0)
 			return rc;
@@ -166,6 +175,8 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 		env_str(&v, "SLURM_JOB_ID", a, sizeof(a));
 		snprintf(b, sizeof(b), "%d", step);
 		set_job(&r, "slurm:", a, b);
+		r.host_local = !*a;
+		(void)env_int(&v, "SLURM_RESTART_COUNT", 0, INT32_MAX, &r.restart_count);
 	} else {
 		return -ENOENT;
 	}
@@ -194,4 +205,56 @@ const char *ident_source_name(enum ident_source s)
 		break;
 	}
 	return "none";
+}
+
+int ident_addr_is_loopback(const char *a)
+{
+	static const char *const names[] = {
+	    "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback", "::1",
+	    "[::1]",	 "0:0:0:0:0:0:0:1"};
+
+	if (!strncmp(a, "127.", 4) || !strncmp(a, "::ffff:127.", 11))
+		return 1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(a, names[i]))
+			return 1;
+	return 0;
+}
+
+void ident_scope(struct rank_ident *r, const char *node)
+{
+	char base[FTBPF_JOB_LEN];
+	size_t nl = strlen(node);
+
+	if (!r->host_local || !*node)
+		return;
+	if (nl > FTBPF_JOB_LEN / 2)
+		nl = FTBPF_JOB_LEN / 2;
+	memcpy(base, r->job, sizeof(base));
+	/* the node always fits: the id's own part is cut if it must be */
+	snprintf(r->job, sizeof(r->job), "%.*s@%.*s", (int)(FTBPF_JOB_LEN - 2 - nl), base, (int)nl,
+		 node);
+}
+
+int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b)
+{
+	return a->source == b->source && a->rank == b->rank && !strcmp(a->job, b->job);
+}
+
+int ident_is_wrapper(const char *comm)
+{
+	/* programs that fork the command they are given and wait for it (those that exec it,
+	 * env, nice, taskset, numactl, stdbuf, setpriv, nohup, leave no wrapper behind) */
+	static const char *const wrappers[] = {
+	    "sh",      "bash",	       "dash",	    "zsh",	  "ksh",       "mksh",
+	    "ash",     "busybox",      "fish",	    "timeout",	  "time",      "flock",
+	    "setsid",  "unshare",      "nsenter",   "sudo",	  "su",	       "runuser",
+	    "uv",      "srun",	       "tini",	    "dumb-init",  "apptainer", "singularity",
+	    "starter", "starter-suid", "nsys",	    "py-spy",	  "perf",      "strace",
+	    "ltrace",  "xargs",	       "catchsegv", "ddtrace-run"};
+
+	for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+		if (!strcmp(comm, wrappers[i]))
+			return 1;
+	return 0;
 }

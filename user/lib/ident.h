@@ -21,6 +21,9 @@ struct rank_ident {
 	int local_rank; /* -1 when unknown */
 	int world_size; /* -1 when unknown */
 	enum ident_source source;
+	int host_local;	   /* the id names no host: a loopback (or no) rendezvous address, no
+			      job name; ident_scope() makes it this host's */
+	int restart_count; /* TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT; -1 unknown */
 	char job[FTBPF_JOB_LEN];
 };
 
@@ -31,6 +34,22 @@ struct rank_ident {
  */
 int ident_from_environ(const char *env, size_t len, struct rank_ident *ret);
 const char *ident_source_name(enum ident_source s);
+/*
+ * A job whose id names no host (torchrun's master on a loopback address, the same on every
+ * host; no job name at all) is local to its host: "@node" is appended, so that it never
+ * shares an id (and decisions) with another host's job of the same name. Nothing for others.
+ */
+void ident_scope(struct rank_ident *r, const char *node);
+/* Is this rendezvous address one every host has for itself (127.0.0.0/8, ::1, localhost)? */
+int ident_addr_is_loopback(const char *addr);
+/* Do a and b name the same rank of the same job (a wrapper's child that carries its rank)? */
+int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b);
+/*
+ * Is a process running this program (its comm) a wrapper that forks the real rank and waits
+ * for it: shells, timeout, time, uv, srun, container and profiler front-ends. Its child that
+ * carries the same rank variables is the rank (see adopt.c).
+ */
+int ident_is_wrapper(const char *comm);
 /* Make a job id safe to show and to use as a name, as the environment's are: printable ASCII
  * without quotes or backslashes (anything else becomes '_'). In place. */
 void ident_job_sanitize(char *job);

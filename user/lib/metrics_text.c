@@ -106,7 +106,10 @@ struct series {
 static const struct series job_series[] = {
     {"ftbpf_job_hung", "gauge", "1 while the job is hung (no rank progressed for the soft timeout)",
      "hung"},
-    {"ftbpf_job_failed", "gauge", "1 when a rank of the job died abnormally", "failed"},
+    {"ftbpf_job_failed", "gauge",
+     "1 when the job failed: a rank died abnormally on its own (not a preemption's exit 42, a "
+     "stop's 93, nor the agent's own action)",
+     "failed"},
     {"ftbpf_job_no_progress_seconds", "gauge", "seconds since any rank of the job made progress",
      "no_progress_s"},
     {"ftbpf_job_ranks", "gauge", "ranks of the job on this host (live and exited)", "ranks"},
@@ -131,7 +134,8 @@ static int is_array(struct json_object *a)
 
 static void jobs_section(FILE *f, struct json_object *jobs)
 {
-	static const char *const states[] = {"ok", "hung", "failed", "finished"};
+	static const char *const states[] = {"ok",	  "hung",	"failed",  "finished",
+					     "preempted", "restarting", "stopped", "killed"};
 	size_t n = is_array(jobs) ? json_object_array_length(jobs) : 0;
 
 	header(f, "ftbpf_jobs", "gauge", "jobs on this host by state");

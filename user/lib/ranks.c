@@ -100,6 +100,7 @@ static struct job *job_get(struct ranks *r, uid_t uid, const char *id)
 		return NULL;
 	j->uid = uid;
 	strncpy(j->id, id, sizeof(j->id) - 1);
+	j->run = 1;
 	r->jobs[r->njobs++] = j;
 	return j;
 }
@@ -204,4 +205,103 @@ void rank_add_signal(struct rank *k, const struct rank_sig *s)
 		k->nsig--;
 	}
 	k->sigs[k->nsig++] = *s;
+}
+
+int job_has_live(const struct job *j)
+{
+	for (int i = 0; i < j->nmembers; i++)
+		if (!j->members[i]->s.exited)
+			return 1;
+	return 0;
+}
+
+void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
+		       void (*drop)(void *ctx, struct rank *k), void *ctx)
+{
+	const char *prev = j->nmembers ? det_job_state_name(j->state) : "";
+
+	snprintf(j->prev_state, sizeof(j->prev_state), "%s", prev);
+	for (int i = 0; i < j->nmembers;) {
+		struct rank *k = j->members[i];
+
+		if (!k->s.exited) {
+			i++;
+			continue;
+		}
+		if (drop)
+			drop(ctx, k);
+		/* out of the job first: the job must outlive its last old member */
+		memmove(j->members + i, j->members + i + 1,
+			(j->nmembers - i - 1) * sizeof(*j->members));
+		j->nmembers--;
+		k->job = NULL;
+		for (int v = 0; v < r->n; v++)
+			if (r->v[v] == k) {
+				r->v[v] = r->v[--r->n];
+				break;
+			}
+		rank_free(k);
+	}
+	memset(&j->res, 0, sizeof(j->res));
+	j->reported = j->soft_signalled = j->action_done = j->failed_reported = 0;
+	j->hung_seen_ns = 0;
+	j->watched_ns = 0;
+	j->state = DJS_OK;
+	j->hard_killed = j->end_reported = 0;
+	j->kill_why[0] = 0;
+	j->nkill_culprits = 0;
+	j->run++;
+	j->run_start_ns = now;
+}
+
+int rank_asked(const struct rank *k)
+{
+	const struct ftbpf_slot_decision *d;
+
+	if (!k->slot)
+		return 0;
+	d = &k->slot->dec;
+	switch (__atomic_load_n(&d->action, __ATOMIC_ACQUIRE)) {
+	case FTBPF_ACT_STOP:
+		return DET_ASKED_STOP;
+	case FTBPF_ACT_RESTART:
+		/* a rank of an older generation is told to exit for the restart; one of the
+		 * current generation, for a completed preemption checkpoint */
+		return __atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) > k->generation
+			   ? DET_ASKED_RESTART
+			   : DET_ASKED_PREEMPT;
+	default:
+		return 0;
+	}
+}
+
+int ranks_job_drop_replaced(struct ranks *r, struct rank *k,
+			    void (*drop)(void *ctx, struct rank *k), void *ctx)
+{
+	struct job *j = k->job;
+	struct rank *newest = NULL;
+	int n = 0;
+
+	/* the latest ended incarnation stays (its end may not have been judged yet: a failure
+	 * the next scan reports, or decides on) */
+	for (int i = 0; j && i < j->nmembers; i++) {
+		struct rank *o = j->members[i];
+
+		if (o != k && o->s.exited && o->id.rank == k->id.rank &&
+		    (!newest || o->start_ns > newest->start_ns))
+			newest = o;
+	}
+	for (int i = 0; j && i < j->nmembers;) {
+		struct rank *o = j->members[i];
+
+		if (o == k || o == newest || !o->s.exited || o->id.rank != k->id.rank) {
+			i++;
+			continue;
+		}
+		if (drop)
+			drop(ctx, o);
+		ranks_remove(r, o); /* k keeps the job */
+		n++;
+	}
+	return n;
 }

@@ -2,7 +2,9 @@
  * The agent's table of ranks and the jobs they form. Owns every struct rank and struct job.
  * A rank is one process incarnation (pid + start time): a new process at the pid of an exited
  * rank is a new rank, and the exited one stays listed until it is forgotten. A job is
- * (owner uid, id): ranks of different users never share a job. A job lists its members.
+ * (owner uid, id): ranks of different users never share a job. A job lists its members: the
+ * ranks of its current run (a relaunch, after all of its ranks here ended, is a new run: the
+ * old run's ranks are forgotten, its verdict cleared).
  */
 #ifndef FTBPF_RANKS_H
 #define FTBPF_RANKS_H
@@ -56,6 +58,14 @@ struct rank {
 	struct container_id ctr; /* its container and pod, from its cgroup ("" none) */
 	int slot_fd;		 /* registered process's slot map (owned), -1 none */
 	struct ftbpf_slot *slot; /* the agent's mapping of it (owned) */
+	int launcher_pid;	 /* what launched it (the parent of its outermost wrapper) */
+	uint64_t launcher_start_ns;
+	int wrapper_pid; /* the wrapper it took the rank over from (timeout, sh), 0 none */
+	uint64_t wrapper_start_ns;
+	char wrapper_comm[16];
+	int timers_only; /* registered for countdown timers only: no job, never judged */
+	int heir_pid;	 /* a wrapper: the child that exec'd with its rank, to take it over */
+	uint64_t heir_start_ns, heir_ns;
 };
 
 struct job {
@@ -71,6 +81,18 @@ struct job {
 	uint64_t hung_seen_ns;
 	uint64_t watched_ns; /* first evaluated by this agent (a hard action waits a grace) */
 	int restored;	     /* the saved state of an earlier agent was applied */
+	/* A run: the ranks since the job's ranks here last all ended (a relaunch is a new run,
+	 * with its own verdict, job_failed and end). */
+	uint32_t run;			     /* 1 for the first run this agent saw */
+	uint64_t run_start_ns;		     /* when it began (CLOCK_MONOTONIC) */
+	char prev_state[16];		     /* how the previous run ended ("" none) */
+	enum det_job_state state;	     /* what happened (det_job_state), each scan */
+	int hard_killed;		     /* the hard-timeout action signalled its ranks */
+	int end_reported;		     /* job_end emitted for this run */
+	char kill_why[512];		     /* the verdict when the hard action killed it */
+	int kill_culprits[DET_MAX_CULPRITS]; /* ... its culprits' ranks */
+	int nkill_culprits;
+	int timers_only; /* its one member registered for timers only */
 };
 
 struct ranks {
@@ -96,5 +118,18 @@ struct job *ranks_job_find(const struct ranks *r, uid_t uid, const char *id);
 #define RANKS_PER_USER_MAX 8192
 int ranks_user_live(const struct ranks *r, uid_t uid);
 void rank_add_signal(struct rank *k, const struct rank_sig *s);
+/* Does job j have a live member? */
+int job_has_live(const struct job *j);
+/* A new run of job j: its exited members are forgotten (after `drop` was called for each, to
+ * release what the caller holds for them), the per-run verdict is cleared, run is counted. */
+void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
+		       void (*drop)(void *ctx, struct rank *k), void *ctx);
+/* Rank k replaces its ended incarnations in its job (a rank restarted alone): all but the
+ * latest are forgotten (drop called for each first), so that a job's rows stay bounded by
+ * twice its size. Returns how many. */
+int ranks_job_drop_replaced(struct ranks *r, struct rank *k,
+			    void (*drop)(void *ctx, struct rank *k), void *ctx);
+/* What a decision asks of the rank now (its slot): DET_ASKED_*, 0 nothing or no slot. */
+int rank_asked(const struct rank *k);
 
 #endif

@@ -126,6 +126,23 @@ int syscalls_is_sleep(int nr)
 	return syscalls_class(nr) == FTBPF_SC_IDLE;
 }
 
+int syscalls_is_child_wait(int nr)
+{
+#ifdef SYS_wait4
+	if (nr == SYS_wait4)
+		return 1;
+#endif
+#ifdef SYS_waitid
+	if (nr == SYS_waitid)
+		return 1;
+#endif
+#ifdef SYS_rt_sigsuspend
+	if (nr == SYS_rt_sigsuspend)
+		return 1;
+#endif
+	return 0;
+}
+
 int syscalls_is_comm_wait(int nr)
 {
 	unsigned int c = syscalls_class(nr);

@@ -14,5 +14,8 @@ unsigned int syscalls_class(int nr);
 int syscalls_is_comm_wait(int nr);
 /* A deliberate sleep (nanosleep, clock_nanosleep, pause, sigsuspend...). */
 int syscalls_is_sleep(int nr);
+/* A wait for a child process (wait4, waitid; rt_sigsuspend, as timeout(1) waits for
+ * SIGCHLD): what a wrapper or a launcher does while its child works. */
+int syscalls_is_child_wait(int nr);
 
 #endif

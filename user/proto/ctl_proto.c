@@ -14,11 +14,14 @@
 #include "lib/config.h"
 
 const struct ctl_cmd_info ctl_cmds[] = {
-    {"status", CTL_CMD_STATUS, 0, "status [--json] [--cluster] [--check]",
+    {"status", CTL_CMD_STATUS, 0, "status [JOB] [--live] [--json] [--cluster] [--check]",
      "every rank on this host: job, rank, pid, state,\n"
      "reason, time in state, hung, culprit; each job's\n"
-     "verdict (--cluster: then the mesh's view; --check:\n"
-     "exit 4 when a job is hung, 5 when one failed)"},
+     "state (ok hung failed finished preempted\n"
+     "restarting stopped killed) and why. JOB: that job\n"
+     "only; --live: live ranks and jobs only; --cluster:\n"
+     "then the mesh's view; --check: exit 4 when a live\n"
+     "job is hung, 5 when one failed"},
     {"events", CTL_CMD_EVENTS, 0, "events [--follow] [--json] [--limit N]",
      "the agent's event log: adoptions, exits with the\n"
      "signal and its sender, signals, hangs, actions"},

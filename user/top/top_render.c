@@ -305,12 +305,39 @@ static void column_header(struct top_frame *f, const enum top_col *cols, const i
 	top_frame_add(f, TA_TITLE, "%s", line);
 }
 
+/* Job names in full (a user copies them into `ftbpf status JOB`): the JOB column grows to the
+ * longest, taken from REASON while it keeps its minimum width. */
+static void widen_job(const struct top_model *m, const enum top_col *cols, int *widths, int ncols)
+{
+	int need = col_width[TC_JOB], job = -1, reason = -1;
+
+	for (int i = 0; i < m->nrows; i++)
+		if ((int)strlen(m->rows[i].job) > need)
+			need = (int)strlen(m->rows[i].job);
+	for (int c = 0; c < ncols; c++) {
+		if (cols[c] == TC_JOB)
+			job = c;
+		if (cols[c] == TC_REASON)
+			reason = c;
+	}
+	if (job < 0 || reason < 0 || need <= widths[job])
+		return;
+	need -= widths[job];
+	if (need > widths[reason] - col_width[TC_REASON])
+		need = widths[reason] - col_width[TC_REASON];
+	if (need > 0) {
+		widths[job] += need;
+		widths[reason] -= need;
+	}
+}
+
 void top_render_main(struct top_model *m, struct top_frame *f, int width, int height,
 		     const char *socket, int show_events)
 {
 	enum top_col cols[TC_N];
 	int widths[TC_N], ncols = top_layout(width, cols, widths), nev, rows_h;
 
+	widen_job(m, cols, widths, ncols);
 	top_frame_clear(f, width);
 	header_lines(m, f, socket);
 	column_header(f, cols, widths, ncols);

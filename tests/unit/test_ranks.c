@@ -1,0 +1,134 @@
+/* The rank table: jobs and their members, runs (a relaunch is a new run), what a decision
+ * asked of a rank. */
+#include <CUnit/Basic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "ftbpf/slot.h"
+#include "lib/ranks.h"
+
+static int dropped;
+
+static void count_drop(void *ctx, struct rank *k)
+{
+	(void)ctx;
+	CU_ASSERT_TRUE(k->s.exited);
+	dropped++;
+}
+
+static void test_runs(void)
+{
+	struct ranks r;
+	struct rank *a, *b, *c;
+	struct job *j;
+
+	ranks_init(&r);
+	a = ranks_add(&r, 100, 1, 0, "torch:127.0.0.1:1@n");
+	b = ranks_add(&r, 101, 2, 0, "torch:127.0.0.1:1@n");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	j = a->job;
+	CU_ASSERT_PTR_EQUAL(j, b->job);
+	CU_ASSERT_EQUAL(j->run, 1);
+	CU_ASSERT_TRUE(job_has_live(j));
+	a->s.exited = 1;
+	CU_ASSERT_TRUE(job_has_live(j));
+	b->s.exited = 1;
+	CU_ASSERT_FALSE(job_has_live(j));
+	/* the run's verdict */
+	j->failed_reported = j->reported = j->hard_killed = j->end_reported = 1;
+	j->state = DJS_FAILED;
+	snprintf(j->kill_why, sizeof(j->kill_why), "old");
+	/* a relaunch: the old run's ranks go, the verdict is cleared, the run is counted */
+	ranks_job_new_run(&r, j, 99, count_drop, NULL);
+	CU_ASSERT_EQUAL(dropped, 2);
+	CU_ASSERT_EQUAL(j->nmembers, 0);
+	CU_ASSERT_EQUAL(r.n, 0);
+	CU_ASSERT_EQUAL(r.njobs, 1); /* the job outlives its old members */
+	CU_ASSERT_EQUAL(j->run, 2);
+	CU_ASSERT_EQUAL(j->run_start_ns, 99);
+	CU_ASSERT_STRING_EQUAL(j->prev_state, "failed");
+	CU_ASSERT_FALSE(j->failed_reported || j->reported || j->hard_killed || j->end_reported);
+	CU_ASSERT_STRING_EQUAL(j->kill_why, "");
+	c = ranks_add(&r, 100, 3, 0, "torch:127.0.0.1:1@n");
+	CU_ASSERT_PTR_EQUAL(c->job, j);
+	CU_ASSERT_PTR_EQUAL(ranks_find(&r, 100), c);
+	/* a live member stays through a new run (only ended ones go) */
+	ranks_job_new_run(&r, j, 100, NULL, NULL);
+	CU_ASSERT_EQUAL(j->nmembers, 1);
+	CU_ASSERT_EQUAL(j->run, 3);
+	/* another user's job of the same name is another job */
+	CU_ASSERT_PTR_NOT_EQUAL(ranks_add(&r, 200, 4, 1000, "torch:127.0.0.1:1@n")->job, j);
+	ranks_fini(&r);
+}
+
+/* A rank restarted alone replaces its ended incarnation: the job's rows stay bounded. */
+static void test_replaced(void)
+{
+	struct ranks r;
+	struct rank *a, *b, *c, *d;
+
+	ranks_init(&r);
+	a = ranks_add(&r, 100, 1, 0, "j");
+	b = ranks_add(&r, 101, 2, 0, "j");
+	a->id.rank = 0;
+	b->id.rank = 1;
+	b->s.exited = 1;
+	c = ranks_add(&r, 102, 3, 0, "j");
+	c->id.rank = 0; /* another rank 0 while the first lives: nothing goes */
+	CU_ASSERT_EQUAL(ranks_job_drop_replaced(&r, c, NULL, NULL), 0);
+	c->id.rank = 1;
+	dropped = 0;
+	/* the latest ended incarnation stays (its end may be judged at the next scan) */
+	CU_ASSERT_EQUAL(ranks_job_drop_replaced(&r, c, count_drop, NULL), 0);
+	c->s.exited = 1; /* rank 1 ends again, and a third incarnation comes */
+	d = ranks_add(&r, 103, 4, 0, "j");
+	d->id.rank = 1;
+	CU_ASSERT_EQUAL(ranks_job_drop_replaced(&r, d, count_drop, NULL), 1);
+	CU_ASSERT_EQUAL(dropped, 1);
+	CU_ASSERT_PTR_NULL(ranks_find(&r, 101)); /* the oldest went */
+	CU_ASSERT_PTR_EQUAL(ranks_find(&r, 102), c);
+	CU_ASSERT_EQUAL(a->job->nmembers, 3);
+	ranks_fini(&r);
+}
+
+static void test_asked(void)
+{
+	struct ranks r;
+	struct rank *k;
+	struct ftbpf_slot *s;
+
+	ranks_init(&r);
+	k = ranks_add(&r, 100, 1, 0, "j");
+	CU_ASSERT_EQUAL(rank_asked(k), 0); /* no slot: nothing asked */
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CU_ASSERT_FATAL(s != MAP_FAILED);
+	memset(s, 0, sizeof(*s));
+	k->slot = s; /* freed with the rank */
+	CU_ASSERT_EQUAL(rank_asked(k), 0);
+	s->dec.action = FTBPF_ACT_RESTART; /* same generation: a completed preemption */
+	CU_ASSERT_EQUAL(rank_asked(k), DET_ASKED_PREEMPT);
+	s->dec.generation = 1; /* a newer generation: a restart */
+	CU_ASSERT_EQUAL(rank_asked(k), DET_ASKED_RESTART);
+	s->dec.action = FTBPF_ACT_STOP;
+	CU_ASSERT_EQUAL(rank_asked(k), DET_ASKED_STOP);
+	ranks_fini(&r);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("ranks", NULL, NULL);
+	CU_add_test(s, "runs: a relaunch is a new run", test_runs);
+	CU_add_test(s, "a restarted rank replaces its ended incarnation", test_replaced);
+	CU_add_test(s, "what a decision asked (slot)", test_asked);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return (int)fails;
+}
