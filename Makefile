@@ -41,16 +41,16 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
               $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci \
-              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top
+              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
                libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
-               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man
+               tmux jq python3-torch openmpi-bin procps util-linux iproute2 prometheus
 
-.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall
-all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop
+.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
+all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop man
 
 deps:
 	@scripts/deps.sh $(DEBIAN_DEPS)
@@ -96,6 +96,16 @@ $(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(CI_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)
 # the heartbeat mesh's simulator: the protocol code of user/proto/swim.c under virtual time
 $(BUILD)/mesh_sim: tools/mesh_sim.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ -lsodium -lm
+
+# the man pages: hand-written sections (man/*.in) merged with parts generated from the key and
+# command tables (ftbpf-mangen, a build-time helper) and from ftbpf-ci's and ftbpf-top's --help
+$(BUILD)/ftbpf-mangen: tools/ftbpf_mangen.c $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lsodium -lm
+
+MAN_PAGES := $(patsubst man/%.in,$(BUILD)/man/%,$(wildcard man/*.in))
+man: $(MAN_PAGES)
+$(MAN_PAGES) &: $(wildcard man/*.in) man/gen.sh $(BUILD)/ftbpf-mangen $(BUILD)/ftbpf-ci $(BUILD)/ftbpf-top
+	man/gen.sh $(BUILD) $(VERSION)
 
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
