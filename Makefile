@@ -193,7 +193,15 @@ $(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c user/watch/pystack.c user/os
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
 
+# the agent in the foreground; first, what to type next (the tools are in $(BUILD)/)
 run: deps all
+	@echo "ftbpfd starts in the foreground with the defaults$(if $(RUN_ARGS), and $(RUN_ARGS)) (Ctrl-C stops it)."
+	@echo "In another terminal (other users: after sudo make install):"
+	@echo "  export PATH=$(abspath $(BUILD)):\$$PATH    # the tools; or: sudo make install"
+	@echo "  ftbpf status          # jobs and ranks on this host; a hung job and its culprit"
+	@echo "  ftbpf events --follow # adoptions, exits and who killed them, hangs, actions"
+	@echo "  ftbpf-top             # the live view"
+	@echo "  man -l $(BUILD)/man/ftbpf.1   # and ftbpfd.8, ftbpfd.conf.5, ftbpf-top.1, ftbpf-ci.1"
 	./$(BUILD)/ftbpfd $(RUN_ARGS)
 
 unit: $(UNIT_TESTS)
@@ -260,18 +268,19 @@ format-check:
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, the client library (ldconfig when
 # installing into /), headers, the Python binding where this system's python3 looks
-# (site-packages of PREFIX), man pages made from each tool's --help (help2man: one source), bash
-# completion, the docs the unit's Documentation= names, the unit and an example config.
+# (site-packages of PREFIX), the man pages made by `make man`, bash completion, the docs,
+# contrib/ (alert rules, dashboard, manifests) under share/ftbpf, the unit and an example config.
 PREFIX  ?= /usr/local
 PYSITE  := $(shell /usr/bin/python3 -c 'import site, sys; p = sys.argv[1]; print(next((d for d in site.getsitepackages() if d.startswith(p + "/lib/")), p + "/lib/python3/dist-packages"))' $(PREFIX) 2>/dev/null)
 DOCDIR  := $(PREFIX)/share/doc/ftbpf
+DATADIR := $(PREFIX)/share/ftbpf
 MANDIR  := $(PREFIX)/share/man
 COMPDIR := $(PREFIX)/share/bash-completion/completions
+MAN_INSTALLED = $(foreach m,$(notdir $(MAN_PAGES)),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
 INSTALLED_FILES = $(PREFIX)/sbin/ftbpfd $(PREFIX)/bin/ftbpf $(PREFIX)/bin/ftbpf-ci $(PREFIX)/bin/ftbpf-top \
 	$(PREFIX)/lib/libftbpf.so.0 $(PREFIX)/lib/libftbpf.so $(PREFIX)/lib/libftbpf.a \
 	$(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
-	$(MANDIR)/man8/ftbpfd.8 $(MANDIR)/man1/ftbpf.1 $(MANDIR)/man1/ftbpf-ci.1 $(MANDIR)/man1/ftbpf-top.1 \
-	$(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
+	$(MAN_INSTALLED) $(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
 install: all
 	@test -n "$(PYSITE)" || { echo "install: cannot tell python3's site-packages"; exit 1; }
 	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)$(PREFIX)/sbin/ftbpfd
@@ -284,15 +293,16 @@ install: all
 	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)$(PREFIX)/include/ftbpf/ftbpf.h
 	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)$(PREFIX)/include/ftbpf/slot.h
 	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)$(PYSITE)/ftbpf/__init__.py
-	mkdir -p $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
-	help2man -N -s 8 -n "the ftbpf node agent" $(BUILD)/ftbpfd > $(DESTDIR)$(MANDIR)/man8/ftbpfd.8
-	help2man -N -n "query and command the ftbpf node agent" $(BUILD)/ftbpf > $(DESTDIR)$(MANDIR)/man1/ftbpf.1
-	help2man -N -n "run a test command and diagnose its hangs" $(BUILD)/ftbpf-ci > $(DESTDIR)$(MANDIR)/man1/ftbpf-ci.1
-	help2man -N -n "live view of the ftbpf node agent" $(BUILD)/ftbpf-top > $(DESTDIR)$(MANDIR)/man1/ftbpf-top.1
+	for m in $(notdir $(MAN_PAGES)); do \
+		s=$${m##*.}; sed 's|/usr/local/|$(PREFIX)/|g' $(BUILD)/man/$$m > $(BUILD)/man/$$m.inst && \
+		install -D -m 0644 $(BUILD)/man/$$m.inst $(DESTDIR)$(MANDIR)/man$$s/$$m && rm -f $(BUILD)/man/$$m.inst || exit 1; \
+	done
 	install -D -m 0644 contrib/ftbpf.bash-completion $(DESTDIR)$(COMPDIR)/ftbpf
 	mkdir -p $(DESTDIR)$(DOCDIR)/examples
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 docs/examples/* $(DESTDIR)$(DOCDIR)/examples/
+	rm -rf $(DESTDIR)$(DATADIR)/contrib && mkdir -p $(DESTDIR)$(DATADIR)
+	cp -R contrib $(DESTDIR)$(DATADIR)/contrib && chmod -R u=rwX,go=rX $(DESTDIR)$(DATADIR)/contrib
 	sed 's|/usr/local|$(PREFIX)|g' contrib/ftbpfd.service > $(BUILD)/ftbpfd.service
 	install -D -m 0644 $(BUILD)/ftbpfd.service $(DESTDIR)/etc/systemd/system/ftbpfd.service
 	test -e $(DESTDIR)/etc/ftbpf/ftbpfd.conf || install -D -m 0644 contrib/ftbpfd.conf $(DESTDIR)/etc/ftbpf/ftbpfd.conf
@@ -301,7 +311,7 @@ install: all
 # make uninstall: what install put there (the config file, state and logs stay)
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)
 	-rmdir $(DESTDIR)$(PREFIX)/include/ftbpf $(DESTDIR)$(PYSITE)/ftbpf/__pycache__ $(DESTDIR)$(PYSITE)/ftbpf 2>/dev/null
 	if [ -z "$(DESTDIR)" ]; then ldconfig; fi
 
