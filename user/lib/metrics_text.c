@@ -218,6 +218,12 @@ static const struct counter_info {
     {"events", "events the agent logged", 0},
     {"adopted", "processes adopted as ranks", 0},
     {"adopt_errors", "processes with malformed launcher variables, not adopted", 0},
+    {"adopt_refused_elevated",
+     "processes not adopted: running a set-user-ID or set-group-ID "
+     "program",
+     0},
+    {"adopt_refused_user_full", "processes not adopted: their user holds the most live ranks", 0},
+    {"ranks_left", "ranks that left their job (now another user's, or set-user-ID)", 0},
     {"proc_rescans", "walks of /proc after exec events were folded or lost", 0},
     {"hangs", "hangs reported (one per stall of a job)", 0},
     {"actions", "signals the agent sent (hard and soft actions, timer kills, graces)", 0},
@@ -261,6 +267,9 @@ static const struct counter_info {
      0},
     {"fifo_oversized", "over-long lines on the timer FIFO", 0},
     {"metrics_scrapes", "scrapes of this /metrics endpoint", 0},
+    {"metrics_refused", "/metrics connections refused (per-user or total limit)", 0},
+    {"metrics_timed_out", "/metrics requests that missed their deadline", 0},
+    {"metrics_unauthorized", "/metrics requests without the right bearer token", 0},
 };
 
 static const struct counter_info *counter_info(const char *key)
