@@ -37,8 +37,8 @@ for in in "$SRC"/*.in; do
 		case "$line" in
 		"@GEN "*@) what=${line#@GEN }; "$BUILD/ftbpf-mangen" "${what%@}" >>"$out.tmp" ;;
 		"@HELP_OPTIONS "*@) tool=${line#@HELP_OPTIONS }; help_options "${tool%@}" >>"$out.tmp" ;;
-		*) printf '%s\n' "$line" | sed "s/@VERSION@/$VERSION/g" >>"$out.tmp" ;;
+		*) printf '%s\n' "$line" >>"$out.tmp" ;;
 		esac
 	done <"$in"
-	mv "$out.tmp" "$out"
+	sed "s/@VERSION@/$VERSION/g" "$out.tmp" >"$out" && rm -f "$out.tmp"
 done

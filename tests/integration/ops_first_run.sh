@@ -29,6 +29,8 @@ wait_until 90 bash -c "FTBPF_SOCKET='$SOCK' ftbpf status --json | jq -e '.jobs[]
 FTBPF_SOCKET=$SOCK ftbpf status --json | jq -e ".jobs[] | select(.job==\"$JOB\") | .culprit_ranks == [1]" >/dev/null &&
 	pass "culprit: rank 1" || fail "culprit: $(FTBPF_SOCKET=$SOCK ftbpf status --json | jq -c '.jobs')"
 FTBPF_SOCKET=$SOCK ftbpf status >"$T/status.txt" && log "ftbpf status:" && sed 's/^/    /' "$T/status.txt"
+CPID=$(FTBPF_SOCKET=$SOCK ftbpf status --json | jq ".jobs[] | select(.job==\"$JOB\") | .culprits[0]")
+FTBPF_SOCKET=$SOCK ftbpf explain "$CPID" >"$T/explain.txt" 2>&1 && log "ftbpf explain $CPID: $(wc -l <"$T/explain.txt") lines" || fail "explain $CPID: $(cat "$T/explain.txt")"
 jq -s -e "[.[] | select(.type==\"hang\" and .job==\"$JOB\") | .ranks[] | select(.rank==1) | .python_stack[]? | select(.function==\"load_batch\")] | length > 0" "$LOG" >/dev/null &&
 	pass "the hang report has rank 1's Python stack (load_batch)" || fail "no load_batch in the hang report"
 wait_until 5 grep -q "hang job $JOB" "$T/tty.log" && pass "the terminal got the hang as a line: $(grep -m1 "hang job" "$T/tty.log" | cut -c1-150)" ||

@@ -19,15 +19,15 @@ import ftbpf; ftbpf.ping(); print(ftbpf.__file__, ftbpf._lib._name)' 2>/dev/null
 echo "$OUT" | grep -q "^$D$SITE/ftbpf/__init__.py libftbpf.so.0$" && pass "import ftbpf from the install, with the installed libftbpf" || fail "import: $OUT"
 MD=$D/usr/local/share/man
 for m in man8/ftbpfd.8 man5/ftbpfd.conf.5 man1/ftbpf.1 man1/ftbpf-ci.1 man1/ftbpf-top.1; do
-	for sec in NAME SYNOPSIS DESCRIPTION FILES "EXIT STATUS" EXAMPLES "SEE ALSO"; do
-		[ "$m" = man5/ftbpfd.conf.5 ] && [ "$sec" = "EXIT STATUS" ] && continue
+	for sec in NAME SYNOPSIS DESCRIPTION CONFIGURATION FILES "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+		[ "$m" = man5/ftbpfd.conf.5 ] && { [ "$sec" = "EXIT STATUS" ] || [ "$sec" = CONFIGURATION ]; } && continue
 		grep -q "^\.SH $sec\$" "$MD/$m" || fail "man page $m has no $sec section"
 	done
 	W=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$MD/$m" 2>&1 >/dev/null)
 	[ -z "$W" ] || fail "man $m: $W"
 	grep -q '@[A-Z_]*' "$MD/$m" && grep -n '^@' "$MD/$m" && fail "$m: a marker left unmerged"
 done
-pass "five man pages with NAME, SYNOPSIS, DESCRIPTION, FILES, EXIT STATUS, EXAMPLES, SEE ALSO; no roff warnings"
+pass "five man pages with NAME, SYNOPSIS, DESCRIPTION, CONFIGURATION, FILES, EXIT STATUS, EXAMPLES, SEE ALSO; no roff warnings"
 CONF=$(MANWIDTH=200 man -l "$MD/man5/ftbpfd.conf.5" 2>/dev/null)
 MISSING=$("$B/ftbpf-mangen" key-names | while read -r k; do echo "$CONF" | grep -qE "^ +$k = " || echo "$k"; done)
 [ -z "$MISSING" ] && pass "ftbpfd.conf(5) has every config key ($("$B/ftbpf-mangen" key-names | wc -l))" || fail "keys missing from ftbpfd.conf(5): $MISSING"
