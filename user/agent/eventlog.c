@@ -225,10 +225,12 @@ static void log_event(const struct eventlog *el, struct json_object *ev, const c
 		n += snprintf(buf + n, sizeof(buf) - n, " rank %s", json_object_get_string(v));
 	if (json_object_object_get_ex(ev, "pid", &v) && n >= 0 && (size_t)n < sizeof(buf))
 		n += snprintf(buf + n, sizeof(buf) - n, " pid %s", json_object_get_string(v));
-	for (int i = 0; fields[i] && n >= 0 && (size_t)n < sizeof(buf); i++)
-		if (json_object_object_get_ex(ev, fields[i], &v) && v)
-			n += snprintf(buf + n, sizeof(buf) - n, "%s %s", i ? "," : ":",
+	for (int i = 0, first = 1; fields[i] && n >= 0 && (size_t)n < sizeof(buf); i++)
+		if (json_object_object_get_ex(ev, fields[i], &v) && v) {
+			n += snprintf(buf + n, sizeof(buf) - n, "%s %s", first ? ":" : ",",
 				      json_object_get_string(v));
+			first = 0;
+		}
 	log_info("%s", buf);
 }
 
