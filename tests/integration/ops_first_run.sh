@@ -22,6 +22,7 @@ for r in 0 1; do
 	MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT WORLD_SIZE=2 RANK=$r \
 		/usr/bin/python3 docs/examples/ddp_hang.py --hang-rank 1 --hang-after 5 >"$T/rank$r.out" 2>&1 &
 	WORKLOAD_PIDS+=($!)
+	disown $!
 done
 JOB=torch:127.0.0.1:$PORT
 wait_until 90 bash -c "FTBPF_SOCKET='$SOCK' ftbpf status --json | jq -e '.jobs[] | select(.job==\"$JOB\") | .hung' >/dev/null" &&
