@@ -15,12 +15,12 @@
 #include "os/statefile.h"
 
 #define DECISIONS_FILE "decisions.json"
-/* The file holds what is decided now and a bounded history: a job whose newest record is
- * older than this is forgotten, and a user (not root) keeps at most USER_KEYS_MAX keys (their
- * oldest jobs go first). Without it, every claim rewrote a file that only grew. */
-#define HISTORY_MAX_MS (30ull * 24 * 3600 * 1000)
-#define USER_KEYS_MAX  4096
-#define PRUNE_EVERY    256 /* saves */
+/* The file holds what is decided now and a bounded history: a user (not root) keeps at most
+ * USER_KEYS_MAX keys, their oldest jobs going first. Without it, every claim rewrote a file
+ * that any user could grow without end. (No job is forgotten for its age alone: a job that
+ * has run for months still needs its generation.) */
+#define USER_KEYS_MAX 4096
+#define PRUNE_EVERY   256 /* saves */
 
 struct store_local {
 	struct store base;
@@ -82,9 +82,8 @@ static void drop_job(struct store_local *s, const struct job_age *j)
 	s->pruned++;
 }
 
-/* Forget jobs whose newest record is older than HISTORY_MAX_MS, then the oldest jobs of a
- * user with more than USER_KEYS_MAX keys. 1 when something went. */
-static int local_prune(struct store_local *s, uint64_t now_ms)
+/* Forget the oldest jobs of a user with more than USER_KEYS_MAX keys. 1 when something went. */
+static int local_prune(struct store_local *s)
 {
 	struct job_age *jobs = calloc(s->map.n + 1, sizeof(*jobs));
 	size_t nj = 0, before = s->map.n;
@@ -115,9 +114,7 @@ static int local_prune(struct store_local *s, uint64_t now_ms)
 
 		for (size_t b = 0; b < nj; b++)
 			user_keys += jobs[b].n && jobs[b].uid == jobs[a].uid ? jobs[b].n : 0;
-		if ((jobs[a].newest_ms && now_ms > jobs[a].newest_ms &&
-		     now_ms - jobs[a].newest_ms > HISTORY_MAX_MS) ||
-		    (jobs[a].uid != 0 && user_keys > USER_KEYS_MAX)) {
+		if (jobs[a].uid != 0 && user_keys > USER_KEYS_MAX) {
 			struct job_age j = jobs[a];
 
 			jobs[a].n = 0;
@@ -143,7 +140,7 @@ static int local_save(struct store_local *s)
 					       json_object_new_string(s->map.v[i].value));
 	r = statefile_write(s->dir, DECISIONS_FILE, o);
 	json_object_put(o);
-	if (++s->saves % PRUNE_EVERY == 0 && local_prune(s, clock_real_ns() / 1000000))
+	if (++s->saves % PRUNE_EVERY == 0 && local_prune(s))
 		local_save(s);
 	if (r < 0) {
 		s->save_errors++;
@@ -252,7 +249,7 @@ static struct store *local_open(const struct store_opts *o, char *err, size_t er
 		}
 		json_object_put(saved);
 	}
-	if (local_prune(s, clock_real_ns() / 1000000))
+	if (local_prune(s))
 		local_save(s);
 	return &s->base;
 }
