@@ -41,17 +41,17 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
               $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci \
-              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top
+              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
                libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
                tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man \
-               libpython3.11-dev python3-pytest-xdist
+               libpython3.11-dev python3-pytest-xdist prometheus
 
-.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall
-all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop
+.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
+all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop man
 
 deps:
 	@scripts/deps.sh $(DEBIAN_DEPS)
@@ -97,6 +97,16 @@ $(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(CI_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)
 # the heartbeat mesh's simulator: the protocol code of user/proto/swim.c under virtual time
 $(BUILD)/mesh_sim: tools/mesh_sim.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ -lsodium -lm
+
+# the man pages: hand-written sections (man/*.in) merged with parts generated from the key and
+# command tables (ftbpf-mangen, a build-time helper) and from ftbpf-ci's and ftbpf-top's --help
+$(BUILD)/ftbpf-mangen: tools/ftbpf_mangen.c $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lsodium -lm
+
+MAN_PAGES := $(patsubst man/%.in,$(BUILD)/man/%,$(wildcard man/*.in))
+man: $(MAN_PAGES)
+$(MAN_PAGES) &: $(wildcard man/*.in) man/gen.sh $(BUILD)/ftbpf-mangen $(BUILD)/ftbpf-ci $(BUILD)/ftbpf-top
+	man/gen.sh $(BUILD) $(VERSION)
 
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
@@ -192,7 +202,15 @@ $(BUILD)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/os/elfsym.c | $(BUILD)/
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
 
+# the agent in the foreground; first, what to type next (the tools are in $(BUILD)/)
 run: deps all
+	@echo "ftbpfd starts in the foreground with the defaults$(if $(RUN_ARGS), and $(RUN_ARGS)) (Ctrl-C stops it)."
+	@echo "In another terminal (other users: after sudo make install):"
+	@echo "  export PATH=$(abspath $(BUILD)):\$$PATH    # the tools; or: sudo make install"
+	@echo "  ftbpf status          # jobs and ranks on this host; a hung job and its culprit"
+	@echo "  ftbpf events --follow # adoptions, exits and who killed them, hangs, actions"
+	@echo "  ftbpf-top             # the live view"
+	@echo "  man -l $(BUILD)/man/ftbpf.1   # and ftbpfd.8, ftbpfd.conf.5, ftbpf-top.1, ftbpf-ci.1"
 	./$(BUILD)/ftbpfd $(RUN_ARGS)
 
 unit: $(UNIT_TESTS)
@@ -212,7 +230,7 @@ integration: all
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
-              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics \
+              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics timers_torch_contract \
               sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables \
               sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table ops_job_states
 asan-agent:
@@ -262,18 +280,19 @@ format-check:
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, the client library (ldconfig when
 # installing into /), headers, the Python binding where this system's python3 looks
-# (site-packages of PREFIX), man pages made from each tool's --help (help2man: one source), bash
-# completion, the docs the unit's Documentation= names, the unit and an example config.
+# (site-packages of PREFIX), the man pages made by `make man`, bash completion, the docs,
+# contrib/ (alert rules, dashboard, manifests) under share/ftbpf, the unit and an example config.
 PREFIX  ?= /usr/local
 PYSITE  := $(shell /usr/bin/python3 -c 'import site, sys; p = sys.argv[1]; print(next((d for d in site.getsitepackages() if d.startswith(p + "/lib/")), p + "/lib/python3/dist-packages"))' $(PREFIX) 2>/dev/null)
 DOCDIR  := $(PREFIX)/share/doc/ftbpf
+DATADIR := $(PREFIX)/share/ftbpf
 MANDIR  := $(PREFIX)/share/man
 COMPDIR := $(PREFIX)/share/bash-completion/completions
+MAN_INSTALLED = $(foreach m,$(notdir $(MAN_PAGES)),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
 INSTALLED_FILES = $(PREFIX)/sbin/ftbpfd $(PREFIX)/bin/ftbpf $(PREFIX)/bin/ftbpf-ci $(PREFIX)/bin/ftbpf-top \
 	$(PREFIX)/lib/libftbpf.so.0 $(PREFIX)/lib/libftbpf.so $(PREFIX)/lib/libftbpf.a \
 	$(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
-	$(MANDIR)/man8/ftbpfd.8 $(MANDIR)/man1/ftbpf.1 $(MANDIR)/man1/ftbpf-ci.1 $(MANDIR)/man1/ftbpf-top.1 \
-	$(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
+	$(MAN_INSTALLED) $(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
 install: all
 	@test -n "$(PYSITE)" || { echo "install: cannot tell python3's site-packages"; exit 1; }
 	install -D -m 0755 $(BUILD)/ftbpfd $(DESTDIR)$(PREFIX)/sbin/ftbpfd
@@ -286,15 +305,16 @@ install: all
 	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)$(PREFIX)/include/ftbpf/ftbpf.h
 	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)$(PREFIX)/include/ftbpf/slot.h
 	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)$(PYSITE)/ftbpf/__init__.py
-	mkdir -p $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
-	help2man -N -s 8 -n "the ftbpf node agent" $(BUILD)/ftbpfd > $(DESTDIR)$(MANDIR)/man8/ftbpfd.8
-	help2man -N -n "query and command the ftbpf node agent" $(BUILD)/ftbpf > $(DESTDIR)$(MANDIR)/man1/ftbpf.1
-	help2man -N -n "run a test command and diagnose its hangs" $(BUILD)/ftbpf-ci > $(DESTDIR)$(MANDIR)/man1/ftbpf-ci.1
-	help2man -N -n "live view of the ftbpf node agent" $(BUILD)/ftbpf-top > $(DESTDIR)$(MANDIR)/man1/ftbpf-top.1
+	for m in $(notdir $(MAN_PAGES)); do \
+		s=$${m##*.}; sed 's|/usr/local/|$(PREFIX)/|g' $(BUILD)/man/$$m > $(BUILD)/man/$$m.inst && \
+		install -D -m 0644 $(BUILD)/man/$$m.inst $(DESTDIR)$(MANDIR)/man$$s/$$m && rm -f $(BUILD)/man/$$m.inst || exit 1; \
+	done
 	install -D -m 0644 contrib/ftbpf.bash-completion $(DESTDIR)$(COMPDIR)/ftbpf
 	mkdir -p $(DESTDIR)$(DOCDIR)/examples
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	install -m 0644 docs/examples/* $(DESTDIR)$(DOCDIR)/examples/
+	rm -rf $(DESTDIR)$(DATADIR)/contrib && mkdir -p $(DESTDIR)$(DATADIR)
+	cp -R contrib $(DESTDIR)$(DATADIR)/contrib && chmod -R u=rwX,go=rX $(DESTDIR)$(DATADIR)/contrib
 	sed 's|/usr/local|$(PREFIX)|g' contrib/ftbpfd.service > $(BUILD)/ftbpfd.service
 	install -D -m 0644 $(BUILD)/ftbpfd.service $(DESTDIR)/etc/systemd/system/ftbpfd.service
 	test -e $(DESTDIR)/etc/ftbpf/ftbpfd.conf || install -D -m 0644 contrib/ftbpfd.conf $(DESTDIR)/etc/ftbpf/ftbpfd.conf
@@ -303,7 +323,7 @@ install: all
 # make uninstall: what install put there (the config file, state and logs stay)
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
-	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)
 	-rmdir $(DESTDIR)$(PREFIX)/include/ftbpf $(DESTDIR)$(PYSITE)/ftbpf/__pycache__ $(DESTDIR)$(PYSITE)/ftbpf 2>/dev/null
 	if [ -z "$(DESTDIR)" ]; then ldconfig; fi
 

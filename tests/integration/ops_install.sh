@@ -2,8 +2,10 @@
 # time-limit: 200
 # make install into a scratch DESTDIR: the binaries run from there, the Python binding is put
 # where this system's python3 looks (site-packages of PREFIX) and imports from there with the
-# installed libftbpf, man pages (from each tool's --help), bash completion, docs and the unit
-# are there; make uninstall takes it all away but the config file.
+# installed libftbpf, the man pages (hand-written sections merged with the generated ones:
+# FILES, EXIT STATUS, EXAMPLES in each; every config key in ftbpfd.conf(5), every CLI command
+# in ftbpf(1)) render without a warning, bash completion, docs, contrib/ under share/ftbpf and
+# the unit are there; make uninstall takes it all away but the config file.
 . "$(dirname "$0")/lib.sh"
 D=$T/root
 make -s -C "$ROOT" install DESTDIR="$D" >"$T/install.log" 2>&1 || { fail "make install: $(tail -5 "$T/install.log")"; finish; }
@@ -15,10 +17,33 @@ SITE=$(/usr/bin/python3 -c 'import site; print([d for d in site.getsitepackages(
 OUT=$(cd / && PYTHONPATH=$D$SITE LD_LIBRARY_PATH=$D/usr/local/lib FTBPF_SOCKET=$T/nope timeout 30 /usr/bin/python3 -c '
 import ftbpf; ftbpf.ping(); print(ftbpf.__file__, ftbpf._lib._name)' 2>/dev/null)
 echo "$OUT" | grep -q "^$D$SITE/ftbpf/__init__.py libftbpf.so.0$" && pass "import ftbpf from the install, with the installed libftbpf" || fail "import: $OUT"
-for m in man8/ftbpfd.8 man1/ftbpf.1 man1/ftbpf-ci.1 man1/ftbpf-top.1; do
-	grep -q '^\.TH ' "$D/usr/local/share/man/$m" && grep -q "^\.SH DESCRIPTION" "$D/usr/local/share/man/$m" || fail "man page $m"
+MD=$D/usr/local/share/man
+for m in man8/ftbpfd.8 man5/ftbpfd.conf.5 man1/ftbpf.1 man1/ftbpf-ci.1 man1/ftbpf-top.1; do
+	for sec in NAME SYNOPSIS DESCRIPTION CONFIGURATION FILES "EXIT STATUS" EXAMPLES "SEE ALSO"; do
+		[ "$m" = man5/ftbpfd.conf.5 ] && { [ "$sec" = "EXIT STATUS" ] || [ "$sec" = CONFIGURATION ]; } && continue
+		grep -q "^\.SH $sec\$" "$MD/$m" || fail "man page $m has no $sec section"
+	done
+	W=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$MD/$m" 2>&1 >/dev/null)
+	[ -z "$W" ] || fail "man $m: $W"
+	grep -q '@[A-Z_]*' "$MD/$m" && grep -n '^@' "$MD/$m" && fail "$m: a marker left unmerged"
 done
-grep -qF -- '\-\-check' "$D/usr/local/share/man/man1/ftbpf.1" && pass "man pages made from --help (ftbpf.1 documents status --check)" || fail "ftbpf.1"
+pass "five man pages with NAME, SYNOPSIS, DESCRIPTION, CONFIGURATION, FILES, EXIT STATUS, EXAMPLES, SEE ALSO; no roff warnings"
+CONF=$(MANWIDTH=200 man -l "$MD/man5/ftbpfd.conf.5" 2>/dev/null)
+MISSING=$("$B/ftbpf-mangen" key-names | while read -r k; do echo "$CONF" | grep -qE "^ +$k = " || echo "$k"; done)
+[ -z "$MISSING" ] && pass "ftbpfd.conf(5) has every config key ($("$B/ftbpf-mangen" key-names | wc -l))" || fail "keys missing from ftbpfd.conf(5): $MISSING"
+MANW=$(MANWIDTH=200 man -l "$MD/man1/ftbpf.1" 2>/dev/null)
+for c in status events explain signal timers peers version checkpoint decisions; do
+	echo "$MANW" | grep -qE "^ +$c( |$)" || fail "ftbpf(1) lacks the command $c"
+done
+echo "$MANW" | grep -q -- '--check' && pass "ftbpf(1) lists the CLI's commands (and status --check)" || fail "ftbpf.1"
+MANW=$(MANWIDTH=200 man -l "$MD/man1/ftbpf-top.1" 2>/dev/null)
+echo "$MANW" | grep -qE '^ +--width N$' && echo "$MANW" | grep -qE '^ +-d, --delay SECS$' &&
+	pass "ftbpf-top(1)'s options from its --help, one entry each" || fail "ftbpf-top options: $(echo "$MANW" | sed -n '/^OPTIONS/,/^KEYS/p')"
+grep -q '/usr/local/share/ftbpf/contrib/' "$MD/man8/ftbpfd.8" && pass "FILES names the installed paths" || fail "FILES paths"
+for f in prometheus/ftbpf-alerts.yml prometheus/ftbpf-alerts.test.yml grafana/ftbpf-dashboard.json kubernetes/ftbpfd-daemonset.yaml container/Dockerfile ftbpfd.conf; do
+	[ -f "$D/usr/local/share/ftbpf/contrib/$f" ] || fail "contrib/$f not installed"
+done
+pass "contrib/ (alert rules, dashboard, manifest, image recipe) under share/ftbpf/contrib"
 bash -c ". '$D/usr/local/share/bash-completion/completions/ftbpf' && complete -p ftbpf" | grep -q _ftbpf &&
 	pass "bash completion" || fail "completion"
 [ -f "$D/usr/local/share/doc/ftbpf/README.md" ] && grep -q "file:///usr/local/share/doc/ftbpf/README.md" "$D/etc/systemd/system/ftbpfd.service" &&

@@ -3,7 +3,9 @@
 # The Prometheus endpoint (--metrics-listen): /metrics parses as the text exposition format
 # (prometheus_client's parser); during a hang the job's and ranks' gauges flip and the hang
 # counter moves; the culprit is a series; other paths 404, other methods 405; every metric the
-# contrib alert rules and Grafana dashboard use exists in a real scrape.
+# contrib alert rules and Grafana dashboard use exists in a real scrape; `promtool check
+# metrics` finds nothing to say; levels are gauges, every ftbpf_agent_* HELP line is its own;
+# no counter ever decreases across 20 scrapes while jobs come and go.
 . "$(dirname "$0")/lib.sh"
 MPORT=$((26000 + RANDOM % 1000))
 M=http://127.0.0.1:$MPORT/metrics
@@ -31,21 +33,43 @@ fams = list(text_string_to_metric_families(open(sys.argv[1]).read()))
 print(len(fams), sum(len(f.samples) for f in fams))' "$T/m1.txt" >"$T/parsed" 2>&1 &&
 	pass "/metrics parses as Prometheus text: $(cat "$T/parsed") families/samples" || fail "parse: $(cat "$T/parsed")"
 grep -q '^# TYPE ftbpf_agent_hangs_total counter$' "$T/m1.txt" && pass "counters are typed counter, named _total" || fail "hangs counter type"
+grep -q '^# TYPE ftbpf_agent_ctl_clients gauge$' "$T/m1.txt" && grep -q '^# TYPE ftbpf_agent_timers_active gauge$' "$T/m1.txt" &&
+	! grep -qE '^ftbpf_agent_(ctl_clients|timers_active)_total' "$T/m1.txt" && pass "levels are gauges without _total (ctl_clients, timers_active)" ||
+	fail "gauges: $(grep -E 'ctl_clients|timers_active' "$T/m1.txt")"
+DUP=$(grep '^# HELP ftbpf_agent_' "$T/m1.txt" | cut -d' ' -f4- | sort | uniq -d)
+NODESC=$(grep '^# HELP ftbpf_agent_.*no description' "$T/m1.txt")
+[ -z "$DUP" ] && [ -z "$NODESC" ] && pass "every ftbpf_agent_* HELP line is its own ($(grep -c '^# HELP ftbpf_agent_' "$T/m1.txt"))" ||
+	fail "HELP: duplicated: $DUP; without a description: $NODESC"
+grep -qE '[{,]job="' "$T/m1.txt" && fail "a series labelled job (Prometheus' target label)" || pass "no series has a job label: training_job"
+PC=$(promtool check metrics <"$T/m1.txt" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -z "$PC" ] && pass "promtool check metrics: clean" || fail "promtool check metrics (rc $rc): $PC"
 H0=$(value ftbpf_agent_hangs_total)
-[ "$(value ftbpf_job_hung job=mjob)" = 0 ] && pass "before the hang: ftbpf_job_hung{job=mjob} 0" || fail "hung before: $(value ftbpf_job_hung job=mjob)"
-wait_until 5 bash -c "curl -s '$M' | grep -q '^ftbpf_rank_state{job=\"mjob\",uid=\"0\",rank=\"0\",pid=\"$R0\",state=\"blocked\"} 1'" &&
+[ "$(value ftbpf_job_hung training_job=mjob)" = 0 ] && pass "before the hang: ftbpf_job_hung{training_job=mjob} 0" || fail "hung before: $(value ftbpf_job_hung training_job=mjob)"
+wait_until 5 bash -c "curl -s '$M' | grep -q '^ftbpf_rank_state{training_job=\"mjob\",uid=\"0\",rank=\"0\",pid=\"$R0\",state=\"blocked\"} 1'" &&
 	pass "ftbpf_rank_state: rank 0 blocked" || fail "rank state: $(curl -s "$M" | grep 'ftbpf_rank_state.*mjob')"
-wait_until 15 bash -c "[ \"\$(curl -s '$M' | grep -c '^ftbpf_job_hung{job=\"mjob\",uid=\"0\"} 1')\" = 1 ]" &&
-	pass "during the hang: ftbpf_job_hung{job=mjob} 1" || fail "hung gauge did not flip"
+wait_until 15 bash -c "[ \"\$(curl -s '$M' | grep -c '^ftbpf_job_hung{training_job=\"mjob\",uid=\"0\"} 1')\" = 1 ]" &&
+	pass "during the hang: ftbpf_job_hung{training_job=mjob} 1" || fail "hung gauge did not flip"
 H1=$(value ftbpf_agent_hangs_total)
 [ "$H1" -gt "$H0" ] && pass "ftbpf_agent_hangs_total moved: $H0 -> $H1" || fail "hangs counter: $H0 -> $H1"
-NP=$(value ftbpf_job_no_progress_seconds job=mjob)
+NP=$(value ftbpf_job_no_progress_seconds training_job=mjob)
 awk -v v="$NP" 'BEGIN {exit !(v >= 4)}' && pass "ftbpf_job_no_progress_seconds $NP" || fail "no progress: $NP"
 [ "$(value ftbpf_jobs state=hung)" -ge 1 ] && pass "ftbpf_jobs{state=hung} counts it" || fail "jobs by state"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$MPORT/")" = 404 ] &&
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d x "$M")" = 405 ] &&
 	pass "other paths 404, POST 405" || fail "paths/methods"
 jq_status '.agent.counters.metrics_scrapes > 5' && pass "status counts the scrapes" || fail "metrics_scrapes"
+# no counter ever decreases: 20 scrapes while a job's ranks come and go and requests are made
+# (levels and counters of the agent, by name)
+rm -f "$T/scrapes"
+for i in $(seq 20); do
+	[ $((i % 5)) -eq 0 ] && { FTBPF_JOB=churn$i FTBPF_RANK=0 sleep 0.3 & }
+	ftbpf status >/dev/null 2>&1; ftbpf version >/dev/null 2>&1
+	curl -s "$M" | awk -v i="$i" '/^# TYPE .* counter$/ {c[$3] = 1} !/^#/ {split($1, n, "{"); if (c[n[1]]) print i, $1, $2}' >>"$T/scrapes"
+	sleep 0.2
+done
+DEC=$(sort -k2,2 -k1,1n "$T/scrapes" | awk '$2 == name && $3 < v {print $2 ": " v " -> " $3 " at scrape " $1} {name = $2; v = $3}')
+NC=$(cut -d' ' -f2 "$T/scrapes" | sort -u | wc -l)
+[ -z "$DEC" ] && [ "$NC" -ge 30 ] && pass "no counter decreased across 20 scrapes ($NC counter series)" || fail "counters: $NC series; decreased: $DEC"
 # every metric the contrib rules and dashboard name exists in a scrape
 curl -s "$M" >"$T/m2.txt"
 MISSING=$(grep -ohE 'ftbpf_[a-z_]+' "$ROOT/contrib/prometheus/ftbpf-alerts.yml" "$ROOT/contrib/grafana/ftbpf-dashboard.json" |

@@ -11,7 +11,8 @@
 
 static const char *status_json =
     "{\"ok\":true,\"agent\":{\"version\":\"0.1.0\",\"uptime_s\":7.5,"
-    "\"features\":{\"programs\":\"tp_btf\"},\"counters\":{\"hangs\":2,\"ringbuf_drops\":0},"
+    "\"features\":{\"programs\":\"tp_btf\"},\"counters\":{\"hangs\":2,\"ringbuf_drops\":0,\"ctl_"
+    "clients\":3,\"timers_active\":4,\"brand_new\":5},"
     "\"decisions\":{\"store\":{\"reachable\":true}}},"
     "\"jobs\":[{\"job\":\"a\\\"b\\\\c\\nd\",\"uid\":1000,\"ranks\":2,\"live\":2,\"state\":\"hung\","
     "\"hung\":true,\"failed\":false,\"no_progress_s\":65.5,\"culprit_ranks\":[1],\"generation\":3}]"
@@ -45,24 +46,115 @@ static void test_series(void)
 	    strstr(t, "ftbpf_agent_info{version=\"0.1.0\",programs=\"tp_btf\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(
 	    strstr(t, "# TYPE ftbpf_agent_hangs_total counter\nftbpf_agent_hangs_total 2\n"));
+	/* levels are gauges without _total; every counter has its own HELP */
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(t, "# TYPE ftbpf_agent_ctl_clients gauge\nftbpf_agent_ctl_clients 3\n"));
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(t, "# TYPE ftbpf_agent_timers_active gauge\nftbpf_agent_timers_active 4\n"));
+	CU_ASSERT_PTR_NULL(strstr(t, "ftbpf_agent_ctl_clients_total"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "# HELP ftbpf_agent_hangs_total hangs reported"));
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(t, "# HELP ftbpf_agent_ringbuf_drops_total kernel events lost"));
+	/* a counter the table lacks is still exported, and says it has no description */
+	CU_ASSERT_PTR_NOT_NULL(strstr(t,
+				      "# HELP ftbpf_agent_brand_new_total agent.counters.brand_new "
+				      "of ftbpf status (no description yet)\n# TYPE "
+				      "ftbpf_agent_brand_new_total counter\n"));
+	/* the training job is never the label "job" (Prometheus' target label) */
+	CU_ASSERT_PTR_NULL(strstr(t, "{job="));
+	CU_ASSERT_PTR_NULL(strstr(t, ",job="));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_jobs{state=\"hung\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_jobs{state=\"ok\"} 0\n"));
 	CU_ASSERT_PTR_NOT_NULL(
-	    strstr(t, "ftbpf_job_hung{job=\"a\\\"b\\\\c\\nd\",uid=\"1000\"} 1\n"));
+	    strstr(t, "ftbpf_job_hung{training_job=\"a\\\"b\\\\c\\nd\",uid=\"1000\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(
-	    t, "ftbpf_job_no_progress_seconds{job=\"a\\\"b\\\\c\\nd\",uid=\"1000\"} 65.5\n"));
+	    t,
+	    "ftbpf_job_no_progress_seconds{training_job=\"a\\\"b\\\\c\\nd\",uid=\"1000\"} 65.5\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(
+	    t, "ftbpf_job_culprit{training_job=\"a\\\"b\\\\c\\nd\",uid=\"1000\",rank=\"1\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(
-	    strstr(t, "ftbpf_job_culprit{job=\"a\\\"b\\\\c\\nd\",uid=\"1000\",rank=\"1\"} 1\n"));
+	    strstr(t, "ftbpf_job_generation{training_job=\"a\\\"b\\\\c\\nd\",uid=\"1000\"} 3\n"));
 	CU_ASSERT_PTR_NOT_NULL(
-	    strstr(t, "ftbpf_job_generation{job=\"a\\\"b\\\\c\\nd\",uid=\"1000\"} 3\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_rank_state{job=\"j\",uid=\"1000\",rank=\"0\",pid="
-					 "\"10\",state=\"blocked\"} 1\n"));
-	CU_ASSERT_PTR_NOT_NULL(
-	    strstr(t, "ftbpf_rank_timers{job=\"j\",uid=\"1000\",rank=\"0\",pid=\"10\"} 1\n"));
+	    strstr(t, "ftbpf_rank_state{training_job=\"j\",uid=\"1000\",rank=\"0\",pid="
+		      "\"10\",state=\"blocked\"} 1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(
+	    t, "ftbpf_rank_timers{training_job=\"j\",uid=\"1000\",rank=\"0\",pid=\"10\"} 1\n"));
 	CU_ASSERT_PTR_NULL(strstr(t, "pid=\"11\"")); /* exited: not a live series */
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_mesh_peers{state=\"alive\"} 2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_decisions_store_reachable 1\n"));
 	free(t);
+}
+
+/* Every HELP line says something of its own (the counters of a real agent's status). */
+static void test_help_distinct(void)
+{
+	static const char *const names[] = {"events",
+					    "adopted",
+					    "adopt_errors",
+					    "proc_rescans",
+					    "hangs",
+					    "actions",
+					    "scans",
+					    "ringbuf_drops",
+					    "thread_map_full",
+					    "proc_map_full",
+					    "gpu_api_calls",
+					    "nccl_comm_map_full",
+					    "events_folded",
+					    "exec_events_folded",
+					    "signals_ignored",
+					    "children_untracked",
+					    "threads_untracked",
+					    "children_tracked",
+					    "ctl_accepted",
+					    "ctl_requests",
+					    "ctl_bad_requests",
+					    "ctl_oversized",
+					    "ctl_truncated",
+					    "ctl_denied",
+					    "ctl_dropped_slow",
+					    "ctl_refused_full",
+					    "ctl_refused_user",
+					    "ctl_refused_fds",
+					    "ctl_idle_closed",
+					    "ctl_over_budget",
+					    "ctl_clients",
+					    "eventlog_write_errors",
+					    "timers_active",
+					    "timers_acquired",
+					    "timers_released",
+					    "timers_expired",
+					    "timers_rejected_full",
+					    "timers_rejected_user",
+					    "fifo_requests",
+					    "fifo_bad",
+					    "fifo_denied",
+					    "fifo_oversized",
+					    "metrics_scrapes",
+					    NULL};
+	struct json_object *st = json_tokener_parse(status_json), *agent, *c;
+	char *text = NULL, *helps[128], *save = NULL;
+	size_t len = 0;
+	int n = 0;
+
+	CU_ASSERT_FATAL(json_object_object_get_ex(st, "agent", &agent));
+	c = json_object_new_object();
+	for (int i = 0; names[i]; i++)
+		json_object_object_add(c, names[i], json_object_new_int(i));
+	json_object_object_add(agent, "counters", c);
+	CU_ASSERT_EQUAL_FATAL(metrics_format(st, &text, &len), 0);
+	for (char *l = strtok_r(text, "\n", &save); l && n < 128; l = strtok_r(NULL, "\n", &save))
+		if (!strncmp(l, "# HELP ", 7)) {
+			const char *desc = strchr(l + 7, ' ');
+
+			CU_ASSERT_PTR_NULL(strstr(l, "no description"));
+			for (int i = 0; desc && i < n; i++)
+				CU_ASSERT_STRING_NOT_EQUAL(strchr(helps[i] + 7, ' '), desc);
+			helps[n++] = l;
+		}
+	CU_ASSERT(n > 55);
+	free(text);
+	json_object_put(st);
 }
 
 static void test_not_a_status(void)
@@ -123,6 +215,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("metrics", NULL, NULL);
 	CU_add_test(s, "every series, labels escaped, exited ranks left out", test_series);
+	CU_add_test(s, "every HELP line is distinct", test_help_distinct);
 	CU_add_test(s, "not a status: an error", test_not_a_status);
 	CU_add_test(s, "odd shapes: no crash", test_odd_shapes);
 	CU_add_test(s, "a job name that is not UTF-8: the scrape stays UTF-8", test_not_utf8);

@@ -1,6 +1,7 @@
 /*
- * os/procfs.c's parsers: a process's ids from /proc/PID/status (the owner is the real uid; a
- * set-user-ID program is told apart), and malformed status text refused.
+ * os/procfs.c's parsers: /proc/PID/stat of real and odd processes; a process's ids from
+ * /proc/PID/status (the owner is the real uid; a set-user-ID program is told apart), and
+ * malformed status text refused.
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
@@ -8,6 +9,23 @@
 #include <unistd.h>
 
 #include "os/procfs.h"
+
+static void test_proc_stat(void)
+{
+	struct proc_stat st;
+	const char *s =
+	    "1234 (a (weird) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 "
+	    "1 0 5000 1000 100";
+
+	CU_ASSERT_EQUAL(procfs_parse_stat(s, strlen(s), &st), 0);
+	CU_ASSERT_EQUAL(st.state, 'S');
+	CU_ASSERT_EQUAL(st.ppid, 1);
+	CU_ASSERT_STRING_EQUAL(st.comm, "a (weird) name");
+	CU_ASSERT_EQUAL(st.utime_ns, 250ull * (1000000000ull / sysconf(_SC_CLK_TCK)));
+	CU_ASSERT_EQUAL(procfs_parse_stat("garbage", 7, &st), -EINVAL);
+	CU_ASSERT_EQUAL(procfs_stat(getpid(), -1, &st), 0);
+	CU_ASSERT_EQUAL(st.state, 'R');
+}
 
 static const char status_setuid[] = "Name:\tsg\nUmask:\t0022\nState:\tS (sleeping)\n"
 				    "Tgid:\t4242\nPid:\t4242\nPPid:\t4200\n"
@@ -65,6 +83,7 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	s = CU_add_suite("procfs", NULL, NULL);
+	CU_add_test(s, "/proc/PID/stat", test_proc_stat);
 	CU_add_test(s, "ids from status: real uid, set-user-ID told apart", test_creds);
 	CU_add_test(s, "malformed status refused", test_creds_malformed);
 	CU_add_test(s, "our own ids", test_creds_self);

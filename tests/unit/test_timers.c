@@ -70,6 +70,23 @@ static void test_fifo_parser(void)
 					&r, err, sizeof(err)),
 			0);
 	CU_ASSERT_TRUE(r.release);
+	CU_ASSERT_EQUAL(r.sig, 0);
+	/* torch: a zero or negative signal expires without a kill; no signal: SIGKILL */
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 42, \"scope_id\": \"x\", "
+					  "\"expiration_time\": 5, \"signal\": 0}"),
+					&r, err, sizeof(err)),
+			0);
+	CU_ASSERT_FALSE(r.release);
+	CU_ASSERT_EQUAL(r.sig, 0);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 42, \"scope_id\": \"x\", "
+					  "\"expiration_time\": 5, \"signal\": -3}"),
+					&r, err, sizeof(err)),
+			0);
+	CU_ASSERT_EQUAL(r.sig, 0);
+	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 1, \"pid\": 42, \"scope_id\": \"x\", "
+					  "\"expiration_time\": 5}"),
+					&r, err, sizeof(err)),
+			0);
 	CU_ASSERT_EQUAL(r.sig, SIGKILL);
 	CU_ASSERT_EQUAL(fifo_parse_line(L("{\"version\": 2, \"pid\": 1, \"scope_id\": \"x\", "
 					  "\"expiration_time\": 1}"),

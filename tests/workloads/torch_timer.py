@@ -3,7 +3,9 @@
     torch_timer.py FIFO SIGNAL MODE [AFTER]
 MODE: release (acquire, finish in time, release, exit 0), blocked (sleep past the expiry),
 spin (pure-Python busy loop past the expiry), syscalls (os.getppid() loop past the expiry),
-hold (acquire a long timer, then exit normally). Prints "started" once the timer is armed.
+hold (acquire a long timer, then exit normally), outlive (stay in the block past the expiry,
+then exit 0: with signal 0 torch's server expires the timer without a kill). Prints "started"
+once the timer is armed.
 """
 import os
 import sys
@@ -20,6 +22,12 @@ if mode == "release":
             time.sleep(0.01)
     print("released", flush=True)
     time.sleep(after + 1)
+    print("survived", flush=True)
+    sys.exit(0)
+if mode == "outlive":
+    with expires(after=after, scope="outlive"):
+        print("started", flush=True)
+        time.sleep(after + 2)
     print("survived", flush=True)
     sys.exit(0)
 if mode == "hold":

@@ -76,8 +76,7 @@ struct agent {
 	struct decider *dc;
 	char node[32];	      /* this node's name in decisions */
 	int tfd, sfd, lockfd; /* scan timer, signals, state-dir lock */
-	uint64_t watchdog_ns; /* systemd's WatchdogSec, 0: none; pinged at half of it */
-	uint64_t watchdog_last;
+	int wdfd;	      /* systemd's watchdog timer, -1: no watchdog */
 	uint64_t start_ns;
 	int stop;
 };
@@ -202,11 +201,6 @@ static void scan(struct agent *a)
 		mesh_set_health(a->mesh, &h);
 	}
 	metrics_tick(a->metrics);
-	/* systemd's watchdog: from the scan, so a loop that stops turning stops the pings */
-	if (a->watchdog_ns && now - a->watchdog_last >= a->watchdog_ns / 2) {
-		sd_notify(0, "WATCHDOG=1");
-		a->watchdog_last = now;
-	}
 }
 
 /* ---- loop handlers ---- */
@@ -431,6 +425,38 @@ static int watch_fd(struct agent *a, int fd, loop_fn fn, int urgent, char *err, 
 	return r;
 }
 
+/* systemd's watchdog: a timer of its own at a quarter of WatchdogSec (systemd wants a ping at
+ * least every half), urgent in the loop, so that a slow scan or a flood of requests does not
+ * delay it; a loop that stops turning stops the pings, and systemd restarts the agent. */
+static void on_watchdog(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct agent *a = ctx;
+	uint64_t exp;
+
+	(void)arg, (void)events;
+	if (read(a->wdfd, &exp, sizeof(exp)) > 0)
+		sd_notify(0, "WATCHDOG=1");
+}
+
+static int open_watchdog(struct agent *a, char *err, size_t errlen)
+{
+	struct itimerspec its = {};
+	uint64_t usec = 0, ns;
+
+	if (sd_watchdog_enabled(0, &usec) <= 0 || !usec)
+		return 0;
+	ns = usec * 1000 / 4;
+	its.it_interval.tv_sec = (time_t)(ns / CLOCK_NS_PER_S);
+	its.it_interval.tv_nsec = (long)(ns % CLOCK_NS_PER_S);
+	its.it_value = its.it_interval;
+	a->wdfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (a->wdfd < 0 || timerfd_settime(a->wdfd, 0, &its, NULL) < 0) {
+		snprintf(err, errlen, "watchdog timerfd: %s", strerror(errno));
+		return -errno;
+	}
+	return watch_fd(a, a->wdfd, on_watchdog, 1, err, errlen);
+}
+
 static int open_scan_timer(struct agent *a, char *err, size_t errlen)
 {
 	struct itimerspec its = {};
@@ -563,7 +589,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 		return NULL;
 	}
 	a->cfg = *cfg;
-	a->tfd = a->sfd = a->lockfd = -1;
+	a->tfd = a->sfd = a->lockfd = a->wdfd = -1;
 	fd_budget(&a->cfg);
 	a->start_ns = clock_mono_ns();
 	ranks_init(&a->ranks);
@@ -612,8 +638,8 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 				 .agent_json = agent_json,
 				 .agent_ctx = a};
 	if (open_decisions(a, err, errlen) < 0 || open_ctl(a, err, errlen) < 0 ||
-	    open_scan_timer(a, err, errlen) < 0 || open_signals(a, err, errlen) < 0 ||
-	    (*cfg->mesh_bind && open_mesh(a, err, errlen) < 0))
+	    open_scan_timer(a, err, errlen) < 0 || open_watchdog(a, err, errlen) < 0 ||
+	    open_signals(a, err, errlen) < 0 || (*cfg->mesh_bind && open_mesh(a, err, errlen) < 0))
 		goto fail;
 	if (*cfg->metrics_listen) {
 		struct metrics_opts mo = {.listen = cfg->metrics_listen,
@@ -653,14 +679,9 @@ int agent_run(struct agent *a)
 		;
 	adopt_scan_all(a->ad);
 	scan(a);
-	{ /* systemd Type=notify: ready once the programs are attached and the socket serves */
-		uint64_t usec = 0;
-
-		if (sd_watchdog_enabled(0, &usec) > 0)
-			a->watchdog_ns = usec * 1000;
-		sd_notifyf(0, "READY=1\nSTATUS=watching ranks; control socket %s\nMAINPID=%d",
-			   a->cfg.socket_path, (int)getpid());
-	}
+	/* systemd Type=notify: ready once the programs are attached and the socket serves */
+	sd_notifyf(0, "READY=1\nSTATUS=watching ranks; control socket %s\nMAINPID=%d",
+		   a->cfg.socket_path, (int)getpid());
 	/* Enforcement first: the timer service's handler is urgent, and every other source
 	 * does a bounded amount of work per turn. */
 	while (!a->stop && (r = loop_once(a->loop, -1)) >= 0)
@@ -694,6 +715,8 @@ void agent_free(struct agent *a)
 	loop_free(a->loop);
 	if (a->tfd >= 0)
 		close(a->tfd);
+	if (a->wdfd >= 0)
+		close(a->wdfd);
 	if (a->sfd >= 0)
 		close(a->sfd);
 	if (a->lockfd >= 0)

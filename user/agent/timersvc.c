@@ -59,6 +59,12 @@ struct timersvc {
 	char fifo_path[256];
 	int fifo_fd;	/* owned, -1 none */
 	uid_t fifo_uid; /* its owner: requests may only target this user's processes */
+	gid_t fifo_gid;
+	mode_t fifo_mode;
+	int fifo_handler;
+	dev_t fifo_dev; /* the FIFO served, to notice another at its path */
+	ino_t fifo_ino;
+	uint64_t fifo_gone_warn_ns; /* last warning about the path (rate limit) */
 	char fifo_buf[FIFO_MAX_LINE + 1];
 	size_t fifo_len;
 	int fifo_skip;	       /* dropping the rest of an over-long line */
@@ -67,6 +73,8 @@ struct timersvc {
 		uint64_t lines, bad, denied, oversized;
 	} fifo_cnt;
 };
+
+static void fifo_watch(struct timersvc *ts);
 
 /* ---- the pinned copy of the table, so that timers outlive an agent restart ---- */
 static void timer_key(struct ftbpf_timer_key *k, int pid, const char *scope)
@@ -242,18 +250,43 @@ static int expiry_signal(struct timersvc *ts, int pid, int pidfd, uid_t uid, int
 }
 
 /* ---- expiry ---- */
-/* Log what the process was doing, then reap it with the timer's signal (torch semantics). */
+/*
+ * The signal that reaps pid at the expiry of timer i, as torch's FileTimerServer chooses it:
+ * of pid's expired timers, in expiry order, the first with a signal; 0 when none has one
+ * (FileTimerClient(signal=0) means "expire, do not kill").
+ */
+static int reap_signal(const struct timersvc *ts, int i, uint64_t now)
+{
+	const struct timer *best = NULL;
+
+	for (int j = 0; j < ts->tm.n; j++) {
+		const struct timer *t = &ts->tm.v[j];
+
+		if (t->pid == ts->tm.v[i].pid && t->sig > 0 && t->deadline_ns <= now &&
+		    (!best || t->deadline_ns < best->deadline_ns))
+			best = t;
+	}
+	return best ? best->sig : 0;
+}
+
+/* Log what the process was doing, then reap it with the timer's signal (torch semantics);
+ * with no signal the expiry is logged and the process left alone. Either way every timer of
+ * the process goes, as in torch. */
 static void timer_fire(struct timersvc *ts, int i, uint64_t now)
 {
 	struct timer *t = &ts->tm.v[i];
-	int pid = t->pid, r;
+	int pid = t->pid, sig = reap_signal(ts, i, now), r;
 	struct json_object *o =
-	    view_timer_expired(pid, t->uid, NULL, t->scope, timers_source_name(t->source), t->sig,
+	    view_timer_expired(pid, t->uid, NULL, t->scope, timers_source_name(t->source), sig,
 			       (double)(now - t->deadline_ns) / 1e6);
 
 	view_diagnosis(o, ts->tr, pid, now);
-	r = pidfd_signal(t->pidfd, expiry_signal(ts, pid, t->pidfd, t->uid, t->sig));
-	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	if (sig) {
+		r = pidfd_signal(t->pidfd, expiry_signal(ts, pid, t->pidfd, t->uid, sig));
+		jstr(o, "result", r < 0 ? strerror(-r) : "sent");
+	} else {
+		jstr(o, "result", "not sent: the timer has no signal (expire, do not kill)");
+	}
 	eventlog_emit(ts->el, o);
 	ts->tm.expired++;
 	forget_pid(ts, pid); /* a reaped worker's other timers go with it */
@@ -314,6 +347,7 @@ void timersvc_check(struct timersvc *ts)
 		timer_fire(ts, i, now);
 	slot_check(ts, now);
 	kills_due(ts, now);
+	fifo_watch(ts);
 	/* timers of processes that are gone (not all are tracked ranks) */
 	for (i = 0; i < ts->tm.n;) {
 		if (pidfd_signal(ts->tm.v[i].pidfd, 0) == -ESRCH) {
@@ -463,13 +497,19 @@ static void fifo_read(struct timersvc *ts)
 	}
 }
 
-static int fifo_open(struct timersvc *ts, int handler, char *err, size_t errlen)
+/*
+ * Open the FIFO at fifo_path, making it when missing: at start 0600 for the agent's user; made
+ * again after it was removed (remake), with the owner and mode it had, so that the same user's
+ * workers can write it again.
+ */
+static int fifo_open(struct timersvc *ts, int remake, char *err, size_t errlen)
 {
 	const char *path = ts->fifo_path;
 	struct stat st;
-	int r;
+	int made, r;
 
-	if (mkfifo(path, 0600) < 0 && errno != EEXIST) {
+	made = mkfifo(path, 0600) == 0;
+	if (!made && errno != EEXIST) {
 		snprintf(err, errlen, "create timer FIFO %s: %s", path, strerror(errno));
 		return -errno;
 	}
@@ -482,6 +522,12 @@ static int fifo_open(struct timersvc *ts, int handler, char *err, size_t errlen)
 			     : "not a FIFO");
 		return -EINVAL;
 	}
+	if (made && remake &&
+	    (fchown(ts->fifo_fd, ts->fifo_uid, ts->fifo_gid) < 0 ||
+	     fchmod(ts->fifo_fd, ts->fifo_mode & 0777) < 0 || fstat(ts->fifo_fd, &st) < 0)) {
+		snprintf(err, errlen, "timer FIFO %s: owner and mode: %s", path, strerror(errno));
+		return -errno;
+	}
 	if (!fifo_mode_ok(&st)) {
 		snprintf(err, errlen,
 			 "timer FIFO %s is writable by users other than its owner (mode %04o): "
@@ -490,12 +536,55 @@ static int fifo_open(struct timersvc *ts, int handler, char *err, size_t errlen)
 		return -EPERM;
 	}
 	ts->fifo_uid = st.st_uid;
-	r = loop_add(ts->loop, ts->fifo_fd, EPOLLIN, handler, 1);
+	ts->fifo_gid = st.st_gid;
+	ts->fifo_mode = st.st_mode;
+	ts->fifo_dev = st.st_dev;
+	ts->fifo_ino = st.st_ino;
+	r = loop_add(ts->loop, ts->fifo_fd, EPOLLIN, ts->fifo_handler, 1);
 	if (r < 0) {
 		snprintf(err, errlen, "event loop: %s", strerror(-r));
 		return r;
 	}
 	return 0;
+}
+
+/*
+ * The FIFO's path is the contract with the workers (FileTimerClient opens it by path for each
+ * request). When it was removed (a /tmp cleaner; torchrun with TORCHELASTIC_ENABLE_FILE_TIMER=1
+ * removes it at start and at stop) it is made again, with the owner and mode it had; when
+ * another FIFO took its place (torchrun's own FileTimerServer) that one is served, under the
+ * rules of the start (then two servers read it: see docs/deploy.md). Checked at every scan.
+ */
+static void fifo_watch(struct timersvc *ts)
+{
+	char err[256];
+	struct stat st;
+	int gone;
+
+	if (!*ts->fifo_path)
+		return;
+	gone = lstat(ts->fifo_path, &st) < 0;
+	if (ts->fifo_fd >= 0 && !gone && st.st_dev == ts->fifo_dev && st.st_ino == ts->fifo_ino)
+		return;
+	if (ts->fifo_fd >= 0) {
+		fifo_read(ts); /* what was written before it went */
+		loop_del(ts->loop, ts->fifo_fd);
+		close(ts->fifo_fd);
+		ts->fifo_fd = -1;
+		ts->fifo_len = 0;
+		ts->fifo_skip = 0;
+		log_warn("timer FIFO %s was %s: serving %s", ts->fifo_path,
+			 gone ? "removed" : "replaced by another", gone ? "a new one" : "that one");
+	}
+	if (fifo_open(ts, gone, err, sizeof(err)) < 0) {
+		if (ts->fifo_fd >= 0)
+			close(ts->fifo_fd);
+		ts->fifo_fd = -1;
+		if (clock_mono_ns() - ts->fifo_gone_warn_ns > 60 * NS) { /* retried every scan */
+			ts->fifo_gone_warn_ns = clock_mono_ns();
+			log_warn("%s: timer requests are not served until it is fixed", err);
+		}
+	}
 }
 
 /* ---- lifecycle ---- */
@@ -549,8 +638,8 @@ struct timersvc *timersvc_new(const struct timersvc_opts *o, char *err, size_t e
 	}
 	if (o->fifo_path && *o->fifo_path) {
 		snprintf(ts->fifo_path, sizeof(ts->fifo_path), "%s", o->fifo_path);
-		h = loop_handler(ts->loop, on_fifo, ts, 0);
-		if (h < 0 || fifo_open(ts, h, err, errlen) < 0) {
+		ts->fifo_handler = h = loop_handler(ts->loop, on_fifo, ts, 0);
+		if (h < 0 || fifo_open(ts, 0, err, errlen) < 0) {
 			if (h < 0)
 				snprintf(err, errlen, "event loop: %s", strerror(-h));
 			goto fail;

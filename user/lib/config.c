@@ -40,7 +40,9 @@ static const struct key_def keys[] = {
     {"state_dir", "state-dir", T_STRING, OFF(state_dir), SZ(state_dir), 0, 0,
      "directory for the agent's lock file and state"},
     {"pin_dir", "pin-dir", T_STRING, OFF(pin_dir), SZ(pin_dir), 0, 0,
-     "bpffs directory where maps and links are pinned (survive agent restarts)"},
+     "bpffs directory where maps and links are pinned (survive agent restarts; bpffs is mounted "
+     "if\n"
+     "needed)"},
     {"log_file", "log-file", T_STRING, OFF(log_file), SZ(log_file), 0, 0,
      "JSON-lines event log (rotated); empty: no file"},
     {"log_max_bytes", "log-max-bytes", T_BYTES, OFF(log_max_bytes), 0, 4096, 1e12,
@@ -52,11 +54,13 @@ static const struct key_def keys[] = {
     {"hard_timeout", "hard-timeout", T_DOUBLE, OFF(hard_timeout_s), 0, 0.5, 604800,
      "seconds without progress before the hard-timeout action"},
     {"action", "action", T_ACTION, OFF(action), 0, 0, 0,
-     "hard-timeout action: report | terminate | kill | terminate-culprit"},
+     "hard-timeout action: report | terminate (SIGTERM, grace, SIGKILL to every live rank of the\n"
+     "job) | kill | terminate-culprit"},
     {"grace", "grace", T_DOUBLE, OFF(grace_s), 0, 0, 3600,
      "seconds between SIGTERM and SIGKILL when terminating"},
     {"soft_signal", "soft-signal", T_SIGNAL, OFF(soft_signal), 0, 0, 0,
-     "signal sent at the soft timeout (e.g. ABRT, USR1); none: only report"},
+     "signal sent at the soft timeout to ranks that catch it (USR2 for a faulthandler dump, ABRT\n"
+     "for a core; not USR1 on GPU jobs: NCCL may own it); none: only report"},
     {"soft_signal_all", "soft-signal-all", T_BOOL, OFF(soft_signal_all), 0, 0, 1,
      "send the soft signal to every rank of the job, not only the culprits (0/1)"},
     {"scan_interval", "scan-interval", T_DOUBLE, OFF(scan_interval_s), 0, 0.01, 10,
@@ -112,7 +116,8 @@ static const struct key_def keys[] = {
     {"peers_file", "peers-file", T_STRING, OFF(mesh_peers_file), SZ(mesh_peers_file), 0, 0,
      "heartbeat mesh: file of peers, one ADDR:PORT per line (# comments)"},
     {"key_file", "key-file", T_STRING, OFF(mesh_key_file), SZ(mesh_key_file), 0, 0,
-     "heartbeat mesh: the cluster's secret (16+ bytes, not world-readable); packets are MACed"},
+     "heartbeat mesh: the cluster's secret (16+ bytes, a regular file of root's, mode 0600);\n"
+     "packets are MACed"},
     {"probe_interval", "probe-interval", T_DOUBLE, OFF(probe_interval_s), 0, 0.05, 60,
      "heartbeat mesh: seconds between probes of one peer"},
     {"probe_timeout", "probe-timeout", T_DOUBLE, OFF(probe_timeout_s), 0, 0.01, 60,
@@ -146,7 +151,7 @@ static const struct key_def keys[] = {
      "allow etcd over plain http and without a client certificate (a test cluster only: anyone "
      "who reaches etcd could then read and delete ftbpf's keys)"},
     {"etcd_lease_ttl", "etcd-lease-ttl", T_DOUBLE, OFF(etcd_lease_ttl_s), 0, 2, 300,
-     "seconds this agent's membership outlives it in etcd"},
+     "seconds this agent's membership and reports outlive it in etcd (when it dies or is cut off)"},
     {"preempt_signals", "preempt-signals", T_STRING, OFF(preempt_signals), SZ(preempt_signals), 0,
      0, "signals that mean preemption when sent to a rank by another process: TERM,USR2,..."},
     {"checkpoint_margin", "checkpoint-margin", T_INT, OFF(checkpoint_margin), 0, 1, 1000,
@@ -169,7 +174,8 @@ static const struct key_def keys[] = {
     {"fence_after", "fence-after", T_DOUBLE, OFF(fence_after_s), 0, 1, 86400,
      "seconds without reaching etcd before this node stops its ranks of multi-node jobs"},
     {"health_check", "health-check", T_STRING, OFF(health_check), SZ(health_check), 0, 0,
-     "command run before this node rejoins after a restart decision (exit 0: healthy)"},
+     "command run (sh -c) before this node rejoins after a restart decision (exit 0: healthy;\n"
+     "otherwise it leaves itself out)"},
     {"health_check_timeout", "health-check-timeout", T_DOUBLE, OFF(health_check_timeout_s), 0, 1,
      3600, "seconds the health check may take"},
     {"verbose", "verbose", T_INT, OFF(verbose), 0, 0, 3,
@@ -718,6 +724,30 @@ static void format_value(const struct ftbpf_config *c, const struct key_def *k, 
 	}
 }
 
+static const char *arg_name(const struct key_def *k)
+{
+	return k->type == T_STRING   ? "STR"
+	       : k->type == T_SIGNAL ? "SIG"
+	       : k->type == T_ACTION ? "ACT"
+	       : k->type == T_BOOL   ? "0|1"
+				     : "N";
+}
+
+int config_key_info(size_t i, struct config_key_info *ret)
+{
+	struct ftbpf_config d;
+
+	if (i >= NKEYS)
+		return -ENOENT;
+	config_defaults(&d);
+	ret->key = keys[i].key;
+	ret->flag = keys[i].flag;
+	ret->arg = arg_name(&keys[i]);
+	ret->help = keys[i].help;
+	format_value(&d, &keys[i], ret->def, sizeof(ret->def));
+	return 0;
+}
+
 void config_print_help(FILE *f)
 {
 	struct ftbpf_config d;
@@ -740,14 +770,16 @@ void config_print_help(FILE *f)
 		if (!keys[i].flag)
 			continue;
 		format_value(&d, &keys[i], def, sizeof(def));
-		snprintf(opt, sizeof(opt), "--%s %s", keys[i].flag,
-			 keys[i].type == T_STRING   ? "STR"
-			 : keys[i].type == T_SIGNAL ? "SIG"
-			 : keys[i].type == T_ACTION ? "ACT"
-			 : keys[i].type == T_BOOL   ? "0|1"
-						    : "N");
-		fprintf(f, "  %-24s %s [%s] (default: %s)\n", opt, keys[i].help, keys[i].key,
-			*def ? def : "\"\"");
+		snprintf(opt, sizeof(opt), "--%s %s", keys[i].flag, arg_name(&keys[i]));
+		fprintf(f, "  %-24s ", opt);
+		for (const char *h = keys[i].help; *h;
+		     h++) { /* continuation lines under the text */
+			if (*h == '\n')
+				fputs("\n                           ", f);
+			else
+				fputc(*h, f);
+		}
+		fprintf(f, " [%s] (default: %s)\n", keys[i].key, *def ? def : "\"\"");
 	}
 	fprintf(f,
 		"  --unpin                  remove pinned maps and links from --pin-dir (detach\n"

@@ -98,6 +98,16 @@ int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_
 /* Map a command-line flag ("soft-timeout") to its key; NULL if unknown. needs_arg set. */
 const char *config_flag_key(const char *flag, int *ret_needs_arg);
 void config_print_help(FILE *f);
+/* One row of the key table, for generated references (the man pages). */
+struct config_key_info {
+	const char *key;
+	const char *flag; /* long option without "--", NULL: config file only */
+	const char *arg;  /* the value's kind: STR, SIG, ACT, 0|1, N */
+	const char *help;
+	char def[300]; /* the default as the config file writes it */
+};
+/* The i-th key (from 0): 0, or -ENOENT past the last. */
+int config_key_info(size_t i, struct config_key_info *ret);
 void config_dump(const struct ftbpf_config *c, FILE *f);
 const char *config_action_name(int action);
 /* "TERM", "SIGTERM" or "15" -> 15; returns -EINVAL for anything else. */

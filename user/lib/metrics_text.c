@@ -84,16 +84,21 @@ static void value(FILE *f, double v)
 		fprintf(f, " %.6g\n", v);
 }
 
+/*
+ * A training job is labelled training_job, never job: Prometheus gives every scraped sample
+ * its target's job label (the scrape config's job_name), and a metric's own job label would be
+ * renamed exported_job, so that alerts would name the scrape job instead of the training job.
+ */
 static void job_labels(FILE *f, struct json_object *j)
 {
-	fputs("{job=", f);
+	fputs("{training_job=", f);
 	label(f, str(j, "job"));
 	fprintf(f, ",uid=\"%lld\"}", (long long)num(j, "uid", -1));
 }
 
 static void rank_labels(FILE *f, struct json_object *r)
 {
-	fputs("{job=", f);
+	fputs("{training_job=", f);
 	label(f, str(r, "job"));
 	fprintf(f, ",uid=\"%lld\",rank=\"%lld\",pid=\"%lld\"}", (long long)num(r, "uid", -1),
 		(long long)num(r, "rank", -1), (long long)num(r, "pid", -1));
@@ -163,7 +168,7 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 				   *c = get(j, "culprit_ranks");
 
 		for (size_t k = 0; is_array(c) && k < json_object_array_length(c); k++) {
-			fputs("ftbpf_job_culprit{job=", f);
+			fputs("ftbpf_job_culprit{training_job=", f);
 			label(f, str(j, "job"));
 			fprintf(f, ",uid=\"%lld\",rank=\"%d\"} 1\n", (long long)num(j, "uid", -1),
 				json_object_get_int(json_object_array_get_idx(c, k)));
@@ -182,7 +187,7 @@ static void ranks_section(FILE *f, struct json_object *ranks)
 
 		if (num(r, "exited", 0))
 			continue;
-		fputs("ftbpf_rank_state{job=", f);
+		fputs("ftbpf_rank_state{training_job=", f);
 		label(f, str(r, "job"));
 		fprintf(f, ",uid=\"%lld\",rank=\"%lld\",pid=\"%lld\",state=",
 			(long long)num(r, "uid", -1), (long long)num(r, "rank", -1),
@@ -204,10 +209,109 @@ static void ranks_section(FILE *f, struct json_object *ranks)
 	}
 }
 
+/*
+ * The agent's counters (agent.counters of the status), each with its own HELP. Counters are
+ * exported as ftbpf_agent_NAME_total, the few that are levels as gauges ftbpf_agent_NAME. A
+ * name missing here is still exported, as a counter whose HELP says it has no description
+ * (ops_metrics fails on that: add the row).
+ */
+static const struct counter_info {
+	const char *key, *help;
+	int gauge;
+} counter_infos[] = {
+    {"events", "events the agent logged", 0},
+    {"adopted", "processes adopted as ranks", 0},
+    {"adopt_errors", "processes with malformed launcher variables, not adopted", 0},
+    {"adopt_refused_elevated",
+     "processes not adopted: running a set-user-ID or set-group-ID "
+     "program",
+     0},
+    {"adopt_refused_user_full", "processes not adopted: their user holds the most live ranks", 0},
+    {"ranks_left", "ranks that left their job (now another user's, or set-user-ID)", 0},
+    {"proc_rescans", "walks of /proc after exec events were folded or lost", 0},
+    {"hangs", "hangs reported (one per stall of a job)", 0},
+    {"actions", "signals the agent sent (hard and soft actions, timer kills, graces)", 0},
+    {"scans", "scans of the ranks (one per scan_interval)", 0},
+    {"ringbuf_drops", "kernel events lost because the ring buffer was full", 0},
+    {"thread_map_full", "thread records the kernel could not create (map full)", 0},
+    {"proc_map_full", "process records the kernel could not create (map full)", 0},
+    {"gpu_api_calls", "CUDA and NCCL calls of ranks seen by the probes", 0},
+    {"nccl_comm_map_full", "NCCL communicators the kernel could not record (map full)", 0},
+    {"events_folded", "kernel events of ranks folded over their event budget", 0},
+    {"exec_events_folded", "exec events of untracked processes folded over a user's budget", 0},
+    {"signals_ignored", "signals to ranks that were ignored and made no event", 0},
+    {"children_untracked", "children of ranks not tracked (a rank's 4096 limit)", 0},
+    {"threads_untracked", "threads not tracked (a process's 4096 limit)", 0},
+    {"children_tracked", "children of ranks tracked from their fork", 0},
+    {"ctl_accepted", "control connections accepted", 0},
+    {"ctl_requests", "control requests handled", 0},
+    {"ctl_bad_requests", "malformed control requests answered with an error", 0},
+    {"ctl_oversized", "control requests over 64 KiB (connection closed)", 0},
+    {"ctl_truncated", "control connections closed in the middle of a request", 0},
+    {"ctl_denied", "control requests refused: another user's process or job", 0},
+    {"ctl_dropped_slow", "control clients dropped for not reading their replies", 0},
+    {"ctl_refused_full", "control connections refused: ctl_max_clients reached", 0},
+    {"ctl_refused_user", "control connections refused: ctl_clients_per_user reached", 0},
+    {"ctl_refused_fds", "control connections refused: out of file descriptors", 0},
+    {"ctl_idle_closed", "control connections closed after ctl_idle_timeout", 0},
+    {"ctl_over_budget", "control replies refused: the user's ctl_user_buffer was full", 0},
+    {"ctl_clients", "control connections open now", 1},
+    {"eventlog_write_errors", "failed writes to the event log file", 0},
+    {"timers_active", "countdown timers the agent holds now (control socket and FIFO)", 1},
+    {"timers_acquired", "countdown timers acquired through the control socket or FIFO", 0},
+    {"timers_released", "countdown timers released", 0},
+    {"timers_expired", "countdown timers that expired in the agent", 0},
+    {"timers_rejected_full", "countdown timers refused: the agent's table was full", 0},
+    {"timers_rejected_user", "countdown timers refused: max_timers_per_user reached", 0},
+    {"fifo_requests", "lines read from the timer FIFO", 0},
+    {"fifo_bad", "malformed lines on the timer FIFO", 0},
+    {"fifo_denied",
+     "timer FIFO requests refused (another user's process, or a FIFO others "
+     "can write)",
+     0},
+    {"fifo_oversized", "over-long lines on the timer FIFO", 0},
+    {"metrics_scrapes", "scrapes of this /metrics endpoint", 0},
+    {"metrics_refused", "/metrics connections refused (per-user or total limit)", 0},
+    {"metrics_timed_out", "/metrics requests that missed their deadline", 0},
+    {"metrics_unauthorized", "/metrics requests without the right bearer token", 0},
+};
+
+static const struct counter_info *counter_info(const char *key)
+{
+	for (size_t i = 0; i < sizeof(counter_infos) / sizeof(counter_infos[0]); i++)
+		if (!strcmp(counter_infos[i].key, key))
+			return &counter_infos[i];
+	return NULL;
+}
+
+static void counters_section(FILE *f, struct json_object *c)
+{
+	char part[64], name[96], help[160];
+
+	if (!c || !json_object_is_type(c, json_type_object))
+		return;
+	json_object_object_foreach (c, k, v) {
+		const struct counter_info *ci = counter_info(k);
+
+		if (!json_object_is_type(v, json_type_int))
+			continue;
+		name_part(part, sizeof(part), k);
+		snprintf(name, sizeof(name),
+			 ci && ci->gauge ? "ftbpf_agent_%s" : "ftbpf_agent_%s_total", part);
+		if (ci)
+			snprintf(help, sizeof(help), "%s", ci->help);
+		else
+			snprintf(help, sizeof(help),
+				 "agent.counters.%s of ftbpf status (no description yet)", part);
+		header(f, name, ci && ci->gauge ? "gauge" : "counter", help);
+		fputs(name, f);
+		value(f, (double)json_object_get_int64(v));
+	}
+}
+
 static void agent_section(FILE *f, struct json_object *agent)
 {
-	struct json_object *c = get(agent, "counters"), *dec = get(agent, "decisions");
-	char part[64], name[96];
+	struct json_object *dec = get(agent, "decisions");
 
 	header(f, "ftbpf_agent_info", "gauge", "the agent's version and BPF program type");
 	fputs("ftbpf_agent_info{version=", f);
@@ -218,18 +322,7 @@ static void agent_section(FILE *f, struct json_object *agent)
 	header(f, "ftbpf_agent_uptime_seconds", "gauge", "seconds since the agent started");
 	fprintf(f, "ftbpf_agent_uptime_seconds");
 	value(f, num(agent, "uptime_s", 0));
-	if (c && json_object_is_type(c, json_type_object)) {
-		json_object_object_foreach (c, k, v) {
-			if (!json_object_is_type(v, json_type_int))
-				continue;
-			name_part(part, sizeof(part), k);
-			snprintf(name, sizeof(name), "ftbpf_agent_%s_total", part);
-			header(f, name, "counter",
-			       "the agent's counter of that name (ftbpf status)");
-			fputs(name, f);
-			value(f, (double)json_object_get_int64(v));
-		}
-	}
+	counters_section(f, get(agent, "counters"));
 	if (dec) {
 		header(f, "ftbpf_decisions_store_reachable", "gauge",
 		       "1 while the decision store (etcd, or the local file) can be reached");

@@ -71,13 +71,11 @@ int fifo_parse_line(const char *line, size_t len, struct fifo_request *ret, char
 	r.release = r.expiration_time < 0;
 	r.sig = SIGKILL;
 	if (json_object_object_get_ex(o, "signal", &v)) {
-		if (!json_object_is_type(v, json_type_int) || (x = json_object_get_int64(v)) < 0 ||
-		    x > 64) {
+		if (!json_object_is_type(v, json_type_int) || (x = json_object_get_int64(v)) > 64) {
 			snprintf(err, errlen, "'signal' must be a signal number");
 			goto out;
 		}
-		if (x)
-			r.sig = (int)x;
+		r.sig = x > 0 ? (int)x : 0; /* torch: zero or negative expires without a kill */
 	}
 	*ret = r;
 	rc = 0;

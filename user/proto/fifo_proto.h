@@ -17,7 +17,8 @@ struct fifo_request {
 	int pid;
 	char scope[TIMER_SCOPE_LEN];
 	double expiration_time;
-	int sig;     /* 0 in the request means SIGKILL, torch's default for FileTimerClient */
+	int sig;     /* absent: SIGKILL (FileTimerClient's default); 0 (zero or negative in the
+		      * request): expire without a signal, as torch's FileTimerServer does */
 	int release; /* expiration_time < 0 */
 };
 

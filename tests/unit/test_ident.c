@@ -1,0 +1,168 @@
+/* Rank identity from a process's environment (user/lib/ident.c): every launcher's variables,
+ * precedence, malformed values. */
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/ident.h"
+
+#define ENV(s) s, sizeof(s) - 1
+
+static void test_ident(void)
+{
+	struct rank_ident r;
+
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("PATH=/bin\0HOME=/root\0"), &r), -ENOENT);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=3\0WORLD_SIZE=8\0LOCAL_RANK=1\0"
+					       "TORCHELASTIC_RUN_ID=abc\0"),
+					   &r),
+			0);
+	CU_ASSERT_EQUAL(r.rank, 3);
+	CU_ASSERT_EQUAL(r.world_size, 8);
+	CU_ASSERT_EQUAL(r.local_rank, 1);
+	CU_ASSERT_EQUAL(r.source, IDENT_TORCH);
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:abc");
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("MASTER_PORT=29500\0RANK=0\0WORLD_SIZE=2\0"
+					       "MASTER_ADDR=10.0.0.1\0"),
+					   &r),
+			0);
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:10.0.0.1:29500");
+	/* torchrun's default run id "none" names no job: two such jobs stay apart */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=0\0WORLD_SIZE=2\0TORCHELASTIC_RUN_ID=none\0"
+					       "MASTER_ADDR=127.0.0.1\0MASTER_PORT=29501\0"),
+					   &r),
+			0);
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:127.0.0.1:29501");
+	/* ... and a loopback master is the same on every host: the job is this host's */
+	CU_ASSERT_TRUE(r.host_local);
+	ident_scope(&r, "node-a");
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:127.0.0.1:29501@node-a");
+	CU_ASSERT_EQUAL(r.restart_count, -1);
+	/* a routable master names the job on every host: no node */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0WORLD_SIZE=2\0MASTER_ADDR=10.1.2.3\0"
+					       "MASTER_PORT=29500\0TORCHELASTIC_RESTART_COUNT=2\0"),
+					   &r),
+			0);
+	CU_ASSERT_FALSE(r.host_local);
+	CU_ASSERT_EQUAL(r.restart_count, 2);
+	ident_scope(&r, "node-a");
+	CU_ASSERT_STRING_EQUAL(r.job, "torch:10.1.2.3:29500");
+	/* localhost, ::1, and no master at all are local too; FTBPF_JOB is the user's name */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=0\0WORLD_SIZE=1\0MASTER_ADDR=localhost\0"
+					       "MASTER_PORT=1\0"),
+					   &r),
+			0);
+	CU_ASSERT_TRUE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=0\0WORLD_SIZE=1\0"), &r), 0);
+	CU_ASSERT_TRUE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=0\0FTBPF_JOB=mine\0"), &r), 0);
+	CU_ASSERT_FALSE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=0\0"), &r), 0);
+	CU_ASSERT_TRUE(r.host_local); /* "default" */
+	CU_ASSERT_TRUE(ident_addr_is_loopback("127.0.0.1"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("127.1.2.3"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("::1"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("LOCALHOST"));
+	CU_ASSERT_TRUE(ident_addr_is_loopback("::ffff:127.0.0.1"));
+	CU_ASSERT_FALSE(ident_addr_is_loopback("10.0.0.1"));
+	CU_ASSERT_FALSE(ident_addr_is_loopback("node127.example"));
+	CU_ASSERT_FALSE(ident_addr_is_loopback("1270.0.0.1"));
+	/* a long id keeps the node whole */
+	{
+		struct rank_ident l = {.host_local = 1};
+
+		memset(l.job, 'x', sizeof(l.job) - 1);
+		l.job[sizeof(l.job) - 1] = 0;
+		ident_scope(&l, "node-b");
+		CU_ASSERT_EQUAL(strlen(l.job), sizeof(l.job) - 1);
+		CU_ASSERT_STRING_EQUAL(l.job + strlen(l.job) - 7, "@node-b");
+	}
+	/* RANK alone (no WORLD_SIZE) is too common a name to mean torch */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0"), &r), -ENOENT);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("OMPI_COMM_WORLD_RANK=5\0OMPI_COMM_WORLD_SIZE=6\0"
+					       "PMIX_NAMESPACE=prterun-x-1@1\0"),
+					   &r),
+			0);
+	CU_ASSERT_EQUAL(r.source, IDENT_OMPI);
+	CU_ASSERT_STRING_EQUAL(r.job, "ompi:prterun-x-1@1");
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("PMI_RANK=2\0PMI_SIZE=4\0SLURM_JOB_ID=77\0"), &r),
+			0);
+	CU_ASSERT_STRING_EQUAL(r.job, "pmi:77");
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=1\0SLURM_STEP_ID=0\0SLURM_JOB_ID=9\0"
+					       "SLURM_NTASKS=2\0"),
+					   &r),
+			0);
+	CU_ASSERT_STRING_EQUAL(r.job, "slurm:9:0");
+	/* batch script: SLURM_PROCID without a real step is not a rank */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=0\0SLURM_STEP_ID=4294967294\0"), &r),
+			-ENOENT);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=1\0FTBPF_JOB=my job\"x\0RANK=9\0"
+					       "WORLD_SIZE=10\0"),
+					   &r),
+			0);
+	CU_ASSERT_EQUAL(r.source, IDENT_FTBPF);
+	CU_ASSERT_STRING_EQUAL(r.job, "my_job_x");
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("FTBPF_RANK=abc\0"), &r), -EINVAL);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=4\0WORLD_SIZE=2\0"), &r), -EINVAL);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=99999999999999999999\0WORLD_SIZE=2\0"), &r),
+			-EINVAL);
+	/* unterminated last variable */
+	CU_ASSERT_EQUAL(ident_from_environ("FTBPF_RANK=7", 12, &r), 0);
+	CU_ASSERT_EQUAL(r.rank, 7);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=1\0SLURM_STEP_ID=0\0SLURM_JOB_ID=9\0"
+					       "SLURM_RESTART_COUNT=3\0"),
+					   &r),
+			0);
+	CU_ASSERT_EQUAL(r.restart_count, 3);
+	CU_ASSERT_FALSE(r.host_local);
+}
+
+/* Wrappers hand the rank over to their child: which programs are wrappers, which rank is the
+ * same. */
+static void test_ident_wrappers(void)
+{
+	struct rank_ident a, b;
+
+	CU_ASSERT_TRUE(ident_is_wrapper("timeout"));
+	CU_ASSERT_TRUE(ident_is_wrapper("bash"));
+	CU_ASSERT_TRUE(ident_is_wrapper("sh"));
+	CU_ASSERT_TRUE(ident_is_wrapper("uv"));
+	CU_ASSERT_FALSE(ident_is_wrapper("python3"));
+	CU_ASSERT_FALSE(ident_is_wrapper("torchrun"));
+	CU_ASSERT_FALSE(ident_is_wrapper("gcc"));
+	CU_ASSERT_FALSE(ident_is_wrapper(""));
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0WORLD_SIZE=2\0MASTER_ADDR=127.0.0.1\0"
+					       "MASTER_PORT=5\0"),
+					   &a),
+			0);
+	b = a;
+	CU_ASSERT_TRUE(ident_same_rank(&a, &b));
+	b.rank = 0;
+	CU_ASSERT_FALSE(ident_same_rank(&a, &b));
+	b = a;
+	ident_scope(&b, "n");
+	CU_ASSERT_FALSE(ident_same_rank(&a, &b));
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("ident", NULL, NULL);
+	CU_add_test(s, "rank identity from environment", test_ident);
+	CU_add_test(s, "wrappers and the same rank", test_ident_wrappers);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return (int)fails;
+}
