@@ -1,60 +1,84 @@
 /* Decisions as events and JSON (status, history). See decide_int.h. */
-#include <errno.h>
 #include <json-c/json.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "agent/decide_int.h"
 #include "agent/eventlog.h"
 #include "agent/store.h"
-#include "agent/timersvc.h"
 #include "agent/views.h"
-#include "ftbpf/slot.h"
-#include "lib/config.h"
-#include "lib/decisions.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
-#include "os/log.h"
-#include "os/pidfd.h"
-#include "os/procfs.h"
 
 /* ---- decisions ---- */
-void dc_log_decision(struct decider *d, struct djob *dj, const char *kind)
+void dc_log_decision(struct decider *d, const struct djob *dj, const char *kind)
 {
 	struct json_object *o = view_event("decision");
+	const struct dp_records *r = &dj->rec;
 
 	jstr(o, "job", dj->id);
 	jint(o, "uid", dj->uid);
 	jstr(o, "kind", kind);
-	jint(o, "generation", (int64_t)dj->gen);
+	jint(o, "generation", (int64_t)r->gen);
 	if (!strcmp(kind, "generation")) {
-		jstr(o, "cause", dec_cause_name(dj->g.cause));
-		jbool(o, "stop", dj->g.stop);
-		jint(o, "resume_step", dj->g.resume_step);
-		jstr(o, "node", *dj->g.node ? dj->g.node : NULL);
-		jstr(o, "by", dj->g.by);
-		jstr(o, "why", dj->g.why);
+		jstr(o, "cause", dec_cause_name(r->g.cause));
+		jbool(o, "stop", r->g.stop);
+		jint(o, "resume_step", r->g.resume_step);
+		jstr(o, "node", *r->g.node ? r->g.node : NULL);
+		jstr(o, "by", r->g.by);
+		jstr(o, "why", r->g.why);
 		{
 			struct json_object *ex = json_object_new_array();
 
-			for (int i = 0; i < dj->g.nexcluded; i++)
-				json_object_array_add(ex,
-						      json_object_new_string(dj->g.excluded[i]));
+			for (int i = 0; i < r->g.nexcluded; i++)
+				json_object_array_add(ex, json_object_new_string(r->g.excluded[i]));
 			json_object_object_add(o, "excluded", ex);
 		}
 	} else {
-		jint(o, "checkpoint", (int64_t)dj->ck_n);
-		jint(o, "step", dj->ck.target);
-		jstr(o, "cause", dec_cause_name(dj->ck.cause));
-		jstr(o, "by", dj->ck.by);
-		jstr(o, "why", dj->ck.why);
+		jint(o, "checkpoint", (int64_t)r->ck_n);
+		jint(o, "step", r->ck.target);
+		jstr(o, "cause", dec_cause_name(r->ck.cause));
+		jstr(o, "by", r->ck.by);
+		jstr(o, "why", r->ck.why);
 	}
-	jstr(o, "node", d->node);
+	jstr(o, "node", d->pc.node);
+	eventlog_emit(d->el, o);
+}
+
+void dc_log_unavailable(struct decider *d, const struct djob *dj, int pid, const char *trigger,
+			const char *why)
+{
+	struct json_object *o = view_event("decision_unavailable");
+
+	jstr(o, "job", dj->id);
+	jint(o, "uid", dj->uid);
+	jint(o, "pid", pid);
+	jstr(o, "trigger", trigger);
+	jstr(o, "why", why);
+	eventlog_emit(d->el, o);
+}
+
+void dc_log_fenced(struct decider *d, const struct djob *dj)
+{
+	struct json_object *o = view_event("fenced");
+
+	jstr(o, "job", dj->id);
+	jint(o, "uid", dj->uid);
+	jstr(o, "node", d->pc.node);
+	jdbl(o, "unreachable_s", (double)dj->rec.unreachable_ms / 1000.0);
+	eventlog_emit(d->el, o);
+}
+
+void dc_log_health(struct decider *d, const struct djob *dj, int failed)
+{
+	struct json_object *o = view_event(failed ? "health_check_failed" : "health_check");
+
+	jstr(o, "job", dj->id);
+	jint(o, "uid", dj->uid);
+	jstr(o, "node", d->pc.node);
+	jint(o, "generation", (int64_t)dj->rec.gen);
 	eventlog_emit(d->el, o);
 }
 
@@ -62,31 +86,36 @@ void dc_log_decision(struct decider *d, struct djob *dj, const char *kind)
 void decide_job_json(struct decider *d, const struct job *j, struct json_object *o)
 {
 	struct djob *dj = dc_find(d, j->uid, j->id, 0);
+	const struct dp_records *r;
 	struct json_object *c;
-	struct local l;
+	struct dp_local l;
 
 	if (!dj) {
 		jint(o, "generation", 0);
 		jnull(o, "checkpoint");
 		return;
 	}
-	jint(o, "generation", (int64_t)dj->gen);
-	if (!dj->ck_n) {
+	r = &dj->rec;
+	jint(o, "generation", (int64_t)r->gen);
+	if (!r->ck_n) {
 		jnull(o, "checkpoint");
 		return;
 	}
-	dc_local_view(j, dj->ck.target, &l);
+	if (dc_gather(d, dj, j) == 0)
+		dp_local(d->rk, d->nrk, r->ck.target, &l);
+	else
+		memset(&l, 0, sizeof(l));
 	c = json_object_new_object();
-	jint(c, "id", (int64_t)dj->ck_n);
-	jint(c, "target", dj->ck.target);
-	jstr(c, "state", dj->ck_done ? "complete" : "requested");
-	jstr(c, "cause", dec_cause_name(dj->ck.cause));
+	jint(c, "id", (int64_t)r->ck_n);
+	jint(c, "target", r->ck.target);
+	jstr(c, "state", r->ck_done ? "complete" : "requested");
+	jstr(c, "cause", dec_cause_name(r->ck.cause));
 	jint(c, "ranks", l.ranks);
 	jint(c, "ranks_saved", l.saved);
-	jint(c, "nodes", dj->nmem);
-	jint(c, "resume_step", dj->last_complete);
+	jint(c, "nodes", r->nmem);
+	jint(c, "resume_step", r->last_complete);
 	json_object_object_add(o, "checkpoint", c);
-	jbool(o, "fenced", dj->fenced);
+	jbool(o, "fenced", dj->mem.fenced);
 }
 
 struct hist_ctx {
@@ -211,7 +240,7 @@ struct json_object *decide_json(struct decider *d)
 {
 	struct json_object *o = json_object_new_object(), *c = json_object_new_object();
 
-	jstr(o, "node", d->node);
+	jstr(o, "node", d->pc.node);
 	json_object_object_add(o, "store", store_json(d->st));
 	jint(c, "claims", (int64_t)d->claims);
 	jint(c, "preemptions", (int64_t)d->preemptions);

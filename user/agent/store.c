@@ -85,7 +85,7 @@ static int local_list(struct store *b, const char *prefix,
 static int local_reachable(struct store *b, uint64_t *last_ok_ms)
 {
 	(void)b;
-	*last_ok_ms = clock_real_ns() / 1000000;
+	*last_ok_ms = clock_mono_ns() / 1000000;
 	return 1;
 }
 
@@ -209,7 +209,7 @@ struct json_object *store_json(struct store *s)
 	jstr(o, "kind", s->ops->kind);
 	jbool(o, "shared", store_shared(s));
 	jbool(o, "reachable", ok);
-	jdbl(o, "last_ok_s_ago", last ? (double)(clock_real_ns() / 1000000 - last) / 1000.0 : -1.0);
+	jdbl(o, "last_ok_s_ago", last ? (double)(clock_mono_ns() / 1000000 - last) / 1000.0 : -1.0);
 	s->ops->counters(s, c);
 	json_object_object_add(o, "counters", c);
 	return o;

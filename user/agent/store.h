@@ -36,7 +36,7 @@ struct store *store_open(const struct store_opts *o, char *err, size_t errlen);
 void store_close(struct store *s);
 /* 1: shared with other nodes (etcd), 0: this node only */
 int store_shared(const struct store *s);
-/* Is the store reachable now? *last_ok_ms: wall-clock ms of the last answer (local: now). */
+/* Is the store reachable now? *last_ok_ms: CLOCK_MONOTONIC ms of the last answer (local: now). */
 int store_reachable(struct store *s, uint64_t *last_ok_ms);
 /* Create key with value unless it exists (first claimer wins). 0 or -errno (queued for etcd). */
 int store_claim(struct store *s, const char *key, const char *value);
@@ -51,7 +51,7 @@ int store_list(struct store *s, const char *prefix,
 int64_t store_lease(struct store *s);
 /*
  * What is known of another agent's lease: 0 with the seconds it had left (-1: expired) and
- * when that was read (wall-clock ms); -EAGAIN when nothing recent is known (a read is queued
+ * when that was read (CLOCK_MONOTONIC ms); -EAGAIN when nothing recent is known (a read is queued
  * now); -ENOTSUP for the local store. Reads are made at most every 0.5 s per lease.
  */
 int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms);

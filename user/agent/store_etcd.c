@@ -83,7 +83,7 @@ struct store_etcd {
 
 static uint64_t now_ms(void)
 {
-	return clock_real_ns() / 1000000;
+	return clock_mono_ns() / 1000000;
 }
 
 static void sleep_ms(int ms)

@@ -1,0 +1,253 @@
+/*
+ * The decision policy, pure: no I/O, no clock of its own, no process. The agent
+ * (agent/decide*.c) gathers the inputs - what the store holds for a job (struct dp_records),
+ * what the job's local ranks do (struct dp_rank, read from their slots and the kernel's
+ * events), the clocks (struct dp_now) - calls the rules below, and carries out what they
+ * return (struct dp_out: records to claim or put, signals, the launcher, events). What the
+ * decider remembers of a job between two looks is struct dp_memory; only these rules change
+ * it. Every rule named in docs/decisions.md is one function here with a unit test
+ * (tests/unit/test_decide_policy.c).
+ */
+#ifndef FTBPF_DECIDE_POLICY_H
+#define FTBPF_DECIDE_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftbpf/slot.h"
+#include "lib/decisions.h"
+
+#define DP_MAX_NODES 64
+#define DP_MAX_GENS  256
+#define DP_MAX_ACTS  512
+#define DP_MAX_PUTS  8
+
+/* The clocks of one look: intervals use mono (I7); wall only stamps records that other hosts
+ * read (when a fault happened). */
+struct dp_now {
+	uint64_t mono_ms;
+	uint64_t wall_ms;
+};
+
+struct dp_config {
+	char node[DEC_NODE_LEN]; /* this node */
+	int shared;		 /* the store is shared with other nodes (etcd) */
+	uint64_t preempt_mask;	 /* signals that mean preemption (bit n: signal n) */
+	int margin;		 /* checkpoint_margin */
+	int restart_exit_code, stop_exit_code;
+	double preempt_grace_s;
+	int max_restarts; /* per restart_window_s; -1 no limit */
+	double restart_window_s;
+	int node_fault_limit;
+	double recovery_wait_s;
+	double fence_after_s;
+	int lease_ttl_s;
+	int health_check; /* a health check is configured */
+};
+
+struct dp_node_report {
+	char node[DEC_NODE_LEN];
+	struct dec_report r;
+};
+
+struct dp_node_member {
+	char node[DEC_NODE_LEN];
+	struct dec_member m;
+};
+
+/* What another agent's lease had left, as read from the store (lease_left). */
+struct dp_lease {
+	int known;	  /* 0: nothing recent (a read was asked for) */
+	int64_t left_s;	  /* -1: expired */
+	uint64_t at_mono; /* when it was read */
+};
+
+/* What the store holds for the job (read each look). */
+struct dp_records {
+	int reachable;		       /* the store answered recently */
+	uint64_t unreachable_ms;       /* for how long it has not (mono), 0 reachable */
+	uint64_t gen;		       /* the current generation (0: the first) */
+	struct dec_gen g;	       /* how it began (when gen > 0) */
+	uint64_t fail_at[DP_MAX_GENS]; /* when each failure generation was decided (wall) */
+	int nfail;
+	char fault_node[DP_MAX_GENS][DEC_NODE_LEN];
+	int nfault;
+	uint64_t ck_n; /* the current generation's latest checkpoint request, 0 none */
+	struct dec_ckpt ck;
+	int ck_done;
+	uint64_t done_at_ms; /* when it was complete (wall) */
+	int64_t last_complete;
+	struct dp_node_report rep[DP_MAX_NODES]; /* reports on request ck_n */
+	int nrep;
+	struct dp_node_member mem[DP_MAX_NODES];
+	int nmem;
+};
+
+/* One local rank of the job (the agent copies back generation, fail_seen, killed_by_agent,
+ * preempted). */
+struct dp_rank {
+	int pid, rank;
+	int exited;
+	int wait_status;       /* as waitpid's */
+	uint64_t exit_wall_ms; /* when it ended (wall), 0 unknown */
+	int has_slot, registered;
+	int64_t step, saved; /* from its slot: the step reached, the last step saved (-1) */
+	int started_known;
+	uint64_t start_wall_ms; /* when its process started (wall) */
+	uint64_t generation;	/* the generation it runs in */
+	int preempted, killed_by_agent, fail_seen;
+};
+
+/* The local ranks as one report. */
+struct dp_local {
+	int ranks, saved, live;
+	int64_t max_step;
+};
+
+/* What the decider remembers of one job between looks. */
+struct dp_memory {
+	uint64_t applied_gen;			/* whose consequences were carried out here */
+	uint64_t seen_gen, seen_ck, seen_done;	/* decisions already logged */
+	uint64_t claimed_gen_ms, claimed_ck_ms; /* a claim in flight (mono) */
+	uint64_t req_ms, done_ms;		/* the current request: seen, completed (mono) */
+	int final_claimed;
+	uint64_t step_prev, step_prev_ms;
+	double steps_per_s;
+	int retargets;
+	int fenced;
+	char prev_mem[DP_MAX_NODES][DEC_NODE_LEN]; /* members at the last look, with ranks */
+	uint64_t prev_gen[DP_MAX_NODES];
+	int nprev;
+	char lost[DP_MAX_NODES][DEC_NODE_LEN]; /* members lost (their lease, confirmed) */
+	uint64_t lost_ms[DP_MAX_NODES];	       /* since (mono) */
+	uint64_t lost_wall[DP_MAX_NODES];      /* since (wall: the fault's time in gen/) */
+	uint64_t lost_gen[DP_MAX_NODES];
+	int nlost;
+	char suspect[DP_MAX_NODES][DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
+	uint64_t suspect_ms[DP_MAX_NODES];
+	int nsuspect;
+	int health_failed;
+	int launcher_stopped;
+	uint64_t hang_claimed; /* the generation a hard timeout was claimed for */
+};
+
+/* ---- what a look asks the agent to do ---- */
+enum dp_act_kind {
+	DP_ACT_SIGNAL,	      /* signal ranks[rank] (SIGTERM: SIGKILL after the grace) */
+	DP_ACT_STOP_LAUNCHER, /* stop the launcher of the job's ranks here */
+	DP_ACT_HEALTH_CHECK,  /* start the health check */
+	DP_ACT_LOG_DECISION,  /* log the current decision of kind why ("generation", ...) */
+	DP_ACT_FENCED,	      /* log: the job is fenced here */
+	DP_ACT_UNAVAILABLE,   /* log: a trigger found the store unreachable (why) */
+};
+
+struct dp_act {
+	enum dp_act_kind kind;
+	int rank; /* index into the ranks given */
+	int sig;
+	char why[DEC_WHY_LEN];
+};
+
+struct dp_write {
+	int claim;  /* create-only (first claimer wins); else a put */
+	int leased; /* a put that vanishes with this agent */
+	char rel[DEC_KEY_LEN];
+	char value[DEC_VALUE_MAX];
+};
+
+struct dp_out {
+	struct dp_act acts[DP_MAX_ACTS];
+	int nacts;
+	struct dp_write writes[DP_MAX_PUTS];
+	int nwrites;
+};
+
+/* ---- rules (each tested on its own) ---- */
+/* A rank's abnormal end, on its own: not by our action, not a preemption that killed it, not
+ * the exit codes the decisions asked for. */
+int dp_abnormal_exit(const struct dp_config *c, const struct dp_rank *k);
+/* Did the rank's process start at or after wall_ms (a launcher's restarted worker)? Start times
+ * are in clock ticks (10 ms). */
+int dp_started_since(const struct dp_rank *k, uint64_t wall_ms);
+/* What rank k is told to do: FTBPF_ACT_NONE, _RESTART or _STOP. */
+uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
+			 const struct dp_memory *m, const struct dp_rank *k);
+/* The decision as the rank's slot holds it (seq not set). */
+void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+	     const struct dp_rank *k, struct ftbpf_slot_decision *ret);
+/* The local ranks' report on a request at target (target < 0: none). */
+void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
+/* The job's step rate, updated from the highest step reached. */
+void dp_step_rate(struct dp_memory *m, const struct dp_local *l, const struct dp_now *now);
+/* How many steps past the highest a target must be: the step rate times the store's latency,
+ * doubled at every re-target, at least the configured margin. */
+int dp_margin(const struct dp_config *c, const struct dp_memory *m);
+/* Does the generation leave node out? */
+int dp_excluded(const struct dec_gen *g, const char *node);
+const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
+/* Is the checkpoint request complete: every member node with ranks (not left out) reported all
+ * of its ranks saved (l: this node's own ranks, fresher than its report)? */
+int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l);
+/* Who a new generation leaves out (into g): the lost node, other lost nodes after
+ * recovery_wait, nodes that failed their health check, a node at node_fault_limit faults. */
+void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		  const struct dp_now *now, struct dec_gen *g);
+/* Is a signal to rank k a preemption? 1 yes, 0 not one (not preempting, from the agent or the
+ * process itself), -1 a signal a launcher sends to ranks told to exit (counted). */
+int dp_is_preemption(const struct dp_config *c, const struct dp_records *r,
+		     const struct dp_memory *m, const struct dp_rank *ranks, int n, int k, int sig,
+		     uint32_t sender_pid, uint32_t agent_pid);
+
+/* ---- one look at a job, in order ---- */
+/* New decisions in the store: logged once; claims in flight settled. */
+void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp_now *now,
+		struct dp_out *out);
+/* Fence the job here: the shared store unreachable for fence_after while other nodes have
+ * ranks of the job. 1 fenced (its ranks are signalled once), 0 not. */
+int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+	     struct dp_rank *ranks, int n, struct dp_out *out);
+/* This node's member record. */
+void dp_member_record(const struct dp_config *c, const struct dp_records *r,
+		      const struct dp_memory *m, const struct dp_local *l, int64_t lease,
+		      struct dp_out *out);
+/* Members that vanished (their lease expired) are lost; a lost node whose member is back is
+ * not. */
+void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		 const struct dp_now *now);
+/* The mesh declared node dead: suspect it (its lease has the last word). */
+void dp_peer_dead(struct dp_memory *m, const struct dp_records *r, const char *node,
+		  const struct dp_now *now);
+/* The mesh sees node alive again. */
+void dp_peer_alive(struct dp_memory *m, const char *node);
+/* Suspects whose lease (leases[i] for suspect i) shows they stopped renewing are lost. */
+void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
+			 const struct dp_lease *leases, const struct dp_now *now);
+/* A new generation here: older ranks end, the launcher stops when left out or stopped, else
+ * the health check runs. */
+void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+			 struct dp_rank *ranks, int n, struct dp_out *out);
+/* Failures into a claim for the next generation: a rank's abnormal end, the hard timeout
+ * (hard: the job is past it), a lost node. */
+void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		 struct dp_rank *ranks, int n, int hard, const char *hard_why,
+		 const struct dp_now *now, struct dp_out *out);
+/* The checkpoint in progress: report, re-target, complete; the final save of a grace. */
+void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *r,
+			    struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
+			    struct dp_out *out);
+/* A preemption signal or an operator's request: claim a checkpoint. 0 claimed (or joined),
+ * -EBUSY one is in progress, -EAGAIN the store is unreachable. */
+int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
+			  struct dp_memory *m, const struct dp_local *l, enum dec_cause cause,
+			  const char *why, const struct dp_now *now, int64_t *ret_step,
+			  struct dp_out *out);
+
+/* The claims a rule makes (exposed for the tests). */
+void dp_claim_ckpt(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		   int64_t target, enum dec_cause cause, const char *why, const struct dp_now *now,
+		   struct dp_out *out);
+void dp_claim_gen(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		  enum dec_cause cause, const char *node, uint64_t fault_wall_ms, const char *why,
+		  const struct dp_now *now, struct dp_out *out);
+
+#endif
