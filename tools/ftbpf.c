@@ -391,6 +391,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cmd = argv[i++];
+	if (!strcmp(cmd, "decisions") && i < argc && !strcmp(argv[i], "reset")) {
+		cmd = "decisions_reset"; /* ftbpf decisions reset JOB */
+		i++;
+	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;

@@ -61,6 +61,25 @@ has_event decision ".kind==\"generation\" and .job==\"$JOB\" and .generation==2 
 	pass "generation 2 is a stop" || fail "no stop decision"
 ftbpf decisions | grep -q "generation (stop)" && pass "ftbpf decisions shows the stop" || fail "ftbpf decisions: $(ftbpf decisions)"
 
+# a relaunch of the job (a new launcher, after the stop) is a new run: its own budget,
+# history and stop; `ftbpf decisions reset` forgets them all
+RUN1=$(events_of decision | jq -r "select(.job==\"$JOB\" and .stop) | .run" | tail -1)
+D3=$T/rerun; mkdir -p "$D3"
+/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D3" --job $JOB \
+	-- "$B/examples/c_loop" --dir "$D3" --rank "{rank}" --step-ms 50 &
+L3=$!; WORKLOAD_PIDS+=($L3)
+wait_until 20 bash -c "grep -qs START '$D3/log.0' && grep -qs START '$D3/log.1'" || fail "the relaunch did not start"
+sleep 2
+grep -q "START.*generation 0 from step 0" "$D3/log.0" && kill -0 $L3 2>/dev/null &&
+	pass "relaunched after the stop: a new run (generation 0, from step 0), it trains" ||
+	fail "relaunch: $(cat "$D3/log.0"); launcher alive: $(kill -0 $L3 2>/dev/null && echo yes || echo no)"
+RUN2=$(status_json | jq "[.jobs[] | select(.job==\"$JOB\") | .run][0]")
+[ "$RUN2" -gt "$RUN1" ] 2>/dev/null && pass "status: run $RUN2 (the stopped one was run $RUN1)" || fail "runs: $RUN1 then $RUN2"
+kill -TERM $L3; wait $L3 2>/dev/null
+sleep 2 # what the stop of the relaunch decided is in the store
+ftbpf decisions reset $JOB >"$T/reset.out" 2>&1 && ! ftbpf decisions --json | jq -e ".decisions[] | select(.job==\"$JOB\")" >/dev/null &&
+	pass "ftbpf decisions reset $JOB: no decision of it left" || fail "reset: $(cat "$T/reset.out"); $(ftbpf decisions --json | jq -c '.decisions | length')"
+
 # ranks run by hand from a script: ranks it starts again after a failure are of the new
 # generation (not ended as old ones), and the stop ends the ranks but never the script (a
 # shell is not a launcher)

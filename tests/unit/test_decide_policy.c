@@ -32,6 +32,7 @@ static void reset(void)
 	cfg.node_fault_limit = 2;
 	cfg.recovery_wait_s = 0;
 	cfg.fence_after_s = 3;
+	cfg.hold_after_s = 1.5;
 	cfg.lease_ttl_s = 3;
 	memset(&rec, 0, sizeof(rec));
 	rec.reachable = 1;
@@ -45,9 +46,10 @@ static void reset(void)
 		rk[i].rank = i;
 		rk[i].has_slot = rk[i].registered = 1;
 		rk[i].step = 10;
-		rk[i].saved = -1;
+		rk[i].saved = rk[i].saving = rk[i].ack = -1;
+		rk[i].saved_here = 1;
 		rk[i].started_known = 1;
-		rk[i].start_wall_ms = now.wall_ms - 60000;
+		rk[i].start_ms = now.mono_ms - 60000;
 	}
 }
 
@@ -134,10 +136,10 @@ static void test_abnormal_exit(void)
 static void test_started_since(void)
 {
 	reset();
-	rk[0].start_wall_ms = now.wall_ms;
-	CU_ASSERT_TRUE(dp_started_since(&rk[0], now.wall_ms - 1000));
-	CU_ASSERT_TRUE(dp_started_since(&rk[0], now.wall_ms + 5)); /* clock ticks: 10 ms */
-	CU_ASSERT_FALSE(dp_started_since(&rk[0], now.wall_ms + 1000));
+	rk[0].start_ms = now.mono_ms;
+	CU_ASSERT_TRUE(dp_started_since(&rk[0], now.mono_ms - 1000));
+	CU_ASSERT_TRUE(dp_started_since(&rk[0], now.mono_ms + 5)); /* clock ticks: 10 ms */
+	CU_ASSERT_FALSE(dp_started_since(&rk[0], now.mono_ms + 1000));
 	rk[0].started_known = 0;
 	CU_ASSERT_FALSE(dp_started_since(&rk[0], 0));
 }
@@ -166,10 +168,10 @@ static void test_told_to_exit(void)
 	rec.ck_n = 1;
 	rec.ck.cause = DEC_CAUSE_PREEMPTION;
 	rec.ck_done = 1;
-	rec.done_at_ms = now.wall_ms - 1000;
+	mem.done_ms = now.mono_ms - 1000; /* seen complete here then */
 	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_RESTART);
 	rk[1].generation = 1;
-	rk[1].start_wall_ms = now.wall_ms;
+	rk[1].start_ms = now.mono_ms;
 	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[1]), FTBPF_ACT_NONE);
 	/* an operator's checkpoint: nobody exits */
 	rec.ck.cause = DEC_CAUSE_OPERATOR;
@@ -261,7 +263,8 @@ static void test_claim_retry(void)
 	CU_ASSERT_EQUAL(out.nwrites, 2);
 }
 
-/* rule: re-target when a rank is past the target without having saved it */
+/* rule: re-target when a rank is past the bound step and was never told to save it (it waited
+ * too long at a boundary); a rank told to save (an asynchronous save) is not one */
 static void test_retarget(void)
 {
 	struct dp_local l;
@@ -273,7 +276,16 @@ static void test_retarget(void)
 	rec.ck.id = 1;
 	rec.ck.target = 8;
 	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	rec.bound = 1;
+	rec.bind_target = 8;
 	member("n1", 2, 0);
+	rk[0].saving = rk[1].saving = 8; /* told, saving asynchronously: no re-target */
+	dp_local(rk, 2, 8, &l);
+	CU_ASSERT_EQUAL(l.missed, 0);
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_EQUAL(claimed_ckpt(&c), -ENOENT);
+	rk[0].saving = rk[1].saving = -1;
+	out.nwrites = 0;
 	dp_local(rk, 2, 8, &l); /* both at step 10, none saved 8 */
 	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
 	CU_ASSERT_EQUAL(claimed_ckpt(&c), 0);
@@ -292,6 +304,8 @@ static void test_complete(void)
 	rec.ck_n = 1;
 	rec.ck.id = 1;
 	rec.ck.target = 12;
+	rec.bound = 1;
+	rec.bind_target = 12;
 	member("n1", 2, 0);
 	member("n2", 2, 0);
 	rk[0].saved = rk[1].saved = 12;
@@ -311,6 +325,244 @@ static void test_complete(void)
 	rec.g.nexcluded = 1;
 	strcpy(rec.g.excluded[0], "n2");
 	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+}
+
+/* rule I2: complete only when every rank of the job's world (WORLD_SIZE, all nodes) saved the
+ * bound step: a node lost mid-checkpoint does not drop out of the count; a rank that saved and
+ * then ended still counts; a save of an older generation does not */
+static void test_complete_world(void)
+{
+	struct dp_local l;
+
+	reset();
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.bound = 1;
+	rec.bind_target = 12;
+	member("n1", 2, 0); /* n2's member key is gone: its agent died */
+	for (int i = 0; i < 2; i++) {
+		rk[i].world_size = 4;
+		rk[i].saved = rk[i].step = 12;
+	}
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.world, 4);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l)); /* 2 of 4: n2's ranks never saved */
+	report("n2", 2, 2);			      /* n2 reported its saves before it died */
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	rk[1].exited = 1; /* saved, then ended */
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.saved, 2);
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	rk[0].saved_here = 0; /* saved in an older generation (a fencing token that is stale) */
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.saved, 1);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	rec.bound = 0; /* never before the step is bound */
+	rk[0].saved_here = 1;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+}
+
+/* rule: acknowledged targets (seed 002): the step binds only once every rank of the world saw
+ * the request (its own acknowledgement at a step boundary, or the boundary by which it must
+ * have, read by its agent right after writing it), at the highest such boundary + 1 */
+static void test_bind(void)
+{
+	struct dp_local l;
+	int64_t t = -1;
+
+	reset();
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	member("n1", 2, 0);
+	member("n3", 2, 0);
+	for (int i = 0; i < 2; i++)
+		rk[i].world_size = 4;
+	rk[0].ack = 40;
+	dp_local(rk, 2, -1, &l);
+	CU_ASSERT_FALSE(dp_all_acked(&cfg, &rec, &l, &t));
+	rk[1].ack = 41;
+	dp_local(rk, 2, -1, &l);
+	CU_ASSERT_EQUAL(l.acked, 2);
+	CU_ASSERT_EQUAL(l.max_ack, 41);
+	CU_ASSERT_FALSE(dp_all_acked(&cfg, &rec, &l, &t)); /* n3's agent is paused: no report */
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_FALSE(claimed("bind/"));
+	report("n3", 2, 0);
+	rec.rep[0].r.acked = 2;
+	rec.rep[0].r.max_ack = 44; /* it was late: its ranks ran on to step 43 */
+	CU_ASSERT_TRUE(dp_all_acked(&cfg, &rec, &l, &t));
+	CU_ASSERT_EQUAL(t, 45);
+	out.nwrites = 0;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_TRUE(claimed("bind/00000000000000000000/00000000000000000001"));
+	/* the slot: pending (no step) until bound */
+	{
+		struct ftbpf_slot_decision x;
+
+		dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+		CU_ASSERT_EQUAL(x.ckpt_state, FTBPF_CK_PENDING);
+		CU_ASSERT_EQUAL(x.ckpt_step, -1);
+		rec.bound = 1;
+		rec.bind_target = 45;
+		dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+		CU_ASSERT_EQUAL(x.ckpt_state, FTBPF_CK_REQUESTED);
+		CU_ASSERT_EQUAL(x.ckpt_step, 45);
+	}
+}
+
+/* rule I3: every rank of a generation resumes from the step it began with, even when a later
+ * checkpoint completes in it */
+static void test_resume_per_generation(void)
+{
+	struct ftbpf_slot_decision x;
+
+	reset();
+	rec.run_resume = 7;
+	dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+	CU_ASSERT_EQUAL(x.resume_step, 7); /* generation 0: where the run began */
+	rec.gen = 2;
+	rec.g.generation = 2;
+	rec.g.resume_step = 30;
+	rec.last_complete = 60; /* an operator's checkpoint completed in generation 2 */
+	rk[0].generation = 2;
+	dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+	CU_ASSERT_EQUAL(x.resume_step, 30);
+}
+
+/* rule: a completed preemption begins the next generation (not charged to the budget): its
+ * ranks exit by themselves (not signalled), the requeued ones resume from the saved step */
+static void test_preemption_generation(void)
+{
+	struct dp_local l = {.ranks = 2, .max_step = 51};
+	struct dec_gen g;
+
+	reset();
+	cfg.max_restarts = 0;
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	rec.bound = 1;
+	rec.bind_target = 50;
+	rec.ck_done = 1;
+	rec.done_at_ms = now.wall_ms - 5;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_PREEMPTION);
+	CU_ASSERT_EQUAL(g.resume_step, 50);
+	CU_ASSERT_FALSE(g.stop);
+	rec.gen = 1;
+	rec.g = g;
+	out.nacts = 0;
+	dp_observe(&mem, &rec, &now, &out);
+	dp_apply_generation(&cfg, &rec, &mem, rk, 2, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 0);
+	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_RESTART);
+}
+
+/* rule I5: no preemption is lost - one during an operator's checkpoint is that checkpoint; one
+ * while the store is unreachable is claimed when it is back; one overtaken by a failure is said */
+static void test_preemption_pending(void)
+{
+	struct dp_local l = {.ranks = 2, .max_step = 20};
+	struct dp_now t = now;
+	struct dec_gen g;
+	int64_t step;
+
+	reset();
+	rec.ck_n = 1; /* an operator's checkpoint in progress */
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_OPERATOR;
+	CU_ASSERT_EQUAL(dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t,
+					      &step, &out),
+			-EBUSY);
+	CU_ASSERT_NOT_EQUAL(mem.preempt_ms, 0);
+	rec.bound = 1;
+	rec.bind_target = 22;
+	rec.ck_done = 1;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_PREEMPTION);
+	CU_ASSERT_EQUAL(g.resume_step, 22);
+	CU_ASSERT_EQUAL(mem.preempt_ms, 0);
+	/* unreachable: an event now, a claim when it is back */
+	reset();
+	rec.reachable = 0;
+	CU_ASSERT_EQUAL(dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t,
+					      &step, &out),
+			-EAGAIN);
+	CU_ASSERT_EQUAL(count(DP_ACT_UNAVAILABLE), 1);
+	rec.reachable = 1;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_TRUE(claimed("ckpt/"));
+	/* a failure generation first: said why */
+	reset();
+	dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t, &step, &out);
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.cause = DEC_CAUSE_RANK_DIED;
+	out.nacts = 0;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_PREEMPTION_LOST), 1);
+	CU_ASSERT_EQUAL(mem.preempt_ms, 0);
+	/* the store away for longer than any grace: said, not claimed late */
+	reset();
+	rec.reachable = 0;
+	dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t, &step, &out);
+	rec.reachable = 1;
+	t.mono_ms += 121000;
+	out.nacts = 0;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_PREEMPTION_LOST), 1);
+	CU_ASSERT_FALSE(claimed("ckpt/"));
+}
+
+/* rule: one fault, one generation - a node lost with ranks of an older generation (a host
+ * dying: its ranks' peers failed first and began the generation) is not a new fault */
+static void test_one_fault_one_generation(void)
+{
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.cause = DEC_CAUSE_RANK_DIED;
+	member("n1", 2, 1);
+	member("n3", 2, 0); /* its agent died before it saw generation 1 */
+	dp_vanished(&cfg, &rec, &mem, &now);
+	rec.nmem = 1;
+	dp_vanished(&cfg, &rec, &mem, &now);
+	CU_ASSERT_EQUAL(mem.nlost, 0);
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	CU_ASSERT_EQUAL(out.nwrites, 0);
+	/* a node in the current generation that is lost is a new fault */
+	member("n3", 2, 1);
+	dp_vanished(&cfg, &rec, &mem, &now);
+	rec.nmem = 1;
+	dp_vanished(&cfg, &rec, &mem, &now);
+	CU_ASSERT_EQUAL(mem.nlost, 1);
+}
+
+/* rule: a run - a relaunch is a new run (its budget, history, stop), the restarts its launcher
+ * makes (the same launcher, or a restart count) stay in it; a node joins the latest run */
+static void test_run_choose(void)
+{
+	struct dec_launch mine = {.run = 3, .nlaunchers = 1};
+	int fresh;
+
+	strcpy(mine.launchers[0], "100:5");
+	CU_ASSERT_EQUAL(dp_run_choose(NULL, 0, "100:5", -1, &fresh), 1); /* the first launch */
+	CU_ASSERT_TRUE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(NULL, 3, "100:5", -1, &fresh), 3); /* joins the run */
+	CU_ASSERT_FALSE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 3, "100:5", -1, &fresh), 3); /* its launcher */
+	CU_ASSERT_FALSE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 3, "200:9", -1, &fresh), 4); /* a relaunch */
+	CU_ASSERT_TRUE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 3, "200:9", 1, &fresh), 3); /* a requeue */
+	CU_ASSERT_FALSE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 4, "200:9", -1, &fresh),
+			4); /* another node began it */
+	CU_ASSERT_FALSE(fresh);
 }
 
 /* rule: the restart budget: max_restarts failures within the window, then stop */
@@ -434,8 +686,13 @@ static void test_fence(void)
 	member("n1", 2, 0);
 	member("n2", 2, 0);
 	rec.reachable = 0;
-	rec.unreachable_ms = 2000;
+	rec.unreachable_ms = 1000;
 	CU_ASSERT_FALSE(dp_fence(&cfg, &rec, &mem, rk, 2, &out));
+	rec.unreachable_ms = 2000; /* I6: hold before the lease (3 s) may run out */
+	CU_ASSERT_TRUE(dp_fence(&cfg, &rec, &mem, rk, 2, &out));
+	CU_ASSERT_TRUE(mem.held);
+	CU_ASSERT_EQUAL(count(DP_ACT_HOLD), 1);
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 0);
 	rec.unreachable_ms = 3000;
 	CU_ASSERT_TRUE(dp_fence(&cfg, &rec, &mem, rk, 2, &out));
 	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 2);
@@ -445,6 +702,8 @@ static void test_fence(void)
 	rec.reachable = 1;
 	CU_ASSERT_FALSE(dp_fence(&cfg, &rec, &mem, rk, 2, &out));
 	CU_ASSERT_FALSE(mem.fenced);
+	CU_ASSERT_FALSE(mem.held);
+	CU_ASSERT_EQUAL(count(DP_ACT_HOLD), 2); /* and its end */
 	/* a job with no other node is not fenced */
 	reset();
 	member("n1", 2, 0);
@@ -495,7 +754,10 @@ static void test_suspects(void)
 	CU_ASSERT_EQUAL(mem.nlost, 0);
 	CU_ASSERT_EQUAL(mem.nsuspect, 1);
 	l[0].left_s = 0;
-	dp_confirm_suspects(&mem, &rec, l, &t); /* it stopped renewing */
+	dp_confirm_suspects(&mem, &rec, l, &t); /* I6: paused, not lost before its lease ends */
+	CU_ASSERT_EQUAL(mem.nlost, 0);
+	l[0].left_s = -1;
+	dp_confirm_suspects(&mem, &rec, l, &t); /* expired */
 	CU_ASSERT_EQUAL(mem.nlost, 1);
 	CU_ASSERT_EQUAL(mem.nsuspect, 0);
 	dp_peer_alive(&mem, "n2");
@@ -514,8 +776,8 @@ static void test_apply_generation(void)
 	cfg.health_check = 1;
 	rec.gen = 1;
 	rec.g.generation = 1;
-	rec.g.at_ms = now.wall_ms - 1000;
-	rk[1].start_wall_ms = now.wall_ms; /* restarted after the fault */
+	mem.gen_seen_ms = now.mono_ms - 1000; /* seen here a second ago */
+	rk[1].start_ms = now.mono_ms;	      /* restarted after the fault */
 	dp_apply_generation(&cfg, &rec, &mem, rk, 2, &out);
 	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 1);
 	CU_ASSERT_EQUAL(out.acts[0].rank, 0);
@@ -526,12 +788,27 @@ static void test_apply_generation(void)
 	out.nacts = 0;
 	dp_apply_generation(&cfg, &rec, &mem, rk, 2, &out); /* once */
 	CU_ASSERT_EQUAL(out.nacts, 0);
+	/* I7: a rank that failed here before the decision arrived: its launcher's restart of the
+	 * others, started after that failure but before we saw the decision, is of it */
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	mem.gen_seen_ms = now.mono_ms;
+	rk[0].exited = 1;
+	rk[0].wait_status = 1 << 8;
+	rk[0].exit_ms = now.mono_ms - 3000;
+	rk[1].start_ms = now.mono_ms - 2000; /* restarted after rank 0's failure */
+	rk[2].start_ms = now.mono_ms - 5000; /* an old one */
+	dp_apply_generation(&cfg, &rec, &mem, rk, 3, &out);
+	CU_ASSERT_EQUAL(rk[1].generation, 1);
+	CU_ASSERT_EQUAL(rk[2].generation, 0);
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 1);
 	/* left out: the launcher is stopped */
 	reset();
 	rec.gen = 1;
 	rec.g.generation = 1;
 	rec.g.nexcluded = 1;
-	rec.g.at_ms = now.wall_ms - 1000;
+	mem.gen_seen_ms = now.mono_ms;
 	strcpy(rec.g.excluded[0], "n1");
 	dp_apply_generation(&cfg, &rec, &mem, rk, 2, &out);
 	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 2);
@@ -569,7 +846,6 @@ static void test_final_save(void)
 	rec.ck.id = 1;
 	rec.ck.cause = DEC_CAUSE_PREEMPTION;
 	rec.ck_done = 1;
-	rec.done_at_ms = now.wall_ms - 1000;
 	mem.req_ms = t.mono_ms;
 	mem.done_ms = t.mono_ms + 1000; /* it took 1 s */
 	t.mono_ms += 5000;
@@ -604,6 +880,28 @@ static void test_member_record(void)
 	CU_ASSERT_EQUAL(m.lease, 9);
 }
 
+/* rule I1: a job local to its host (torchrun's defaults: master 127.0.0.1:29500 on every
+ * host) never shares decisions with another host's */
+static void test_job_key(void)
+{
+	char k[128];
+
+	dp_job_key("torch:127.0.0.1:29500", "10.0.0.1:7946", k, sizeof(k));
+	CU_ASSERT_STRING_EQUAL(k, "torch:127.0.0.1:29500@10.0.0.1:7946");
+	dp_job_key("torch:localhost:29500", "h2", k, sizeof(k));
+	CU_ASSERT_STRING_EQUAL(k, "torch:localhost:29500@h2");
+	dp_job_key("torch::29500", "h2", k, sizeof(k)); /* no MASTER_ADDR */
+	CU_ASSERT_STRING_EQUAL(k, "torch::29500@h2");
+	dp_job_key("torch:10.1.2.3:29500", "h2", k, sizeof(k)); /* a real master: shared */
+	CU_ASSERT_STRING_EQUAL(k, "torch:10.1.2.3:29500");
+	dp_job_key("torch:myrun", "h2", k, sizeof(k)); /* a run id */
+	CU_ASSERT_STRING_EQUAL(k, "torch:myrun");
+	dp_job_key("torch:127.0.0.1:29500@h1", "h2", k, sizeof(k)); /* scoped already */
+	CU_ASSERT_STRING_EQUAL(k, "torch:127.0.0.1:29500@h1");
+	dp_job_key("slurm:77:0", "h2", k, sizeof(k));
+	CU_ASSERT_STRING_EQUAL(k, "slurm:77:0");
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -622,6 +920,14 @@ int main(void)
 	CU_add_test(s, "claims retried after a second", test_claim_retry);
 	CU_add_test(s, "re-target", test_retarget);
 	CU_add_test(s, "complete", test_complete);
+	CU_add_test(s, "I2: complete by the world size", test_complete_world);
+	CU_add_test(s, "acknowledged targets", test_bind);
+	CU_add_test(s, "I3: resume per generation", test_resume_per_generation);
+	CU_add_test(s, "a completed preemption begins a generation", test_preemption_generation);
+	CU_add_test(s, "I5: preemptions not lost", test_preemption_pending);
+	CU_add_test(s, "one fault, one generation", test_one_fault_one_generation);
+	CU_add_test(s, "runs", test_run_choose);
+	CU_add_test(s, "I1: host-local jobs", test_job_key);
 	CU_add_test(s, "restart budget, then stop", test_budget_stop);
 	CU_add_test(s, "a failure counts once, in its generation", test_failure_once);
 	CU_add_test(s, "hard timeout", test_hang);

@@ -79,7 +79,7 @@ static void test_malformed(void)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CU_ASSERT(dec_gen_parse(bad[i], &g) < 0);
 	CU_ASSERT(dec_ckpt_parse("{\"generation\":0,\"id\":1}", &c) < 0); /* no target */
-	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":3,\"max_step\":1}", &r) < 0);
+	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":-1,\"max_step\":1}", &r) < 0);
 	CU_ASSERT(dec_done_parse("{\"step\":\"5\"}", &d) < 0);
 }
 

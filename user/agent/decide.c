@@ -71,7 +71,13 @@ static void tick_job(struct decider *d, struct djob *dj)
 	struct dp_local l;
 	struct dp_now now;
 
+	if (!dj->run && j) { /* an agent restarted: its ranks registered with the earlier one */
+		for (int i = 0; i < j->nmembers && !dj->run; i++)
+			if (!j->members[i]->s.exited && j->members[i]->dec_written)
+				dc_choose_run(d, dj, j, j->members[i]);
+	}
 	dc_load(d, dj);
+	dc_log_refused(d, dj);
 	if (dc_gather(d, dj, j) < 0)
 		return;
 	dc_now(&now);
@@ -97,6 +103,7 @@ static void tick_job(struct decider *d, struct djob *dj)
 			    j && j->res.hard && !j->res.failed && j->res.live > 0,
 			    j ? j->res.why : "", &now, &d->out);
 		dp_checkpoint_progress(&d->pc, r, m, &l, &now, &d->out);
+		dp_preemption_pending(&d->pc, r, m, &l, &now, &d->out);
 		if (m->retargets > retargets)
 			d->retargets++;
 	}
@@ -113,9 +120,18 @@ void decide_tick(struct decider *d)
 		if (participates(j))
 			dc_find(d, j->uid, j->id, 1);
 	}
-	for (int i = 0; i < d->njobs; i++)
-		if (local_job(d, d->jobs[i]))
+	for (int i = 0; i < d->njobs; i++) {
+		if (!local_job(d, d->jobs[i]))
+			continue;
+		/* a look that settled a claim here, or wrote a request into slots, is followed by
+		 * another at once (a step of the agreement per look, not per scan) */
+		for (int pass = 0; pass < 4; pass++) {
+			d->again = 0;
 			tick_job(d, d->jobs[i]);
+			if (!d->again)
+				break;
+		}
+	}
 }
 
 /* ---- triggers ---- */
@@ -138,8 +154,12 @@ void decide_on_signal(struct decider *d, struct rank *k, int sig, uint32_t sende
 	if (p == 0)
 		return;
 	k->preempted = 1;
-	if (p < 0) {
+	if (p < 0) { /* I5: said, not silently dropped */
 		d->ignored_signals++;
+		dc_log_preemption(
+		    d, dj, k->pid, "preemption_ignored",
+		    "the job's ranks were told to exit (a restart or stop was decided, "
+		    "or a rank failed): a signal to them is their launcher's");
 		return;
 	}
 	dc_now(&now);
@@ -201,11 +221,19 @@ void decide_rank_registered(struct decider *d, struct rank *k)
 
 	if (!dj || !k->slot)
 		return;
+	dc_choose_run(d, dj, k->job, k);
 	dc_load(d, dj);
 	k->generation = dj->rec.gen;
 	k->dec_written = 0;
 	if (dc_gather(d, dj, k->job) == 0 && (i = rank_index(d, k)) >= 0)
 		dc_write_slot(d, dj, i);
+}
+
+int decide_reset(struct decider *d, uid_t uid, const char *job)
+{
+	struct djob *dj = dc_find(d, uid, job, 1);
+
+	return dj ? dc_reset(d, dj) : -ENOMEM;
 }
 
 /* ---- lifecycle ---- */
@@ -238,6 +266,10 @@ struct decider *decider_new(const struct decide_opts *o)
 	pc->fence_after_s = cfg->fence_after_s;
 	pc->lease_ttl_s = (int)cfg->etcd_lease_ttl_s;
 	pc->health_check = *cfg->health_check != 0;
+	/* hold before our lease may run out (we renew it every third of its TTL) */
+	pc->hold_after_s = cfg->etcd_lease_ttl_s / 2;
+	if (pc->hold_after_s > cfg->fence_after_s)
+		pc->hold_after_s = cfg->fence_after_s;
 	return d;
 }
 

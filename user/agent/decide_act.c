@@ -151,6 +151,9 @@ void dc_write_slot(struct decider *d, struct djob *dj, int i)
 
 	if (!k->slot)
 		return;
+	/* what this process runs in (a restarted agent reads it) and whether to hold */
+	__atomic_store_n(&k->slot->own_generation, k->generation, __ATOMIC_RELEASE);
+	__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
 	dp_slot(&d->pc, &dj->rec, &dj->mem, &d->rk[i], &x);
 	/* write only what changed (FNV-1a over the decision) */
 	for (size_t b = 0; b < sizeof(x); b++)
@@ -166,14 +169,22 @@ void dc_write_slot(struct decider *d, struct djob *dj, int i)
 	x.seq = seq | 1;
 	memcpy((void *)s, &x, sizeof(x));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_SEQ_CST);
+	if (x.ckpt_state == FTBPF_CK_PENDING && k->dec_ack_id != x.ckpt_id) {
+		/* the request is in its slot; the step it is at now (read after: a rank that wrote
+		 * a later step saw it) + 1 is a boundary by which it has seen it */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		k->dec_ack_step = (int64_t)__atomic_load_n(&k->slot->step, __ATOMIC_SEQ_CST) + 1;
+		k->dec_ack_id = x.ckpt_id;
+		d->again = 1; /* report the acknowledgement now */
+	}
 }
 
 /* ---- carrying out one look ---- */
 void dc_carry_out(struct decider *d, struct djob *dj, struct job *j)
 {
 	struct dp_out *o = &d->out;
-	char key[DEC_KEY_LEN * 2];
+	char key[DEC_KEY_LEN * 3];
 
 	for (int i = 0; i < o->nwrites; i++) {
 		const struct dp_write *w = &o->writes[i];
@@ -182,6 +193,7 @@ void dc_carry_out(struct decider *d, struct djob *dj, struct job *j)
 		if (w->claim) {
 			d->claims++;
 			store_claim(d->st, key, w->value);
+			d->again |= !store_shared(d->st); /* settled at once: read it now */
 		} else {
 			store_put(d->st, key, w->value, w->leased);
 		}
@@ -209,6 +221,14 @@ void dc_carry_out(struct decider *d, struct djob *dj, struct job *j)
 			break;
 		case DP_ACT_UNAVAILABLE:
 			d->unavailable++;
+			break;
+		case DP_ACT_HOLD:
+			d->holds += a->sig;
+			dc_log_hold(d, dj, a->sig, a->why);
+			break;
+		case DP_ACT_PREEMPTION_LOST:
+			d->preemptions_lost++;
+			dc_log_preemption(d, dj, 0, "preemption_not_checkpointed", a->why);
 			break;
 		}
 	}

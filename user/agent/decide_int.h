@@ -25,13 +25,24 @@ struct job;
 
 #define MAX_JOBS 1024
 
+#define MAX_REFUSED 8
+
 /* One job as the decider follows it. */
 struct djob {
 	uid_t uid;
 	char id[FTBPF_JOB_LEN];
-	char prefix[DEC_KEY_LEN]; /* "jobs/<uid>/<id, '/' and '%' escaped>/" */
-	struct dp_records rec;	  /* what the store holds (dc_load) */
-	struct dp_memory mem;	  /* what the policy remembers */
+	char jprefix[DEC_KEY_LEN];     /* "jobs/<uid>/<id, '/' and '%' escaped>/" */
+	uint64_t run;		       /* the run this node's ranks are in (0: not known yet) */
+	char prefix[DEC_KEY_LEN + 32]; /* the run's: "<jprefix>runs/<run>/" */
+	struct dec_launch launch;      /* this node's launch in it */
+	/* records refused at the last read (bad input: logged once each) */
+	char refused[MAX_REFUSED][DEC_KEY_LEN];
+	char refused_why[MAX_REFUSED][64];
+	int nrefused;
+	uint64_t refused_hash[64]; /* what was refused already (not logged again) */
+	int nrefused_hash;
+	struct dp_records rec; /* what the store holds (dc_load) */
+	struct dp_memory mem;  /* what the policy remembers */
 	pid_t health_pid;
 	uint64_t health_ms; /* mono */
 };
@@ -49,8 +60,9 @@ struct decider {
 	struct dp_rank *rk;  /* one job's local ranks as the policy sees them (owned) */
 	struct rank **rk_of; /* ... and the ranks they are (owned array) */
 	int nrk, rk_cap;
+	int again; /* the last look changed what the next one reads: look again now */
 	uint64_t claims, retargets, fences, preemptions, ignored_signals, health_failures,
-	    unavailable;
+	    unavailable, refused, holds, preemptions_lost;
 };
 
 /* decide_store.c: the inputs */
@@ -58,8 +70,13 @@ struct decider {
 void dc_now(struct dp_now *now);
 /* The job as the decider follows it; create: add it when new (NULL: none, or no room). */
 struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create);
-/* Read what the store holds for the job into dj->rec. */
+/* Read what the store holds for the job's run into dj->rec (refused records into dj->refused). */
 void dc_load(struct decider *d, struct djob *dj);
+/* The run a newly registered rank k of job j is in (chosen, claimed and recorded when this
+ * node has no other live rank of the job in a run). */
+void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, const struct rank *k);
+/* Forget the job's decisions (an operator's reset): everything under its prefix. */
+int dc_reset(struct decider *d, struct djob *dj);
 /* The local ranks of j into d->rk (d->nrk of them); 0 or -ENOMEM. */
 int dc_gather(struct decider *d, const struct djob *dj, const struct job *j);
 /* What the policy changed of the ranks, back into them. */
@@ -79,6 +96,13 @@ void dc_log_decision(struct decider *d, const struct djob *dj, const char *kind)
 /* Log a trigger the store could not take (decision_unavailable). */
 void dc_log_unavailable(struct decider *d, const struct djob *dj, int pid, const char *trigger,
 			const char *why);
+/* Log the records dc_load refused (once each). */
+void dc_log_refused(struct decider *d, struct djob *dj);
+/* Log a hold (on) or its end. */
+void dc_log_hold(struct decider *d, const struct djob *dj, int on, const char *why);
+/* Log a preemption that ends in no checkpoint, or a signal not taken for one (why). */
+void dc_log_preemption(struct decider *d, const struct djob *dj, int pid, const char *what,
+		       const char *why);
 /* Log that the job is fenced here. */
 void dc_log_fenced(struct decider *d, const struct djob *dj);
 /* Log the health check's outcome. */

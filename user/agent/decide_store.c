@@ -10,6 +10,7 @@
 #include "agent/store.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
+#include "os/procfs.h"
 
 void dc_now(struct dp_now *now)
 {
@@ -42,7 +43,12 @@ struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 		return NULL;
 	dj->uid = uid;
 	snprintf(dj->id, sizeof(dj->id), "%s", id);
-	job_prefix(dj->prefix, sizeof(dj->prefix), uid, id);
+	{
+		char key[FTBPF_JOB_LEN + DEC_NODE_LEN + 2];
+
+		dp_job_key(id, d->pc.node, key, sizeof(key));
+		job_prefix(dj->jprefix, sizeof(dj->jprefix), uid, key);
+	}
 	dj->rec.last_complete = -1;
 	dj->health_pid = -1;
 	d->jobs[d->njobs++] = dj;
@@ -53,20 +59,46 @@ struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 struct load_ctx {
 	const char *prefix;
 	struct dp_records *r;
+	struct djob *dj;
 };
+
+/* A record that is not what it says (malformed, too big, of another shape): not followed,
+ * counted, and logged once (dc_log_refused). */
+static void refuse(struct load_ctx *lc, const char *key, const char *value, const char *why)
+{
+	struct djob *dj = lc->dj;
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (const char *p = value; *p && p - value < 4096; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (int i = 0; i < dj->nrefused_hash; i++)
+		if (dj->refused_hash[i] == h)
+			return;
+	dj->refused_hash[dj->nrefused_hash++ % 64] = h;
+	if (dj->nrefused_hash > 64)
+		dj->nrefused_hash = 64;
+	if (dj->nrefused == MAX_REFUSED)
+		return;
+	snprintf(dj->refused[dj->nrefused], DEC_KEY_LEN, "%s", key);
+	snprintf(dj->refused_why[dj->nrefused++], 64, "%s", why);
+}
 
 static int load_one(void *ctx, const char *key, const char *value)
 {
 	struct load_ctx *lc = ctx;
 	struct dp_records *r = lc->r;
 	const char *k = key + strlen(lc->prefix);
-	uint64_t g, n;
+	uint64_t g;
 
 	if (dec_key_numbers(k, "gen", &g, NULL) == 0) {
 		struct dec_gen x;
 
-		if (dec_gen_parse(value, &x) < 0 || x.generation != g)
+		if (dec_gen_parse(value, &x) < 0 || x.generation != g) {
+			refuse(lc, key, value, "malformed generation record");
 			return 0; /* malformed: not ours to follow */
+		}
 		if (!x.stop && x.cause != DEC_CAUSE_PREEMPTION && x.cause != DEC_CAUSE_OPERATOR &&
 		    r->nfail < DP_MAX_GENS)
 			r->fail_at[r->nfail++] = x.at_ms;
@@ -76,18 +108,18 @@ static int load_one(void *ctx, const char *key, const char *value)
 			r->gen = g;
 			r->g = x;
 		}
-	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
-		struct dec_done x;
-
-		if (dec_done_parse(value, &x) == 0 && x.step > r->last_complete)
-			r->last_complete = x.step;
 	} else if (!strncmp(k, "members/", 8) && r->nmem < DP_MAX_NODES) {
 		struct dp_node_member *m = &r->mem[r->nmem];
 
 		if (dec_node_valid(k + 8) && dec_member_parse(value, &m->m) == 0) {
 			snprintf(m->node, sizeof(m->node), "%s", k + 8);
 			r->nmem++;
+		} else {
+			refuse(lc, key, value, "malformed member record");
 		}
+	} else if (strncmp(k, "ckpt/", 5) && strncmp(k, "done/", 5) && strncmp(k, "bind/", 5) &&
+		   strncmp(k, "saved/", 6)) {
+		refuse(lc, key, value, "not a decision key");
 	}
 	return 0;
 }
@@ -100,13 +132,22 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 	const char *k = key + strlen(lc->prefix);
 	uint64_t g, n;
 
-	if (dec_key_numbers(k, "ckpt", &g, &n) == 0 && g == r->gen && n > r->ck_n) {
+	if (dec_key_numbers(k, "ckpt", &g, &n) == 0) {
 		struct dec_ckpt x;
 
-		if (dec_ckpt_parse(value, &x) == 0 && x.id == n && x.generation == g) {
+		if (dec_ckpt_parse(value, &x) < 0 || x.id != n || x.generation != g)
+			refuse(lc, key, value, "malformed checkpoint record");
+		else if (g == r->gen && n > r->ck_n) { /* I4: only the current generation's */
 			r->ck_n = n;
 			r->ck = x;
 		}
+	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
+		struct dec_done x;
+
+		if (dec_done_parse(value, &x) < 0)
+			refuse(lc, key, value, "malformed completion record");
+		else if (g == r->gen && x.step > r->last_complete) /* I3, I4: this generation's */
+			r->last_complete = x.step;
 	}
 	return 0;
 }
@@ -115,6 +156,11 @@ static int load_reports(void *ctx, const char *key, const char *value)
 {
 	struct dp_records *r = ((struct load_ctx *)ctx)->r;
 	const char *node = strrchr(key, '/') + 1;
+
+	if (r->nrep == DP_MAX_NODES || !dec_node_valid(node)) {
+		refuse(ctx, key, value, "report of no valid node");
+		return 0;
+	}
 	struct dp_node_report *x;
 
 	if (r->nrep == DP_MAX_NODES || !dec_node_valid(node))
@@ -123,34 +169,71 @@ static int load_reports(void *ctx, const char *key, const char *value)
 	if (dec_report_parse(value, &x->r) == 0) {
 		snprintf(x->node, sizeof(x->node), "%s", node);
 		r->nrep++;
+	} else {
+		refuse(ctx, key, value, "malformed report");
 	}
 	return 0;
+}
+
+/* The run record's resume step (-1 none). */
+static int64_t run_resume(struct decider *d, const struct djob *dj, uint64_t run)
+{
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
+	struct dec_run x;
+	int64_t step = -1;
+
+	dec_key_run(rel, sizeof(rel), run);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	v = store_get(d->st, key);
+	if (v && dec_run_parse(v, &x) == 0)
+		step = x.resume_step;
+	free(v);
+	return step;
 }
 
 void dc_load(struct decider *d, struct djob *dj)
 {
 	struct dp_records *r = &dj->rec;
-	struct load_ctx lc = {dj->prefix, r};
-	char key[DEC_KEY_LEN * 2], rel[DEC_KEY_LEN], *v;
+	struct load_ctx lc = {dj->prefix, r, dj};
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
 	uint64_t last = 0, now = clock_mono_ns() / 1000000;
 
 	memset(r, 0, offsetof(struct dp_records, fail_at));
 	r->g.resume_step = -1;
 	r->nfail = r->nfault = r->nmem = r->nrep = 0;
 	r->ck_n = 0;
-	r->ck_done = 0;
+	r->ck_done = r->bound = 0;
 	r->done_at_ms = 0;
-	r->last_complete = -1;
 	r->reachable = store_reachable(d->st, &last);
 	r->unreachable_ms = r->reachable || !last || last > now ? 0 : now - last;
+	r->run = dj->run;
+	r->run_resume = -1;
+	r->last_complete = -1;
+	if (!dj->run)
+		return; /* no rank registered here yet: nothing to follow */
+	r->run_resume = run_resume(d, dj, dj->run);
 	store_list(d->st, dj->prefix, load_one, &lc);
+	r->last_complete = r->gen ? r->g.resume_step : r->run_resume;
 	store_list(d->st, dj->prefix, load_ckpt, &lc);
 	if (!r->ck_n)
 		return;
+	dec_key_bind(rel, sizeof(rel), r->gen, r->ck_n);
+	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
+	if ((v = store_get(d->st, key))) {
+		struct dec_bind b;
+
+		if (dec_bind_parse(v, &b) == 0) {
+			r->bound = 1;
+			r->bind_target = b.target;
+		} else {
+			refuse(&lc, key, v, "malformed bind record");
+		}
+		free(v);
+	}
 	dec_key_done(rel, sizeof(rel), r->gen, r->ck_n);
 	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
 	v = store_get(d->st, key);
-	r->ck_done = v != NULL;
+	r->ck_done = v != NULL && r->bound;
 	if (v) {
 		struct dec_done dn;
 
@@ -162,15 +245,139 @@ void dc_load(struct decider *d, struct djob *dj)
 	store_list(d->st, key, load_reports, &lc);
 }
 
-/* ---- the local ranks ---- */
-/* When did the process start, on the wall clock (0: unknown)? Start times are since boot. */
-static uint64_t start_wall_ms(const struct rank *k)
-{
-	uint64_t boot = clock_boot_ns();
+/* ---- runs ---- */
+struct runs_ctx {
+	const char *jprefix;
+	uint64_t cur;
+};
 
-	if (!k->start_ns || k->start_ns > boot)
+static int max_run(void *ctx, const char *key, const char *value)
+{
+	struct runs_ctx *rc = ctx;
+	uint64_t n;
+	struct dec_run x;
+
+	if (dec_key_numbers(key + strlen(rc->jprefix), "run", &n, NULL) == 0 &&
+	    dec_run_parse(value, &x) == 0 && x.run == n && n > rc->cur)
+		rc->cur = n;
+	return 0;
+}
+
+static void set_run(struct djob *dj, uint64_t run)
+{
+	if (dj->run != run) { /* a new run: nothing of the last one is remembered */
+		memset(&dj->mem, 0, sizeof(dj->mem));
+		memset(&dj->rec, 0, sizeof(dj->rec));
+		dj->rec.last_complete = -1;
+	}
+	dj->run = run;
+	snprintf(dj->prefix, sizeof(dj->prefix), "%sruns/%llu/", dj->jprefix,
+		 (unsigned long long)run);
+}
+
+/* "pid:start_ns" of the process that launched k (its parent), "" unknown. */
+static void launcher_of(const struct rank *k, char *buf, size_t len)
+{
+	struct proc_stat st, pst;
+
+	buf[0] = 0;
+	if (procfs_stat(k->pid, -1, &st) == 0 && st.ppid > 1 && procfs_stat(st.ppid, -1, &pst) == 0)
+		snprintf(buf, len, "%d:%llu", st.ppid, (unsigned long long)pst.start_ns);
+}
+
+/* TORCHELASTIC_RESTART_COUNT / SLURM_RESTART_COUNT of the rank's launcher: not read from the
+ * environment yet (-1: a relaunch by the same launcher is still the same run). */
+static int restart_count(const struct rank *k)
+{
+	(void)k;
+	return -1;
+}
+
+static int other_live(const struct job *j, const struct rank *k)
+{
+	for (int i = 0; j && i < j->nmembers; i++)
+		if (j->members[i] != k && !j->members[i]->s.exited && j->members[i]->dec_written)
+			return 1;
+	return 0;
+}
+
+void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, const struct rank *k)
+{
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], val[DEC_VALUE_MAX], launcher[40], *v;
+	struct runs_ctx rc = {dj->jprefix, 0};
+	struct dec_launch mine, *mp = NULL;
+	uint64_t run;
+	int fresh = 0, known = 0;
+
+	launcher_of(k, launcher, sizeof(launcher));
+	dec_key_launch(rel, sizeof(rel), d->pc.node);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	if ((v = store_get(d->st, key)) && dec_launch_parse(v, &mine) == 0)
+		mp = &mine;
+	free(v);
+	store_list(d->st, dj->jprefix, max_run, &rc);
+	if (dj->run && other_live(j, k))
+		run = dj->run; /* ranks of this launch are alive here: the same run */
+	else if (!launcher[0] && mp)
+		run = mp->run; /* an agent restarted: its ranks' run */
+	else
+		run = dp_run_choose(mp, rc.cur, launcher, restart_count(k), &fresh);
+	if (fresh) {
+		struct dec_run x = {
+		    .run = run, .resume_step = -1, .at_ms = clock_real_ns() / 1000000};
+		struct djob prev = *dj;
+
+		/* it begins where the last run's last complete checkpoint is */
+		if (rc.cur) {
+			set_run(&prev, rc.cur);
+			dc_load(d, &prev);
+			x.resume_step = prev.rec.last_complete;
+		}
+		snprintf(x.by, sizeof(x.by), "%s", d->pc.node);
+		dec_key_run(rel, sizeof(rel), run);
+		snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+		if (dec_run_format(&x, val, sizeof(val)) == 0)
+			store_claim(d->st, key, val);
+	}
+	set_run(dj, run);
+	if (mp && mp->run == run) {
+		dj->launch = *mp;
+		for (int i = 0; i < mp->nlaunchers; i++)
+			known |= !strcmp(mp->launchers[i], launcher);
+	} else {
+		memset(&dj->launch, 0, sizeof(dj->launch));
+		dj->launch.run = run;
+	}
+	if (!known && launcher[0] && dj->launch.nlaunchers < DEC_MAX_LAUNCHERS)
+		snprintf(dj->launch.launchers[dj->launch.nlaunchers++], 40, "%s", launcher);
+	dec_key_launch(rel, sizeof(rel), d->pc.node);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	if (dec_launch_format(&dj->launch, val, sizeof(val)) == 0)
+		store_put(d->st, key, val, 0);
+}
+
+int dc_reset(struct decider *d, struct djob *dj)
+{
+	int r = store_delete_prefix(d->st, dj->jprefix);
+
+	if (r == 0) {
+		memset(&dj->mem, 0, sizeof(dj->mem));
+		memset(&dj->launch, 0, sizeof(dj->launch));
+		dj->run = 0;
+		dj->prefix[0] = 0;
+	}
+	return r;
+}
+
+/* ---- the local ranks ---- */
+/* When did the process start, on CLOCK_MONOTONIC (0: unknown)? Start times are since boot. */
+static uint64_t start_mono_ms(const struct rank *k)
+{
+	uint64_t boot = clock_boot_ns(), mono = clock_mono_ns();
+
+	if (!k->start_ns || k->start_ns > boot || boot - k->start_ns > mono)
 		return 0;
-	return clock_real_ns() / 1000000 - (boot - k->start_ns) / 1000000;
+	return (mono - (boot - k->start_ns)) / 1000000;
 }
 
 /* A CLOCK_MONOTONIC time (a kernel event's) on the wall clock, in ms; 0 unknown. */
@@ -187,7 +394,6 @@ int dc_gather(struct decider *d, const struct djob *dj, const struct job *j)
 {
 	int n = j ? j->nmembers : 0;
 
-	(void)dj;
 	if (n > d->rk_cap) {
 		struct dp_rank *rk = realloc(d->rk, sizeof(*rk) * (size_t)n);
 		struct rank **of = rk ? realloc(d->rk_of, sizeof(*of) * (size_t)n) : NULL;
@@ -213,13 +419,30 @@ int dc_gather(struct decider *d, const struct djob *dj, const struct job *j)
 		x->exit_wall_ms = mono_to_wall_ms(k->s.exit_ns);
 		x->has_slot = k->slot != NULL;
 		x->registered = k->dec_written != 0;
-		x->step = x->saved = -1;
+		x->world_size = k->id.world_size;
+		x->step = x->saved = x->saving = x->ack = -1;
 		if (k->slot) {
-			x->step = (int64_t)__atomic_load_n(&k->slot->step, __ATOMIC_RELAXED);
-			x->saved = __atomic_load_n(&k->slot->saved_step, __ATOMIC_ACQUIRE);
+			const struct ftbpf_slot *sl = k->slot;
+			uint64_t sg = __atomic_load_n(&sl->saved_generation, __ATOMIC_ACQUIRE);
+
+			x->step = (int64_t)__atomic_load_n(&sl->step, __ATOMIC_SEQ_CST);
+			x->saved = __atomic_load_n(&sl->saved_step, __ATOMIC_ACQUIRE);
+			/* I4: a save counts in the generation it was made in (0: an old library) */
+			x->saved_here = sg == 0 || sg == k->generation + 1;
+			x->saving = __atomic_load_n(&sl->saving_step, __ATOMIC_ACQUIRE);
+			if (dj->rec.ck_n && !dj->rec.bound) {
+				/* by when it saw the pending request: its own acknowledgement, or
+				 * the step after the one we read right after writing it (below) */
+				if (__atomic_load_n(&sl->ack_id, __ATOMIC_ACQUIRE) == dj->rec.ck_n)
+					x->ack = __atomic_load_n(&sl->ack_step, __ATOMIC_RELAXED);
+				if (k->dec_ack_id == dj->rec.ck_n &&
+				    (x->ack < 0 || k->dec_ack_step < x->ack))
+					x->ack = k->dec_ack_step;
+			}
 		}
-		x->start_wall_ms = start_wall_ms(k);
-		x->started_known = x->start_wall_ms != 0;
+		x->start_ms = start_mono_ms(k);
+		x->started_known = x->start_ms != 0;
+		x->exit_ms = k->s.exit_ns / 1000000;
 		x->generation = k->generation;
 		x->preempted = k->preempted;
 		x->killed_by_agent = k->killed_by_agent;

@@ -1,4 +1,5 @@
 /* Decisions as events and JSON (status, history). See decide_int.h. */
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ void dc_log_decision(struct decider *d, const struct djob *dj, const char *kind)
 	jstr(o, "job", dj->id);
 	jint(o, "uid", dj->uid);
 	jstr(o, "kind", kind);
+	jint(o, "run", (int64_t)dj->run);
 	jint(o, "generation", (int64_t)r->gen);
 	if (!strcmp(kind, "generation")) {
 		jstr(o, "cause", dec_cause_name(r->g.cause));
@@ -38,7 +40,7 @@ void dc_log_decision(struct decider *d, const struct djob *dj, const char *kind)
 		}
 	} else {
 		jint(o, "checkpoint", (int64_t)r->ck_n);
-		jint(o, "step", r->ck.target);
+		jint(o, "step", r->bound ? r->bind_target : -1);
 		jstr(o, "cause", dec_cause_name(r->ck.cause));
 		jstr(o, "by", r->ck.by);
 		jstr(o, "why", r->ck.why);
@@ -56,6 +58,47 @@ void dc_log_unavailable(struct decider *d, const struct djob *dj, int pid, const
 	jint(o, "uid", dj->uid);
 	jint(o, "pid", pid);
 	jstr(o, "trigger", trigger);
+	jstr(o, "why", why);
+	eventlog_emit(d->el, o);
+}
+
+void dc_log_refused(struct decider *d, struct djob *dj)
+{
+	for (int i = 0; i < dj->nrefused; i++) {
+		struct json_object *o = view_event("decision_record_refused");
+
+		d->refused++;
+		jstr(o, "job", dj->id);
+		jint(o, "uid", dj->uid);
+		jstr(o, "key", dj->refused[i]);
+		jstr(o, "why", dj->refused_why[i]);
+		eventlog_emit(d->el, o);
+	}
+	dj->nrefused = 0;
+}
+
+void dc_log_hold(struct decider *d, const struct djob *dj, int on, const char *why)
+{
+	struct json_object *o = view_event(on ? "decision_hold" : "decision_hold_end");
+
+	jstr(o, "job", dj->id);
+	jint(o, "uid", dj->uid);
+	jstr(o, "node", d->pc.node);
+	jstr(o, "why", why);
+	eventlog_emit(d->el, o);
+}
+
+void dc_log_preemption(struct decider *d, const struct djob *dj, int pid, const char *what,
+		       const char *why)
+{
+	struct json_object *o = view_event(what);
+
+	jstr(o, "job", dj->id);
+	jint(o, "uid", dj->uid);
+	if (pid > 0)
+		jint(o, "pid", pid);
+	jint(o, "generation", (int64_t)dj->rec.gen);
+	jstr(o, "node", d->pc.node);
 	jstr(o, "why", why);
 	eventlog_emit(d->el, o);
 }
@@ -96,6 +139,7 @@ void decide_job_json(struct decider *d, const struct job *j, struct json_object 
 		return;
 	}
 	r = &dj->rec;
+	jint(o, "run", (int64_t)dj->run);
 	jint(o, "generation", (int64_t)r->gen);
 	if (!r->ck_n) {
 		jnull(o, "checkpoint");
@@ -107,8 +151,8 @@ void decide_job_json(struct decider *d, const struct job *j, struct json_object 
 		memset(&l, 0, sizeof(l));
 	c = json_object_new_object();
 	jint(c, "id", (int64_t)r->ck_n);
-	jint(c, "target", r->ck.target);
-	jstr(c, "state", r->ck_done ? "complete" : "requested");
+	jint(c, "target", r->bound ? r->bind_target : -1);
+	jstr(c, "state", r->ck_done ? "complete" : r->bound ? "requested" : "pending");
 	jstr(c, "cause", dec_cause_name(r->ck.cause));
 	jint(c, "ranks", l.ranks);
 	jint(c, "ranks_saved", l.saved);
@@ -121,98 +165,114 @@ void decide_job_json(struct decider *d, const struct job *j, struct json_object 
 struct hist_ctx {
 	struct json_object *arr;
 	uid_t uid;
+	struct store *st;
 };
+
+/* "jobs/<uid>/<job>/runs/<run>/<rest>": uid, the unescaped job, run, rest; -EINVAL else. */
+static int split_key(const char *key, unsigned *uid, char *job, size_t len, uint64_t *run,
+		     const char **rest)
+{
+	const char *p = key + 5, *e;
+	size_t b = 0;
+	char *end;
+
+	if (strncmp(key, "jobs/", 5) || sscanf(p, "%u/", uid) != 1 || !(p = strchr(p, '/')))
+		return -EINVAL;
+	p++;
+	if (!(e = strchr(p, '/')) || strncmp(e, "/runs/", 6))
+		return -EINVAL;
+	for (const char *a = p; a < e && b + 1 < len; a++) { /* unescape %XX */
+		unsigned x;
+
+		if (*a == '%' && a + 2 < e && sscanf(a + 1, "%2X", &x) == 1) {
+			job[b++] = (char)x;
+			a += 2;
+		} else {
+			job[b++] = *a;
+		}
+	}
+	job[b] = 0;
+	*run = strtoull(e + 6, &end, 10);
+	if (end == e + 6 || *end != '/')
+		return -EINVAL;
+	*rest = end + 1;
+	return 0;
+}
 
 static int hist_one(void *ctx, const char *key, const char *value)
 {
 	struct hist_ctx *h = ctx;
-	const char *p = key + 5, *rest; /* "jobs/" */
-	char job[FTBPF_JOB_LEN * 3] = "";
+	char job[FTBPF_JOB_LEN * 3], bkey[DEC_KEY_LEN * 2];
+	const char *rest;
 	unsigned uid;
-	uint64_t g, n;
-	struct json_object *o;
-	const char *kinds[] = {"gen/", "ckpt/", "done/"};
-	size_t jl;
+	uint64_t run, g, n;
+	struct json_object *o = NULL;
 
-	if (sscanf(p, "%u/", &uid) != 1 || (h->uid && uid != (unsigned)h->uid))
+	if (split_key(key, &uid, job, sizeof(job), &run, &rest) < 0 ||
+	    (h->uid && uid != (unsigned)h->uid))
 		return 0;
-	p = strchr(p, '/') + 1;
-	for (int i = 0; i < 3; i++) {
-		for (rest = p; (rest = strstr(rest, kinds[i])); rest++)
-			if (rest[-1] == '/')
-				break;
-		if (!rest)
-			continue;
-		jl = (size_t)(rest - 1 - p);
-		if (jl >= sizeof(job))
+	if (dec_key_numbers(rest, "gen", &g, NULL) == 0) {
+		struct dec_gen x;
+
+		if (dec_gen_parse(value, &x) < 0)
 			return 0;
-		for (size_t a = 0, b = 0; a < jl; a++) { /* unescape %XX */
-			unsigned x;
+		o = json_object_new_object();
+		jstr(o, "kind", "generation");
+		jint(o, "generation", (int64_t)g);
+		jstr(o, "cause", dec_cause_name(x.cause));
+		jbool(o, "stop", x.stop);
+		jint(o, "resume_step", x.resume_step);
+		jstr(o, "node", *x.node ? x.node : NULL);
+		jstr(o, "by", x.by);
+		jint(o, "at_ms", (int64_t)x.at_ms);
+		jstr(o, "why", x.why);
+		{
+			struct json_object *ex = json_object_new_array();
 
-			if (p[a] == '%' && a + 2 < jl && sscanf(p + a + 1, "%2X", &x) == 1) {
-				job[b++] = (char)x;
-				a += 2;
-			} else {
-				job[b++] = p[a];
-			}
-			job[b] = 0;
+			for (int e = 0; e < x.nexcluded; e++)
+				json_object_array_add(ex, json_object_new_string(x.excluded[e]));
+			json_object_object_add(o, "excluded", ex);
 		}
-		o = NULL;
-		if (i == 0 && dec_key_numbers(rest, "gen", &g, NULL) == 0) {
-			struct dec_gen x;
+	} else if (dec_key_numbers(rest, "ckpt", &g, &n) == 0) {
+		struct dec_ckpt x;
+		struct dec_bind b;
+		char *bv;
 
-			if (dec_gen_parse(value, &x) < 0)
-				return 0;
-			o = json_object_new_object();
-			jstr(o, "kind", "generation");
-			jint(o, "generation", (int64_t)g);
-			jstr(o, "cause", dec_cause_name(x.cause));
-			jbool(o, "stop", x.stop);
-			jint(o, "resume_step", x.resume_step);
-			jstr(o, "node", *x.node ? x.node : NULL);
-			jstr(o, "by", x.by);
-			jint(o, "at_ms", (int64_t)x.at_ms);
-			jstr(o, "why", x.why);
-			{
-				struct json_object *ex = json_object_new_array();
+		if (dec_ckpt_parse(value, &x) < 0)
+			return 0;
+		snprintf(bkey, sizeof(bkey), "%.*sbind/%020llu/%020llu", (int)(rest - key), key,
+			 (unsigned long long)g, (unsigned long long)n);
+		bv = store_get(h->st, bkey);
+		o = json_object_new_object();
+		jstr(o, "kind", "checkpoint");
+		jint(o, "generation", (int64_t)g);
+		jint(o, "checkpoint", (int64_t)n);
+		if (bv && dec_bind_parse(bv, &b) == 0)
+			jint(o, "step", b.target);
+		else
+			jnull(o, "step");
+		free(bv);
+		jstr(o, "cause", dec_cause_name(x.cause));
+		jstr(o, "by", x.by);
+		jint(o, "at_ms", (int64_t)x.at_ms);
+		jstr(o, "why", x.why);
+	} else if (dec_key_numbers(rest, "done", &g, &n) == 0) {
+		struct dec_done x;
 
-				for (int e = 0; e < x.nexcluded; e++)
-					json_object_array_add(
-					    ex, json_object_new_string(x.excluded[e]));
-				json_object_object_add(o, "excluded", ex);
-			}
-		} else if (i == 1 && dec_key_numbers(rest, "ckpt", &g, &n) == 0) {
-			struct dec_ckpt x;
-
-			if (dec_ckpt_parse(value, &x) < 0)
-				return 0;
-			o = json_object_new_object();
-			jstr(o, "kind", "checkpoint");
-			jint(o, "generation", (int64_t)g);
-			jint(o, "checkpoint", (int64_t)n);
-			jint(o, "step", x.target);
-			jstr(o, "cause", dec_cause_name(x.cause));
-			jstr(o, "by", x.by);
-			jint(o, "at_ms", (int64_t)x.at_ms);
-			jstr(o, "why", x.why);
-		} else if (i == 2 && dec_key_numbers(rest, "done", &g, &n) == 0) {
-			struct dec_done x;
-
-			if (dec_done_parse(value, &x) < 0)
-				return 0;
-			o = json_object_new_object();
-			jstr(o, "kind", "checkpoint_complete");
-			jint(o, "generation", (int64_t)g);
-			jint(o, "checkpoint", (int64_t)n);
-			jint(o, "step", x.step);
-			jint(o, "at_ms", (int64_t)x.at_ms);
-		}
-		if (o) {
-			jstr(o, "job", job);
-			jint(o, "uid", uid);
-			json_object_array_add(h->arr, o);
-		}
-		return 0;
+		if (dec_done_parse(value, &x) < 0)
+			return 0;
+		o = json_object_new_object();
+		jstr(o, "kind", "checkpoint_complete");
+		jint(o, "generation", (int64_t)g);
+		jint(o, "checkpoint", (int64_t)n);
+		jint(o, "step", x.step);
+		jint(o, "at_ms", (int64_t)x.at_ms);
+	}
+	if (o) {
+		jstr(o, "job", job);
+		jint(o, "uid", uid);
+		jint(o, "run", (int64_t)run);
+		json_object_array_add(h->arr, o);
 	}
 	return 0;
 }
@@ -229,7 +289,7 @@ static int by_time(const void *a, const void *b)
 
 struct json_object *decide_history_json(struct decider *d, uid_t uid)
 {
-	struct hist_ctx h = {json_object_new_array(), uid};
+	struct hist_ctx h = {json_object_new_array(), uid, d->st};
 
 	store_list(d->st, "jobs/", hist_one, &h);
 	json_object_array_sort(h.arr, by_time);
@@ -249,6 +309,9 @@ struct json_object *decide_json(struct decider *d)
 	jint(c, "signals_not_preemption", (int64_t)d->ignored_signals);
 	jint(c, "health_check_failures", (int64_t)d->health_failures);
 	jint(c, "unavailable", (int64_t)d->unavailable);
+	jint(c, "records_refused", (int64_t)d->refused);
+	jint(c, "holds", (int64_t)d->holds);
+	jint(c, "preemptions_not_checkpointed", (int64_t)d->preemptions_lost);
 	json_object_object_add(o, "counters", c);
 	return o;
 }

@@ -69,6 +69,24 @@ static int local_put(struct store *b, const char *key, const char *value, int le
 	return r < 0 || leased ? r : local_save(s);
 }
 
+static int local_delete_prefix(struct store *b, const char *prefix)
+{
+	struct store_local *s = (struct store_local *)b;
+	size_t n = strlen(prefix);
+	int gone = 0;
+
+	for (size_t i = 0; i < s->map.n;) {
+		if (!strncmp(s->map.v[i].key, prefix, n)) {
+			kvmap_del(&s->leased, s->map.v[i].key);
+			kvmap_del(&s->map, s->map.v[i].key);
+			gone = 1;
+			continue;
+		}
+		i++;
+	}
+	return gone ? local_save(s) : 0;
+}
+
 static char *local_get(struct store *b, const char *key)
 {
 	const char *v = kvmap_get(&((struct store_local *)b)->map, key);
@@ -112,6 +130,7 @@ static const struct store_ops local_ops = {
     .claim = local_claim,
     .put = local_put,
     .get = local_get,
+    .delete_prefix = local_delete_prefix,
     .list = local_list,
     .reachable = local_reachable,
     .counters = local_counters,
@@ -177,6 +196,11 @@ int store_claim(struct store *s, const char *key, const char *value)
 int store_put(struct store *s, const char *key, const char *value, int leased)
 {
 	return s->ops->put(s, key, value, leased);
+}
+
+int store_delete_prefix(struct store *s, const char *prefix)
+{
+	return s->ops->delete_prefix(s, prefix);
 }
 
 char *store_get(struct store *s, const char *key)

@@ -42,6 +42,8 @@ int store_reachable(struct store *s, uint64_t *last_ok_ms);
 int store_claim(struct store *s, const char *key, const char *value);
 /* Put key (leased: it vanishes with this agent). 0 or -errno. */
 int store_put(struct store *s, const char *key, const char *value, int leased);
+/* Delete every key under prefix (an operator's reset). 0 or -errno (queued for etcd). */
+int store_delete_prefix(struct store *s, const char *prefix);
 /* A copy of the value at key (the caller frees), NULL when absent. */
 char *store_get(struct store *s, const char *key);
 /* fn for every key under prefix, in key order, on a snapshot (fn may call the store). */

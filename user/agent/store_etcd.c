@@ -36,7 +36,7 @@
  * not land long after its cause. The decider claims again if the cause still holds. */
 #define CLAIM_EXPIRY_MS 5000
 
-enum op_kind { OP_CLAIM, OP_PUT, OP_TTL };
+enum op_kind { OP_CLAIM, OP_PUT, OP_TTL, OP_DELETE };
 #define LEASES_KNOWN	64
 #define LEASE_REREAD_MS 500
 
@@ -237,6 +237,21 @@ static int run_op(struct store_etcd *s, struct op *o, int64_t lease)
 		}
 		return r;
 	}
+	if (o->kind == OP_DELETE) {
+		r = etcd_delete_prefix(s->rc, o->key);
+		if (r == 0) {
+			pthread_mutex_lock(&s->mu);
+			for (size_t i = 0; i < s->mirror.n;) {
+				if (!strncmp(s->mirror.v[i].key, k, strlen(k))) {
+					kvmap_del(&s->mirror, s->mirror.v[i].key);
+					continue;
+				}
+				i++;
+			}
+			pthread_mutex_unlock(&s->mu);
+		}
+		return r;
+	}
 	if (o->kind == OP_PUT) {
 		r = etcd_put(s->rc, o->key, o->value, o->leased ? lease : 0);
 		if (r == 0) {
@@ -422,6 +437,11 @@ static int etcd_put_(struct store *b, const char *key, const char *value, int le
 	return same ? 0 : enqueue(s, OP_PUT, key, value, leased);
 }
 
+static int etcd_delete_prefix_(struct store *b, const char *prefix)
+{
+	return enqueue((struct store_etcd *)b, OP_DELETE, prefix, "", 0);
+}
+
 static char *etcd_get(struct store *b, const char *key)
 {
 	struct store_etcd *s = (struct store_etcd *)b;
@@ -565,6 +585,7 @@ static const struct store_ops etcd_ops = {
     .claim = etcd_claim,
     .put = etcd_put_,
     .get = etcd_get,
+    .delete_prefix = etcd_delete_prefix_,
     .list = etcd_list,
     .reachable = etcd_reachable,
     .counters = etcd_counters,

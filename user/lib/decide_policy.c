@@ -6,6 +6,9 @@
 #include <string.h>
 
 #define CLAIM_RETRY_MS 1000 /* a claim not seen in the store by then is made again */
+/* a preemption is agreed on this long after its signal at most (a scheduler's grace is 30 s to
+ * 2 min): later, an event says it ended in no checkpoint */
+#define DP_PREEMPT_WAIT_MS 120000
 
 /* ---- out ---- */
 static struct dp_act *act(struct dp_out *out, enum dp_act_kind kind, int rank, int sig,
@@ -43,6 +46,24 @@ static void commit_write(struct dp_out *out)
 }
 
 /* ---- small rules ---- */
+static int loopback(const char *addr, size_t n)
+{
+	return n == 0 || (n >= 4 && !strncmp(addr, "127.", 4)) ||
+	       (n == 3 && !strncmp(addr, "::1", 3)) || (n == 5 && !strncmp(addr, "[::1]", 5)) ||
+	       (n == 9 && !strncmp(addr, "localhost", 9));
+}
+
+void dp_job_key(const char *id, const char *node, char *buf, size_t len)
+{
+	const char *a = id + 6, *port = strrchr(id, ':');
+
+	snprintf(buf, len, "%s", id);
+	if (strncmp(id, "torch:", 6) || strchr(id, '@') || !port || port < a)
+		return;
+	if (loopback(a, (size_t)(port - a)))
+		snprintf(buf, len, "%s@%s", id, node);
+}
+
 int dp_abnormal_exit(const struct dp_config *c, const struct dp_rank *k)
 {
 	int sig = k->wait_status & 0x7f, code = (k->wait_status >> 8) & 0xff;
@@ -54,11 +75,11 @@ int dp_abnormal_exit(const struct dp_config *c, const struct dp_rank *k)
 	return code != 0 && code != c->restart_exit_code && code != c->stop_exit_code;
 }
 
-int dp_started_since(const struct dp_rank *k, uint64_t wall_ms)
+int dp_started_since(const struct dp_rank *k, uint64_t mono_ms)
 {
 	if (!k->started_known)
 		return 0;
-	return k->start_wall_ms + 10 >= wall_ms;
+	return k->start_ms + 10 >= mono_ms;
 }
 
 int dp_excluded(const struct dec_gen *g, const char *node)
@@ -86,7 +107,7 @@ uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 		return FTBPF_ACT_RESTART;
 	/* a completed preemption checkpoint (after its grace): the ranks that were asked */
 	if (r->ck_done && r->ck.cause == DEC_CAUSE_PREEMPTION &&
-	    (c->preempt_grace_s <= 0 || m->final_claimed) && !dp_started_since(k, r->done_at_ms))
+	    (c->preempt_grace_s <= 0 || m->final_claimed) && !dp_started_since(k, m->done_ms))
 		return FTBPF_ACT_RESTART;
 	return FTBPF_ACT_NONE;
 }
@@ -96,12 +117,14 @@ void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct
 {
 	memset(x, 0, sizeof(*x));
 	x->generation = r->gen;
-	x->ckpt_step = r->ck_n ? r->ck.target : -1;
+	x->ckpt_step = r->ck_n && r->bound ? r->bind_target : -1;
 	x->ckpt_id = r->ck_n;
 	x->ckpt_state = !r->ck_n     ? FTBPF_CK_NONE
 			: r->ck_done ? FTBPF_CK_COMPLETE
-				     : FTBPF_CK_REQUESTED;
-	x->resume_step = r->last_complete;
+			: r->bound   ? FTBPF_CK_REQUESTED
+				     : FTBPF_CK_PENDING;
+	/* I3: every rank of a generation resumes from the step the generation began with */
+	x->resume_step = r->gen ? r->g.resume_step : r->run_resume;
 	x->cause = r->gen ? (uint32_t)r->g.cause : FTBPF_CAUSE_NONE;
 	x->nexcluded = r->gen ? (uint32_t)r->g.nexcluded : 0;
 	for (uint32_t i = 0; i < x->nexcluded; i++)
@@ -114,20 +137,31 @@ void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->max_step = -1;
+	l->max_step = l->max_ack = -1;
 	for (int i = 0; i < n; i++) {
 		const struct dp_rank *k = &ranks[i];
+		int saved = target >= 0 && k->has_slot && k->saved >= target && k->saved_here;
 
-		if (k->exited)
+		if (k->world_size > l->world)
+			l->world = k->world_size;
+		if (k->exited) {
+			l->saved += saved; /* it saved, then ended: its save counts (I2) */
 			continue;
+		}
 		l->live++;
 		if (!k->has_slot)
 			continue;
 		l->ranks++;
+		l->saved += saved;
 		if (k->step > l->max_step)
 			l->max_step = k->step;
-		if (target >= 0 && k->saved >= target)
-			l->saved++;
+		if (k->ack >= 0) {
+			l->acked++;
+			if (k->ack > l->max_ack)
+				l->max_ack = k->ack;
+		}
+		if (target >= 0 && k->step > target && k->saving < target && !saved)
+			l->missed++;
 	}
 }
 
@@ -156,26 +190,110 @@ int dp_margin(const struct dp_config *c, const struct dp_memory *m)
 	return x + 1 > c->margin ? (int)(x + 1) : c->margin;
 }
 
+/* The nodes counted for the request: members with ranks the generation does not leave out. */
+static int counted(const struct dp_config *c, const struct dp_records *r,
+		   const struct dp_node_member *m)
+{
+	(void)c;
+	return m->m.ranks > 0 && !m->m.excluded && !(r->gen && dp_excluded(&r->g, m->node));
+}
+
+static const struct dec_report *report_of(const struct dp_records *r, const char *node)
+{
+	for (int k = 0; k < r->nrep; k++)
+		if (!strcmp(r->rep[k].node, node))
+			return &r->rep[k].r;
+	return NULL;
+}
+
+/* The job's world size as reported by its nodes' ranks (0 unknown). */
+static int world_of(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
+{
+	int w = l->world;
+
+	for (int k = 0; k < r->nrep; k++)
+		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.world > w)
+			w = r->rep[k].r.world;
+	return w;
+}
+
 int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
 {
-	int all = 1, nodes = 0;
+	int all = 1, nodes = 0, world = world_of(c, r, l), saved = l->saved;
 
+	if (!r->ck_n || !r->bound)
+		return 0;
+	if (world > 0) { /* I2: every rank of the world, on every node, live or not */
+		for (int k = 0; k < r->nrep; k++)
+			if (strcmp(r->rep[k].node, c->node))
+				saved += r->rep[k].r.saved;
+		return saved >= world;
+	}
 	for (int i = 0; i < r->nmem; i++) {
 		const struct dp_node_member *m = &r->mem[i];
-		int ok = 0;
+		const struct dec_report *x = report_of(r, m->node);
+		int ok = x && x->ranks > 0 && x->saved >= x->ranks;
 
-		if (m->m.ranks == 0 || m->m.excluded || (r->gen && dp_excluded(&r->g, m->node)))
+		if (!counted(c, r, m))
 			continue;
 		nodes++;
-		for (int k = 0; k < r->nrep; k++)
-			if (!strcmp(r->rep[k].node, m->node))
-				ok =
-				    r->rep[k].r.ranks > 0 && r->rep[k].r.saved == r->rep[k].r.ranks;
 		if (!strcmp(m->node, c->node))
-			ok = l->ranks > 0 && l->saved == l->ranks;
+			ok = l->ranks > 0 && l->saved >= l->ranks;
 		all &= ok;
 	}
 	return nodes && all;
+}
+
+int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
+		 int64_t *ret_target)
+{
+	int world = world_of(c, r, l), acked = l->acked, all = 1, nodes = 0;
+	int64_t top = l->max_ack;
+
+	for (int k = 0; k < r->nrep; k++) {
+		const struct dec_report *x = &r->rep[k].r;
+
+		if (!strcmp(r->rep[k].node, c->node))
+			continue;
+		acked += x->acked;
+		if (x->max_ack > top)
+			top = x->max_ack;
+	}
+	if (world > 0) {
+		all = acked >= world;
+		nodes = 1;
+	} else {
+		for (int i = 0; i < r->nmem; i++) {
+			const struct dp_node_member *m = &r->mem[i];
+			const struct dec_report *x = report_of(r, m->node);
+
+			if (!counted(c, r, m))
+				continue;
+			nodes++;
+			if (!strcmp(m->node, c->node))
+				all &= l->ranks > 0 && l->acked >= l->ranks;
+			else
+				all &= x && x->ranks > 0 && x->acked >= x->ranks;
+		}
+	}
+	*ret_target = (top < 0 ? 0 : top) + 1;
+	return nodes && all;
+}
+
+uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
+		       int restart_count, int *ret_new)
+{
+	*ret_new = 0;
+	if (mine && mine->run <= cur)
+		for (int i = 0; i < mine->nlaunchers; i++)
+			if (!strcmp(mine->launchers[i], launcher))
+				return mine->run; /* its launcher restarted it: the same run */
+	if (cur && restart_count > 0)
+		return cur; /* a requeue (TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT) */
+	if (cur && !(mine && mine->run == cur))
+		return cur; /* this node has not launched in the latest run: it joins it */
+	*ret_new = 1;	    /* a relaunch here (or the first launch anywhere) */
+	return cur + 1;
 }
 
 static int in_list(const struct dec_gen *g, const char *node)
@@ -268,6 +386,8 @@ void dp_claim_gen(const struct dp_config *c, const struct dp_records *r, struct 
 		return;
 	if (!(w = write_of(out, 1, 0)))
 		return;
+	if (r->ck_done && r->bound && r->bind_target > g.resume_step)
+		g.resume_step = r->bind_target; /* the last complete one */
 	snprintf(g.node, sizeof(g.node), "%s", node ? node : "");
 	snprintf(g.by, sizeof(g.by), "%s", c->node);
 	snprintf(g.why, sizeof(g.why), "%s", why);
@@ -304,6 +424,7 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 {
 	if (r->gen > m->seen_gen) {
 		m->seen_gen = r->gen;
+		m->gen_seen_ms = now->mono_ms;
 		m->claimed_gen_ms = 0;
 		act(out, DP_ACT_LOG_DECISION, -1, 0, "generation");
 		/* the losses it left out are dealt with (a node lost again later is a new loss) */
@@ -341,13 +462,21 @@ int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_me
 	if (!c->shared)
 		return 0;
 	if (r->reachable) {
-		m->fenced = 0;
+		if (m->held)
+			act(out, DP_ACT_HOLD, -1, 0, "the store is reachable again");
+		m->fenced = m->held = 0;
 		return 0;
 	}
 	if (m->fenced)
 		return 1;
-	if (!other_members(c, r) || r->unreachable_ms < (uint64_t)(c->fence_after_s * 1000))
+	if (!other_members(c, r))
 		return 0;
+	if (!m->held && r->unreachable_ms >= (uint64_t)(c->hold_after_s * 1000)) {
+		m->held = 1; /* I6: before the others may act without us (our lease runs out) */
+		act(out, DP_ACT_HOLD, -1, 1, "the store cannot be reached");
+	}
+	if (r->unreachable_ms < (uint64_t)(c->fence_after_s * 1000))
+		return m->held;
 	m->fenced = 1;
 	act(out, DP_ACT_FENCED, -1, 0, "");
 	for (int i = 0; i < n; i++)
@@ -378,13 +507,14 @@ void dp_member_record(const struct dp_config *c, const struct dp_records *r,
 		commit_write(out);
 }
 
-/* Node is lost since now; gen: the generation its ranks were in. A node that the current
- * generation already leaves out, lost with ranks of an older one, was dealt with (a node that
- * rejoined since, with ranks of this generation, is a new loss). */
+/* Node is lost since now; gen: the generation its ranks were in. A node lost with ranks of an
+ * older generation than the current one is part of the fault that began it (a host dying: its
+ * ranks' peers failed first), not a new one: one fault, one generation (a node that rejoined
+ * since, with ranks of this generation, is a new loss). */
 static void lost_node(struct dp_memory *m, const struct dp_records *r, const char *node,
 		      uint64_t gen, uint64_t mono_ms, uint64_t wall_ms)
 {
-	if (r->gen && dp_excluded(&r->g, node) && gen < r->gen)
+	if (gen < r->gen)
 		return;
 	for (int i = 0; i < m->nlost; i++)
 		if (!strcmp(m->lost[i], node))
@@ -460,9 +590,9 @@ void dp_peer_alive(struct dp_memory *m, const char *node)
 }
 
 /*
- * A live agent renews its lease every third of its TTL, so it never has less than two thirds
- * left (etcd says whole seconds, rounded down: at least 2 TTL / 3 - 1); one with less stopped
- * renewing: its agent is dead or cut off, and the node is lost now, not when the lease runs out.
+ * I6: a node is lost when its lease expired, never sooner: an agent paused or restarted for
+ * less than the lease's TTL keeps its node (the mesh's suspicion only makes us read the lease
+ * until it expires or the mesh sees the node again).
  */
 void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 			 const struct dp_lease *leases, const struct dp_now *now)
@@ -479,8 +609,7 @@ void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 			forget_suspect(m, i); /* gone (dp_vanished has it), or given up */
 			continue;
 		}
-		if (l[i].known && l[i].at_mono >= m->suspect_ms[i] &&
-		    l[i].left_s < (2 * x->m.lease_ttl_s) / 3 - 1) {
+		if (l[i].known && l[i].at_mono >= m->suspect_ms[i] && l[i].left_s < 0) {
 			/* lost since the mesh said so */
 			lost_node(m, r, m->suspect[i], x->m.generation, m->suspect_ms[i],
 				  now->wall_ms - (now->mono_ms - m->suspect_ms[i]));
@@ -496,10 +625,18 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 			 struct dp_rank *ranks, int n, struct dp_out *out)
 {
 	int left_out = r->gen && dp_excluded(&r->g, c->node), older = 0;
+	uint64_t since = m->gen_seen_ms ? m->gen_seen_ms : UINT64_MAX; /* unseen: none is new */
 
 	if (m->applied_gen >= r->gen)
 		return;
 	m->applied_gen = r->gen;
+	/* I7: ranks started since the fault are of the new generation, on this host's monotonic
+	 * clock: since it saw the decision, or since an older rank here failed on its own (what
+	 * a launcher restarts its ranks after, before the decision reached us) */
+	for (int i = 0; i < n; i++)
+		if (ranks[i].exited && ranks[i].exit_ms && ranks[i].generation < r->gen &&
+		    ranks[i].exit_ms < since && dp_abnormal_exit(c, &ranks[i]))
+			since = ranks[i].exit_ms;
 	m->final_claimed = 0;
 	m->req_ms = m->done_ms = 0;
 	m->retargets = 0;
@@ -509,11 +646,13 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 
 		if (k->exited || k->generation >= r->gen)
 			continue;
-		if (!r->g.stop && dp_started_since(k, r->g.at_ms)) {
+		if (!r->g.stop && dp_started_since(k, since)) {
 			/* restarted after the fault: of the new generation */
 			k->generation = r->gen;
 			continue;
 		}
+		if (r->g.cause == DEC_CAUSE_PREEMPTION)
+			continue; /* they saved and exit by themselves (their slot says so) */
 		k->killed_by_agent = 1;
 		act(out, DP_ACT_SIGNAL, i, 15, r->g.stop ? "stop" : "restart");
 		older = 1;
@@ -523,7 +662,7 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 	 * agent restarted after the decision has nothing to stop) */
 	if (older && (left_out || r->g.stop))
 		act(out, DP_ACT_STOP_LAUNCHER, -1, 0, left_out ? "left_out" : "stop");
-	else if (!r->g.stop && c->health_check)
+	else if (!r->g.stop && c->health_check && r->g.cause != DEC_CAUSE_PREEMPTION)
 		act(out, DP_ACT_HEALTH_CHECK, -1, 0, "");
 }
 
@@ -568,17 +707,39 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 	}
 }
 
+/* The request is complete (and its grace over): a preemption's ranks exit now, and the next
+ * generation begins there, so that every rank of it resumes from that step (I3). */
+static void preemption_done(const struct dp_config *c, const struct dp_records *r,
+			    struct dp_memory *m, const struct dp_now *now, struct dp_out *out)
+{
+	char why[DEC_WHY_LEN];
+
+	snprintf(why, sizeof(why), "preempted: every rank saved step %lld",
+		 (long long)r->bind_target);
+	m->preempt_ms = 0;
+	dp_claim_gen(c, r, m, DEC_CAUSE_PREEMPTION, "",
+		     r->done_at_ms ? r->done_at_ms : now->wall_ms, why, now, out);
+}
+
 void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *r,
 			    struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
 			    struct dp_out *out)
 {
-	struct dec_report rep = {l->ranks, l->saved, l->max_step};
+	struct dec_report rep = {.ranks = l->ranks,
+				 .saved = l->saved,
+				 .max_step = l->max_step,
+				 .world = l->world,
+				 .acked = l->acked,
+				 .max_ack = l->max_ack,
+				 .missed = l->missed};
 	struct dp_write *w;
+	int64_t target;
 
 	if (!r->ck_n || r->ck_done) {
+		if (!r->ck_done || r->ck.cause != DEC_CAUSE_PREEMPTION)
+			return;
 		/* a preemption with a grace period: a last save before it ends */
-		if (r->ck_done && r->ck.cause == DEC_CAUSE_PREEMPTION && !m->final_claimed &&
-		    c->preempt_grace_s > 0 && m->req_ms && m->done_ms) {
+		if (!m->final_claimed && c->preempt_grace_s > 0 && m->req_ms && m->done_ms) {
 			uint64_t took = m->done_ms - m->req_ms;
 			uint64_t at = m->req_ms + (uint64_t)(c->preempt_grace_s * 1000);
 
@@ -590,22 +751,35 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 					      DEC_CAUSE_PREEMPTION,
 					      "final save before the grace ends", now, out);
 			}
+			return;
 		}
+		if (c->preempt_grace_s <= 0 || m->final_claimed)
+			preemption_done(c, r, m, now, out);
 		return;
 	}
-	if (l->ranks && (w = write_of(out, 0, 0))) {
+	if ((l->ranks || l->saved) && (w = write_of(out, 0, 0))) {
 		dec_key_report(w->rel, sizeof(w->rel), r->gen, r->ck_n, c->node);
 		if (dec_report_format(&rep, w->value, sizeof(w->value)) == 0)
 			commit_write(out);
 	}
-	if (dec_retarget(&r->ck, &rep)) {
+	if (!r->bound) { /* acknowledged by every rank: none is past the step bound now */
+		if (dp_all_acked(c, r, l, &target) && (w = write_of(out, 1, 0))) {
+			struct dec_bind b = {target, now->wall_ms};
+
+			dec_key_bind(w->rel, sizeof(w->rel), r->gen, r->ck_n);
+			if (dec_bind_format(&b, w->value, sizeof(w->value)) == 0)
+				commit_write(out);
+		}
+		return;
+	}
+	if (l->missed) { /* a rank ran past it (it waited too long for the step): a new request */
 		m->retargets++;
 		dp_claim_ckpt(c, r, m, dec_target(l->max_step, dp_margin(c, m)), r->ck.cause,
 			      "re-targeted: a rank was past the step", now, out);
 		return;
 	}
 	if (dp_complete(c, r, l) && (w = write_of(out, 1, 0))) {
-		struct dec_done done = {r->ck.target, now->wall_ms};
+		struct dec_done done = {r->bind_target, now->wall_ms};
 
 		dec_key_done(w->rel, sizeof(w->rel), r->gen, r->ck_n);
 		if (dec_done_format(&done, w->value, sizeof(w->value)) == 0)
@@ -618,8 +792,13 @@ int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
 			  const char *why, const struct dp_now *now, int64_t *ret_step,
 			  struct dp_out *out)
 {
+	if (cause == DEC_CAUSE_PREEMPTION && !m->preempt_ms) {
+		m->preempt_ms = now->mono_ms; /* I5: until a checkpoint is complete for it */
+		m->preempt_gen = r->gen;
+		m->preempt_ck = r->ck_n && !r->ck_done ? r->ck_n : r->ck_n + 1; /* one that began */
+	}
 	if (r->ck_n && !r->ck_done)
-		return -EBUSY; /* one is in progress: a signal joins it */
+		return -EBUSY; /* one is in progress: a signal joins it (and waits for its end) */
 	if (!r->reachable) {
 		act(out, DP_ACT_UNAVAILABLE, -1, 0, "the decision store cannot be reached");
 		return -EAGAIN;
@@ -634,4 +813,39 @@ int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
 	*ret_step = dec_target(l->max_step, dp_margin(c, m));
 	dp_claim_ckpt(c, r, m, *ret_step, cause, why, now, out);
 	return 0;
+}
+
+void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r,
+			   struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
+			   struct dp_out *out)
+{
+	char why[DEC_WHY_LEN];
+	int64_t step;
+
+	if (!m->preempt_ms)
+		return;
+	if (now->mono_ms - m->preempt_ms > DP_PREEMPT_WAIT_MS) { /* its grace is long over */
+		act(out, DP_ACT_PREEMPTION_LOST, -1, 0,
+		    "no checkpoint could be agreed within 120 s of the signal");
+		m->preempt_ms = 0;
+		return;
+	}
+	if (r->gen > m->preempt_gen) { /* the job restarts without the checkpoint */
+		snprintf(why, sizeof(why),
+			 "generation %llu (%s) was decided first: the job resumes from step %lld",
+			 (unsigned long long)r->gen, dec_cause_name(r->g.cause),
+			 (long long)r->g.resume_step);
+		if (r->g.cause != DEC_CAUSE_PREEMPTION)
+			act(out, DP_ACT_PREEMPTION_LOST, -1, 0, why);
+		m->preempt_ms = 0;
+		return;
+	}
+	if (r->ck_n >= m->preempt_ck && r->ck_done) { /* complete (an operator's too): its own */
+		m->final_claimed = 1;
+		preemption_done(c, r, m, now, out);
+		return;
+	}
+	if (!r->ck_n || (r->ck_done && r->ck_n < m->preempt_ck))
+		dp_request_checkpoint(c, r, m, l, DEC_CAUSE_PREEMPTION, "preemption signal", now,
+				      &step, out);
 }

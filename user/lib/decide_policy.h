@@ -43,6 +43,9 @@ struct dp_config {
 	double fence_after_s;
 	int lease_ttl_s;
 	int health_check; /* a health check is configured */
+	/* cut off from the shared store this long, a node holds its ranks (I6: before the others
+	 * may act without it, when its lease runs out); fence_after_s later it ends them */
+	double hold_after_s;
 };
 
 struct dp_node_report {
@@ -66,6 +69,8 @@ struct dp_lease {
 struct dp_records {
 	int reachable;		       /* the store answered recently */
 	uint64_t unreachable_ms;       /* for how long it has not (mono), 0 reachable */
+	uint64_t run;		       /* the run these records are of (0: none yet) */
+	int64_t run_resume;	       /* where the run began: the job's last complete checkpoint */
 	uint64_t gen;		       /* the current generation (0: the first) */
 	struct dec_gen g;	       /* how it began (when gen > 0) */
 	uint64_t fail_at[DP_MAX_GENS]; /* when each failure generation was decided (wall) */
@@ -74,9 +79,11 @@ struct dp_records {
 	int nfault;
 	uint64_t ck_n; /* the current generation's latest checkpoint request, 0 none */
 	struct dec_ckpt ck;
+	int bound;	     /* its step is bound (bind/G/N) */
+	int64_t bind_target; /* ... at this step */
 	int ck_done;
-	uint64_t done_at_ms; /* when it was complete (wall) */
-	int64_t last_complete;
+	uint64_t done_at_ms;   /* when it was complete (wall) */
+	int64_t last_complete; /* the generation's resume step, or a later complete one in it */
 	struct dp_node_report rep[DP_MAX_NODES]; /* reports on request ck_n */
 	int nrep;
 	struct dp_node_member mem[DP_MAX_NODES];
@@ -91,10 +98,15 @@ struct dp_rank {
 	int wait_status;       /* as waitpid's */
 	uint64_t exit_wall_ms; /* when it ended (wall), 0 unknown */
 	int has_slot, registered;
+	int world_size;	     /* as its launcher said (WORLD_SIZE), <= 0 unknown */
 	int64_t step, saved; /* from its slot: the step reached, the last step saved (-1) */
+	int saved_here;	     /* saved was saved in the generation it runs in (or unknown) */
+	int64_t saving;	     /* from its slot: should_save said 1 for this step (-1) */
+	int64_t ack;	     /* the step boundary by which it saw the pending request (-1 not) */
 	int started_known;
-	uint64_t start_wall_ms; /* when its process started (wall) */
-	uint64_t generation;	/* the generation it runs in */
+	uint64_t start_ms;   /* when its process started (mono, I7) */
+	uint64_t exit_ms;    /* when it ended (mono), 0 unknown */
+	uint64_t generation; /* the generation it runs in */
 	int preempted, killed_by_agent, fail_seen;
 };
 
@@ -102,6 +114,10 @@ struct dp_rank {
 struct dp_local {
 	int ranks, saved, live;
 	int64_t max_step;
+	int world;	 /* the job's world size (0 unknown) */
+	int acked;	 /* ranks that acknowledged the pending request */
+	int64_t max_ack; /* the highest boundary by which one saw it (-1) */
+	int missed;	 /* ranks past the bound target never told to save it */
 };
 
 /* What the decider remembers of one job between looks. */
@@ -129,16 +145,25 @@ struct dp_memory {
 	int health_failed;
 	int launcher_stopped;
 	uint64_t hang_claimed; /* the generation a hard timeout was claimed for */
+	int held;	       /* the ranks wait at a step boundary (the store is unreachable) */
+	uint64_t gen_seen_ms;  /* when the current generation was first seen here (mono) */
+	/* I5: a preemption not yet in a request (the store unreachable, an operator's request
+	 * in progress, a claim that expired): claimed when it can be, or said why not */
+	uint64_t preempt_ms; /* since (mono), 0 none */
+	uint64_t preempt_gen;
+	uint64_t preempt_ck; /* the first request that can be its checkpoint */
 };
 
 /* ---- what a look asks the agent to do ---- */
 enum dp_act_kind {
-	DP_ACT_SIGNAL,	      /* signal ranks[rank] (SIGTERM: SIGKILL after the grace) */
-	DP_ACT_STOP_LAUNCHER, /* stop the launcher of the job's ranks here */
-	DP_ACT_HEALTH_CHECK,  /* start the health check */
-	DP_ACT_LOG_DECISION,  /* log the current decision of kind why ("generation", ...) */
-	DP_ACT_FENCED,	      /* log: the job is fenced here */
-	DP_ACT_UNAVAILABLE,   /* log: a trigger found the store unreachable (why) */
+	DP_ACT_SIGNAL,		/* signal ranks[rank] (SIGTERM: SIGKILL after the grace) */
+	DP_ACT_STOP_LAUNCHER,	/* stop the launcher of the job's ranks here */
+	DP_ACT_HEALTH_CHECK,	/* start the health check */
+	DP_ACT_LOG_DECISION,	/* log the current decision of kind why ("generation", ...) */
+	DP_ACT_FENCED,		/* log: the job is fenced here */
+	DP_ACT_UNAVAILABLE,	/* log: a trigger found the store unreachable (why) */
+	DP_ACT_HOLD,		/* log: the ranks wait (sig 1) or go on (sig 0) */
+	DP_ACT_PREEMPTION_LOST, /* log: a preemption ends in no checkpoint (why) */
 };
 
 struct dp_act {
@@ -163,12 +188,17 @@ struct dp_out {
 };
 
 /* ---- rules (each tested on its own) ---- */
+/* The job's name in the store: its id, and for a job local to its host (torchrun's master on a
+ * loopback address, the same on every host) "@node" after it, so that it never shares
+ * decisions with another host's job of the same id (I1). An id already scoped (with '@') is
+ * kept. */
+void dp_job_key(const char *id, const char *node, char *buf, size_t len);
 /* A rank's abnormal end, on its own: not by our action, not a preemption that killed it, not
  * the exit codes the decisions asked for. */
 int dp_abnormal_exit(const struct dp_config *c, const struct dp_rank *k);
-/* Did the rank's process start at or after wall_ms (a launcher's restarted worker)? Start times
+/* Did the rank's process start at or after mono_ms (a launcher's restarted worker)? Start times
  * are in clock ticks (10 ms). */
-int dp_started_since(const struct dp_rank *k, uint64_t wall_ms);
+int dp_started_since(const struct dp_rank *k, uint64_t mono_ms);
 /* What rank k is told to do: FTBPF_ACT_NONE, _RESTART or _STOP. */
 uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 			 const struct dp_memory *m, const struct dp_rank *k);
@@ -185,9 +215,20 @@ int dp_margin(const struct dp_config *c, const struct dp_memory *m);
 /* Does the generation leave node out? */
 int dp_excluded(const struct dec_gen *g, const char *node);
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
-/* Is the checkpoint request complete: every member node with ranks (not left out) reported all
- * of its ranks saved (l: this node's own ranks, fresher than its report)? */
+/* Is the checkpoint request complete (I2): every rank of the job's world saved its bound step
+ * (its world size known), else every member node (not left out) reported all of its ranks
+ * saved (l: this node's own ranks, fresher than its report)? */
 int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l);
+/* Has every rank acknowledged the pending request (by its world size, or every member node's
+ * ranks)? 1, and *ret_target: the step to bind (the highest acknowledged boundary + 1). */
+int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
+		 int64_t *ret_target);
+/* Which run a new launch of the job on this node belongs to (docs/decisions.md, "Job and run"):
+ * mine: this node's last launch (NULL none), cur: the job's latest run (0 none), launcher: the
+ * new ranks' launcher ("pid:start"), restart_count: TORCHELASTIC_RESTART_COUNT or
+ * SLURM_RESTART_COUNT (-1 unknown). Returns the run; *ret_new 1 when it is a new one to claim. */
+uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
+		       int restart_count, int *ret_new);
 /* Who a new generation leaves out (into g): the lost node, other lost nodes after
  * recovery_wait, nodes that failed their health check, a node at node_fault_limit faults. */
 void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
@@ -231,7 +272,8 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 		 struct dp_rank *ranks, int n, int hard, const char *hard_why,
 		 const struct dp_now *now, struct dp_out *out);
-/* The checkpoint in progress: report, re-target, complete; the final save of a grace. */
+/* The checkpoint in progress: report, bind, re-target, complete; the final save of a grace; a
+ * completed preemption begins the next generation (its ranks exit, resume from that step). */
 void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *r,
 			    struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
 			    struct dp_out *out);
@@ -241,6 +283,12 @@ int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
 			  struct dp_memory *m, const struct dp_local *l, enum dec_cause cause,
 			  const char *why, const struct dp_now *now, int64_t *ret_step,
 			  struct dp_out *out);
+
+/* A preemption waiting for a request (I5): claimed now if it can be; an event says why not when
+ * the job restarts without it. */
+void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r,
+			   struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
+			   struct dp_out *out);
 
 /* The claims a rule makes (exposed for the tests). */
 void dp_claim_ckpt(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
