@@ -112,8 +112,42 @@ static void tick_job(struct decider *d, struct djob *dj)
 	write_slots(d, dj);
 }
 
+/* A job no rank of which has lived here for ten minutes, and with nothing in flight, is
+ * forgotten (its records stay in the store, read again if it comes back): the table holds
+ * what runs. A user whose share is full has idle jobs forgotten after seconds. */
+#define IDLE_FORGET_MS	    600000
+#define IDLE_FORGET_FULL_MS 5000
+static void forget_idle(struct decider *d)
+{
+	struct dp_now now;
+
+	dc_now(&now);
+	for (int i = d->njobs - 1; i >= 0; i--) {
+		struct djob *dj = d->jobs[i];
+		const struct job *j = ranks_job_find(d->ranks, dj->uid, dj->id);
+		int live = 0;
+
+		for (int m = 0; j && m < j->nmembers; m++)
+			live += !j->members[m]->s.exited;
+		if (live || dj->mem.claimed_gen_ms || dj->mem.claimed_ck_ms || dj->mem.preempt_ms ||
+		    dj->health_pid > 0) {
+			dj->idle_ms = 0;
+			continue;
+		}
+		if (!dj->idle_ms)
+			dj->idle_ms = now.mono_ms;
+		if (now.mono_ms - dj->idle_ms < IDLE_FORGET_MS &&
+		    (now.mono_ms - dj->idle_ms < IDLE_FORGET_FULL_MS || dj->uid == 0 ||
+		     dc_user_jobs(d, dj->uid) < MAX_JOBS_PER_USER))
+			continue;
+		free(dj);
+		d->jobs[i] = d->jobs[--d->njobs];
+	}
+}
+
 void decide_tick(struct decider *d)
 {
+	forget_idle(d);
 	for (int i = 0; i < d->ranks->njobs; i++) {
 		struct job *j = d->ranks->jobs[i];
 

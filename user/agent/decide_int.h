@@ -24,6 +24,9 @@ struct rank;
 struct job;
 
 #define MAX_JOBS 1024
+/* One user's share of the table (root's jobs are limited by MAX_JOBS only): a user who
+ * registers many jobs cannot keep another's from being followed. */
+#define MAX_JOBS_PER_USER 64
 
 #define MAX_REFUSED 8
 
@@ -45,6 +48,7 @@ struct djob {
 	struct dp_memory mem;  /* what the policy remembers */
 	pid_t health_pid;
 	uint64_t health_ms; /* mono */
+	uint64_t idle_ms;   /* since when no rank of the job lives here (mono; 0: some does) */
 };
 
 struct decider {
@@ -62,13 +66,16 @@ struct decider {
 	int nrk, rk_cap;
 	int again; /* the last look changed what the next one reads: look again now */
 	uint64_t claims, retargets, fences, preemptions, ignored_signals, health_failures,
-	    unavailable, refused, holds, preemptions_lost;
+	    unavailable, refused, holds, preemptions_lost, jobs_refused;
 };
 
 /* decide_store.c: the inputs */
 /* The clocks now. */
 void dc_now(struct dp_now *now);
-/* The job as the decider follows it; create: add it when new (NULL: none, or no room). */
+/* How many jobs of uid the decider follows. */
+int dc_user_jobs(const struct decider *d, uid_t uid);
+/* The job as the decider follows it; create: add it when new (NULL: none, no room, or the
+ * user's share of the table is full). */
 struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create);
 /* Read what the store holds for the job's run into dj->rec (refused records into dj->refused). */
 void dc_load(struct decider *d, struct djob *dj);

@@ -10,6 +10,7 @@
 #include "agent/store.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
+#include "os/log.h"
 #include "os/procfs.h"
 
 void dc_now(struct dp_now *now)
@@ -32,6 +33,15 @@ static void job_prefix(char *buf, size_t len, uid_t uid, const char *id)
 	snprintf(buf + o, len - o, "/");
 }
 
+int dc_user_jobs(const struct decider *d, uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < d->njobs; i++)
+		n += d->jobs[i]->uid == uid;
+	return n;
+}
+
 struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 {
 	struct djob *dj;
@@ -39,7 +49,22 @@ struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 	for (int i = 0; i < d->njobs; i++)
 		if (d->jobs[i]->uid == uid && !strcmp(d->jobs[i]->id, id))
 			return d->jobs[i];
-	if (!create || d->njobs == MAX_JOBS || !(dj = calloc(1, sizeof(*dj))))
+	if (!create)
+		return NULL;
+	if (uid != 0) {
+		int mine = dc_user_jobs(d, uid), users = d->njobs - dc_user_jobs(d, 0);
+
+		/* a quarter of the table stays root's */
+		if (mine >= MAX_JOBS_PER_USER || users >= MAX_JOBS * 3 / 4) {
+			if (d->jobs_refused++ % 64 == 0)
+				log_warn("decisions: uid %u follows %d jobs already; job %s is not "
+					 "followed (%llu refused)",
+					 (unsigned)uid, mine, id,
+					 (unsigned long long)d->jobs_refused);
+			return NULL;
+		}
+	}
+	if (d->njobs == MAX_JOBS || !(dj = calloc(1, sizeof(*dj))))
 		return NULL;
 	dj->uid = uid;
 	snprintf(dj->id, sizeof(dj->id), "%s", id);

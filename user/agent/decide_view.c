@@ -306,6 +306,7 @@ struct json_object *decide_json(struct decider *d)
 	jint(c, "preemptions", (int64_t)d->preemptions);
 	jint(c, "retargets", (int64_t)d->retargets);
 	jint(c, "fences", (int64_t)d->fences);
+	jint(c, "jobs_refused", (int64_t)d->jobs_refused);
 	jint(c, "signals_not_preemption", (int64_t)d->ignored_signals);
 	jint(c, "health_check_failures", (int64_t)d->health_failures);
 	jint(c, "unavailable", (int64_t)d->unavailable);

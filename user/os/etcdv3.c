@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "lib/growbuf.h"
+#include "proto/etcd_reply.h"
 
 #define MAX_ENDPOINTS 8
 #define REPLY_MAX     (64u << 20)
-#define TEXT_MAX      (1u << 20) /* a key or value */
 
 struct etcd_conn {
 	CURL *curl;
@@ -96,60 +96,7 @@ const struct etcd_stats *etcd_conn_stats(const struct etcd_conn *c)
 }
 
 /* ---- encoding ---- */
-static char *b64(const char *s)
-{
-	size_t n = strlen(s), m = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
-	char *out = malloc(m);
-
-	if (out)
-		sodium_bin2base64(out, m, (const unsigned char *)s, n,
-				  sodium_base64_VARIANT_ORIGINAL);
-	return out;
-}
-
-/* Decoded text of a base64 field, NULL when absent, malformed, too long or not text. */
-static char *unb64(struct json_object *o, const char *field)
-{
-	struct json_object *x;
-	const char *s;
-	size_t n, out_len = 0;
-	char *out;
-
-	if (!json_object_object_get_ex(o, field, &x))
-		return strdup(""); /* etcd omits empty values */
-	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x)))
-		return NULL;
-	n = strlen(s);
-	if (n > TEXT_MAX * 4 / 3 + 4 || !(out = malloc(n + 1)))
-		return NULL;
-	if (sodium_base642bin((unsigned char *)out, n, s, n, NULL, &out_len, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) ||
-	    memchr(out, 0, out_len)) {
-		free(out);
-		return NULL;
-	}
-	out[out_len] = 0;
-	return out;
-}
-
-/* An int64 etcd sends as a string ("123") or a number; -1 when absent or malformed. */
-static int64_t get_i64(struct json_object *o, const char *field)
-{
-	struct json_object *x;
-	const char *s;
-	char *end;
-	long long v;
-
-	if (!json_object_object_get_ex(o, field, &x))
-		return -1;
-	if (json_object_is_type(x, json_type_int))
-		return json_object_get_int64(x);
-	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x)) || !*s)
-		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	return errno || *end || v < 0 ? -1 : (int64_t)v;
-}
+#define b64 etcd_b64
 
 /* The end of the range of keys starting with prefix: the prefix with its last byte + 1. */
 static char *prefix_end(const char *prefix)
@@ -251,41 +198,17 @@ static int call(struct etcd_conn *c, const char *path, const char *body, struct 
 	return 0;
 }
 
-/* Calls fn for every entry of a "kvs" array. 0, -EPROTO, or what fn returned. */
-static int each_kv(struct etcd_conn *c, struct json_object *o, etcd_kv_fn fn, void *ctx)
+/* A reply's parse result: -EPROTO counted as a malformed reply. */
+static int parsed(struct etcd_conn *c, int r, const char *what)
 {
-	struct json_object *kvs;
-
-	if (!json_object_object_get_ex(o, "kvs", &kvs))
-		return 0; /* none */
-	if (!json_object_is_type(kvs, json_type_array))
-		return malformed(c, "kvs");
-	for (size_t i = 0; i < json_object_array_length(kvs); i++) {
-		struct json_object *kv = json_object_array_get_idx(kvs, i);
-		char *k = json_object_is_type(kv, json_type_object) ? unb64(kv, "key") : NULL;
-		char *v = k ? unb64(kv, "value") : NULL;
-		int r = v ? fn(ctx, k, v) : malformed(c, "a key or value");
-
-		free(k);
-		free(v);
-		if (r)
-			return r;
-	}
-	return 0;
-}
-
-/* A reply's header.revision (every KV reply has one), -1 when absent or malformed. */
-static int64_t revision(struct json_object *o)
-{
-	struct json_object *h;
-
-	return json_object_object_get_ex(o, "header", &h) ? get_i64(h, "revision") : -1;
+	return r == -EPROTO ? malformed(c, what) : r;
 }
 
 int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx, int64_t *ret_rev)
 {
 	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body;
-	struct json_object *o = NULL, *h;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r = -ENOMEM;
 
 	if (k && e && asprintf(&body, "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, e) >= 0) {
@@ -297,29 +220,17 @@ int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx
 	free(e);
 	if (r < 0)
 		return r;
-	if (!json_object_object_get_ex(o, "header", &h) || (*ret_rev = get_i64(h, "revision")) < 0)
-		r = malformed(c, "header.revision");
-	else
-		r = each_kv(c, o, fn, ctx);
+	r = parsed(c, etcd_reply_range(o, fn, ctx, ret_rev, &what), what);
 	json_object_put(o);
 	return r;
-}
-
-static int keep_first(void *ctx, const char *key, const char *value)
-{
-	char **out = ctx;
-
-	(void)key;
-	if (!*out)
-		*out = strdup(value);
-	return 0;
 }
 
 int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t lease,
 		char **ret_existing)
 {
 	char *k = b64(key), *v = b64(value), *body = NULL, lease_s[40] = "";
-	struct json_object *o = NULL, *ok, *resps, *rr;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r = -ENOMEM;
 
 	*ret_existing = NULL;
@@ -338,29 +249,16 @@ int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t
 	free(v);
 	if (r < 0)
 		return r;
-	if (json_object_object_get_ex(o, "succeeded", &ok) && json_object_get_boolean(ok)) {
-		json_object_put(o);
-		return 1;
-	}
-	/* lost: the failure branch read the value that stands */
-	if (!json_object_object_get_ex(o, "responses", &resps) ||
-	    !json_object_is_type(resps, json_type_array) || json_object_array_length(resps) != 1 ||
-	    !json_object_object_get_ex(json_object_array_get_idx(resps, 0), "response_range",
-				       &rr)) {
-		json_object_put(o);
-		return malformed(c, "txn responses");
-	}
-	r = each_kv(c, rr, keep_first, ret_existing);
+	r = parsed(c, etcd_reply_create(o, ret_existing, &what), what);
 	json_object_put(o);
-	if (r == 0 && !*ret_existing)
-		r = malformed(c, "txn lost without a value"); /* deleted meanwhile: retry */
-	return r < 0 ? r : 0;
+	return r;
 }
 
 int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t lease)
 {
 	char *k = b64(key), *v = b64(value), *body = NULL, lease_s[40] = "";
 	struct json_object *o = NULL;
+	const char *what = "";
 	int r = -ENOMEM;
 
 	if (lease > 0)
@@ -371,8 +269,8 @@ int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t le
 	}
 	free(k);
 	free(v);
-	if (r == 0 && revision(o) <= 0)
-		r = malformed(c, "put: header.revision");
+	if (r == 0)
+		r = parsed(c, etcd_reply_put(o, &what), what);
 	json_object_put(o);
 	return r;
 }
@@ -381,6 +279,7 @@ int etcd_delete_prefix(struct etcd_conn *c, const char *prefix)
 {
 	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body = NULL;
 	struct json_object *o = NULL;
+	const char *what = "";
 	int r = -ENOMEM;
 
 	if (k && e && asprintf(&body, "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, e) >= 0) {
@@ -390,8 +289,8 @@ int etcd_delete_prefix(struct etcd_conn *c, const char *prefix)
 	free(k);
 	free(end);
 	free(e);
-	if (r == 0 && revision(o) <= 0)
-		r = malformed(c, "deleterange: header.revision");
+	if (r == 0) /* a header with its revision, as a put's */
+		r = parsed(c, etcd_reply_put(o, &what), what);
 	json_object_put(o);
 	return r;
 }
@@ -400,34 +299,30 @@ int etcd_lease_grant(struct etcd_conn *c, int ttl_s, int64_t *ret_id)
 {
 	char body[64];
 	struct json_object *o = NULL;
+	const char *what = "";
 	int r;
 
 	snprintf(body, sizeof(body), "{\"TTL\":\"%d\"}", ttl_s);
 	r = call(c, "/v3/lease/grant", body, &o);
 	if (r < 0)
 		return r;
-	*ret_id = get_i64(o, "ID");
+	r = parsed(c, etcd_reply_lease_grant(o, ret_id, &what), what);
 	json_object_put(o);
-	return *ret_id > 0 ? 0 : malformed(c, "lease ID");
+	return r;
 }
 
 int etcd_lease_keepalive(struct etcd_conn *c, int64_t id)
 {
 	char body[64];
-	struct json_object *o = NULL, *res;
-	int64_t ttl;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
 	r = call(c, "/v3/lease/keepalive", body, &o);
 	if (r < 0)
 		return r;
-	/* the gateway wraps the streamed reply: {"result":{"ID":..,"TTL":..}} */
-	if (!json_object_object_get_ex(o, "result", &res) ||
-	    !json_object_is_type(res, json_type_object))
-		r = malformed(c, "keepalive result");
-	else if ((ttl = get_i64(res, "TTL")) <= 0)
-		r = -ENOENT; /* expired (TTL absent or 0) */
+	r = parsed(c, etcd_reply_keepalive(o, &what), what);
 	json_object_put(o);
 	return r;
 }
@@ -435,19 +330,15 @@ int etcd_lease_keepalive(struct etcd_conn *c, int64_t id)
 int etcd_lease_time_to_live(struct etcd_conn *c, int64_t id, int64_t *ret_s)
 {
 	char body[64];
-	struct json_object *o = NULL, *t;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
 	r = call(c, "/v3/lease/timetolive", body, &o);
 	if (r < 0)
 		return r;
-	if (revision(o) <= 0)
-		r = malformed(c, "timetolive: header.revision");
-	else if (!json_object_object_get_ex(o, "TTL", &t))
-		*ret_s = -1; /* etcd leaves out a zero or absent TTL */
-	else if ((*ret_s = get_i64(o, "TTL")) < -1)
-		r = malformed(c, "timetolive: TTL");
+	r = parsed(c, etcd_reply_time_to_live(o, ret_s, &what), what);
 	json_object_put(o);
 	return r;
 }
@@ -455,38 +346,9 @@ int etcd_lease_time_to_live(struct etcd_conn *c, int64_t id, int64_t *ret_s)
 /* ---- watch ---- */
 static int watch_line(struct etcd_conn *c, const char *line)
 {
-	struct json_object *o = json_tokener_parse(line), *res, *evs, *x;
-	int r = 0;
+	const char *what = "";
 
-	if (!o || !json_object_object_get_ex(o, "result", &res) ||
-	    !json_object_is_type(res, json_type_object)) {
-		json_object_put(o);
-		return malformed(c, "watch message");
-	}
-	if (json_object_object_get_ex(res, "canceled", &x) && json_object_get_boolean(x)) {
-		json_object_put(o);
-		return -ESTALE; /* compacted, or refused: read everything again */
-	}
-	if (json_object_object_get_ex(res, "events", &evs)) {
-		if (!json_object_is_type(evs, json_type_array))
-			r = malformed(c, "events");
-		for (size_t i = 0; r == 0 && i < json_object_array_length(evs); i++) {
-			struct json_object *ev = json_object_array_get_idx(evs, i), *kv, *t;
-			int put = !(json_object_object_get_ex(ev, "type", &t) &&
-				    !strcmp(json_object_get_string(t), "DELETE"));
-			char *k = NULL, *v = NULL;
-
-			if (!json_object_object_get_ex(ev, "kv", &kv) || !(k = unb64(kv, "key")) ||
-			    !(v = unb64(kv, "value")))
-				r = malformed(c, "event kv");
-			else
-				r = c->ev_fn(c->ev_ctx, put, k, v, get_i64(kv, "mod_revision"));
-			free(k);
-			free(v);
-		}
-	}
-	json_object_put(o);
-	return r;
+	return parsed(c, etcd_reply_watch_line(line, c->ev_fn, c->ev_ctx, &what), what);
 }
 
 static size_t on_watch_data(char *p, size_t size, size_t nmemb, void *ctx)
