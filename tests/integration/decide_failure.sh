@@ -108,4 +108,31 @@ sleep 1
 alive $SCRIPT && ! has_event action ".pid==$SCRIPT" && pass "the stop ended the ranks, not the script that ran them" ||
 	fail "the script was signalled: $(events_of action | grep -c "$SCRIPT")"
 pkill -KILL -P $SCRIPT; pkill -KILL -x c_loop
+
+# an agent restart never promotes a rank told to exit into the new generation: the slot says
+# which generation the process runs in, not only the job's
+D4=$T/promo; mkdir -p "$D4"
+cat >"$T/promo.py" <<'EOP'
+import sys, time, ftbpf
+ftbpf.install_preemption_handler()  # survives the agent's SIGTERM: it must learn from its slot
+while True:
+    with open(sys.argv[1], "a") as f:
+        f.write("%d %s\n" % (ftbpf.generation(), ftbpf.action()))
+    time.sleep(0.1)
+EOP
+FTBPF_JOB=promo FTBPF_RANK=0 FTBPF_WORLD_SIZE=2 PYTHONPATH=$B/python /usr/bin/python3 "$T/promo.py" "$D4/a" &
+PP=$!; WORKLOAD_PIDS+=($PP)
+FTBPF_JOB=promo FTBPF_RANK=1 FTBPF_WORLD_SIZE=2 "$B/examples/c_loop" --dir "$D4" --rank 1 --step-ms 50 &
+PQ=$!; WORKLOAD_PIDS+=($PQ)
+wait_until 20 bash -c "grep -qs START '$D4/log.1' && [ -s '$D4/a' ]" || fail "the promo job did not start"
+sleep 1
+kill -KILL $PQ
+wait_until 10 bash -c "tail -1 '$D4/a' | grep -q restart" || fail "the promo rank was not told to exit: $(tail -1 "$D4/a")"
+stop_agent
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --max-restarts 1 || exit 1
+sleep 3
+tail -1 "$D4/a" | grep -q restart && alive $PP &&
+	pass "after an agent restart the rank told to exit is still told to: $(tail -1 "$D4/a")" ||
+	fail "after an agent restart: $(tail -1 "$D4/a") (alive: $(alive $PP && echo yes || echo no))"
+kill -9 $PP 2>/dev/null
 finish

@@ -65,7 +65,7 @@ jq --arg p "$RP" '. + {($p + "gen/00000000000000000042"): "{not json", ($p + "me
 	($p + "whatever"): "x", ($p + "done/00000000000000000001/00000000000000000001"): "{\"step\":-4}"}' \
 	"$F" >"$F.new" && mv "$F.new" "$F"
 start_agent --soft-timeout 60 --hard-timeout 600 --action report || exit 1
-ftbpf decisions --json | jq -e "[.decisions[] | select(.job==\"$JOB\" and .kind==\"checkpoint_complete\")] | length == 2" >/dev/null &&
+ftbpf decisions --json | jq -e "[.decisions[] | select((.job==\"$JOB\" or (.job|startswith(\"$JOB@\"))) and .kind==\"checkpoint_complete\")] | length == 2" >/dev/null &&
 	pass "after an agent restart the decisions are still there" || fail "decisions lost in a restart: $(ftbpf decisions --json | jq -c .decisions)"
 # ---- the requeued job resumes from the agreed step ----
 launch

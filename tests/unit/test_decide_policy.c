@@ -280,6 +280,7 @@ static void test_retarget(void)
 	rec.bind_target = 8;
 	member("n1", 2, 0);
 	rk[0].saving = rk[1].saving = 8; /* told, saving asynchronously: no re-target */
+	CU_ASSERT_EQUAL(dp_request_target(&rec), 8);
 	dp_local(rk, 2, 8, &l);
 	CU_ASSERT_EQUAL(l.missed, 0);
 	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
@@ -397,6 +398,10 @@ static void test_bind(void)
 	out.nwrites = 0;
 	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
 	CU_ASSERT_TRUE(claimed("bind/00000000000000000000/00000000000000000001"));
+	/* ranks past the proposal (the request's own target) are not missing it: nothing is
+	 * counted against a step that is not bound */
+	rec.ck.target = 30;
+	CU_ASSERT_EQUAL(dp_request_target(&rec), -1);
 	/* the slot: pending (no step) until bound */
 	{
 		struct ftbpf_slot_decision x;

@@ -82,7 +82,7 @@ static void tick_job(struct decider *d, struct djob *dj)
 		return;
 	dc_now(&now);
 	dp_observe(m, r, &now, &d->out);
-	dp_local(d->rk, d->nrk, r->ck_n && !r->ck_done ? r->ck.target : -1, &l);
+	dp_local(d->rk, d->nrk, dp_request_target(r), &l);
 	dp_step_rate(m, &l, &now);
 	if (dp_fence(&d->pc, r, m, d->rk, d->nrk, &d->out)) {
 		dc_carry_out(d, dj, j);

@@ -146,7 +146,7 @@ void decide_job_json(struct decider *d, const struct job *j, struct json_object 
 		return;
 	}
 	if (dc_gather(d, dj, j) == 0)
-		dp_local(d->rk, d->nrk, r->ck.target, &l);
+		dp_local(d->rk, d->nrk, r->bound ? r->bind_target : -1, &l);
 	else
 		memset(&l, 0, sizeof(l));
 	c = json_object_new_object();

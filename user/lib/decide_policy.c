@@ -134,6 +134,11 @@ void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct
 	    (uint32_t)(x->action == FTBPF_ACT_STOP ? c->stop_exit_code : c->restart_exit_code);
 }
 
+int64_t dp_request_target(const struct dp_records *r)
+{
+	return r->ck_n && !r->ck_done && r->bound ? r->bind_target : -1;
+}
+
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *l)
 {
 	memset(l, 0, sizeof(*l));

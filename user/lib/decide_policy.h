@@ -205,6 +205,9 @@ uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 /* The decision as the rank's slot holds it (seq not set). */
 void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
 	     const struct dp_rank *k, struct ftbpf_slot_decision *ret);
+/* The step the ranks' saves and misses are counted against: the bound step of the request in
+ * progress, else -1 (nothing is saved against a proposal). */
+int64_t dp_request_target(const struct dp_records *r);
 /* The local ranks' report on a request at target (target < 0: none). */
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
 /* The job's step rate, updated from the highest step reached. */
