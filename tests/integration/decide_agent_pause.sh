@@ -18,10 +18,11 @@ for round in 1 2 3; do
 	run $round 50 0 1 2 3
 	wait_until 30 started $round 1 2 3 || { fail "round $round did not start"; break; }
 	sleep 2
+	A=$((RANDOM % 900)) # ms into the pause
 	kill -STOP "${AG[3]}"
-	sleep "0.$((RANDOM % 9))"
+	sleep "0.$(printf %03d $A)"
 	kill -TERM "$(worker $round 1 0)"
-	sleep 1.6 # since the stop, give or take the random part: at least 1.6 s
+	sleep "$(printf '%d.%03d' $(((1600 - A) / 1000)) $(((1600 - A) % 1000)))" # 1.6 s in all
 	kill -CONT "${AG[3]}"
 	wait_launchers 1 2 3
 	S=$(saved_all $round)

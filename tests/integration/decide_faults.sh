@@ -58,7 +58,10 @@ wait_until 10 curl -sf "http://$NET.254:$PPORT/version" -o /dev/null || fail "th
 EP=http://$NET.254:$PPORT
 echo 0 >"$T/clock_shift"
 NODE_ENV="LD_PRELOAD=$B/workloads/clockshift.so FTBPF_CLOCK_SHIFT_FILE=$T/clock_shift"
-for i in 1 2 3; do start_node $i; done
+# a 5 s lease: an agent killed and started again (its BPF programs loaded again) is back well
+# within it
+NODE_FLAGS="--etcd-lease-ttl 5 --fence-after 6"
+for i in 1 2 3; do start_node $i $NODE_FLAGS; done
 wait_until 15 all_alive || fail "the mesh did not form"
 # the bystander: another job (another id) on node 2, for the whole suite
 mkdir -p "$T/by"
@@ -76,7 +79,7 @@ heal() {
 		ip link set "veth-dfif$i" up 2>/dev/null
 		ip netns exec "dfif$i" nft delete table inet dfi 2>/dev/null
 		[ -n "${AG[$i]:-}" ] && kill -CONT "${AG[$i]}" 2>/dev/null
-		[ -n "${AG[$i]:-}" ] && kill -0 "${AG[$i]}" 2>/dev/null || start_node "$i"
+		[ -n "${AG[$i]:-}" ] && kill -0 "${AG[$i]}" 2>/dev/null || start_node "$i" $NODE_FLAGS
 	done
 	kill -0 "$ETCD" 2>/dev/null || etcd_start
 }
@@ -123,10 +126,10 @@ inject() {
 		sleep "$(ms "$(rnd 200 1800)")"; kill -CONT "${AG[$o]}" ;;
 	agent_kill)
 		preempt "$n"; sleep "$(ms "$(rnd 0 200)")"; kill -9 "${AG[$o]}"; wait "${AG[$o]}" 2>/dev/null
-		sleep "$(ms "$(rnd 100 800)")"; start_node "$o" ;;
+		sleep "$(ms "$(rnd 100 800)")"; start_node "$o" $NODE_FLAGS ;;
 	agent_restart)
 		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; kill -TERM "${AG[$o]}"; wait "${AG[$o]}" 2>/dev/null
-		start_node "$o" ;;
+		start_node "$o" $NODE_FLAGS ;;
 	rank_stop)
 		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; a=$(worker "$ROUND" "$o" 1)
 		kill -STOP "$a"; sleep "$(ms "$(rnd 300 2000)")"; kill -CONT "$a" ;;

@@ -271,6 +271,8 @@ void dc_load(struct decider *d, struct djob *dj)
 }
 
 /* ---- runs ---- */
+#define KEEP_RUNS 3 /* a new run deletes the records of the run this many before it */
+
 struct runs_ctx {
 	const char *jprefix;
 	uint64_t cur;
@@ -301,7 +303,7 @@ static void set_run(struct djob *dj, uint64_t run)
 }
 
 /* "pid:start_ns" of the process that launched k (its parent), "" unknown. */
-static void launcher_of(const struct rank *k, char *buf, size_t len)
+static void parent_id(const struct rank *k, char *buf, size_t len)
 {
 	struct proc_stat st, pst;
 
@@ -334,7 +336,7 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 	uint64_t run;
 	int fresh = 0, known = 0;
 
-	launcher_of(k, launcher, sizeof(launcher));
+	parent_id(k, launcher, sizeof(launcher));
 	dec_key_launch(rel, sizeof(rel), d->pc.node);
 	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
 	if ((v = store_get(d->st, key)) && dec_launch_parse(v, &mine) == 0)
@@ -363,6 +365,12 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 		snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
 		if (dec_run_format(&x, val, sizeof(val)) == 0)
 			store_claim(d->st, key, val);
+		/* the store keeps the last runs' records, not every run's forever */
+		if (run > KEEP_RUNS) {
+			snprintf(key, sizeof(key), "%sruns/%llu/", dj->jprefix,
+				 (unsigned long long)(run - KEEP_RUNS));
+			store_delete_prefix(d->st, key);
+		}
 	}
 	set_run(dj, run);
 	if (mp && mp->run == run) {

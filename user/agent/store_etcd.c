@@ -34,6 +34,9 @@
 #define WATCH_IDLE_S 3	  /* a silent watch is read again after this long */
 #define REACHABLE_MS 4000 /* an answer this recent: reachable */
 #define RETRY_MS     200
+/* The lease is renewed every third of its TTL, and at least every half second: an agent paused
+ * for less than the TTL minus this keeps its lease (I6). */
+#define RENEW_MS(ttl_s) ((ttl_s)*1000 / 3 < 500 ? (uint64_t)(ttl_s)*1000 / 3 : 500)
 /* A claim not carried out this long after it was made is dropped (counted): what it decided
  * was about a moment that has passed (a partition, an unreachable store), and a decision must
  * not land long after its cause. The decider claims again if the cause still holds. */
@@ -354,7 +357,7 @@ static void *leaser(void *arg)
 		if (!lease || now >= next_renew) {
 			if (keep_lease(s, &lease) == 0) {
 				contact(s);
-				next_renew = now + (uint64_t)s->ttl_s * 1000 / 3;
+				next_renew = now + RENEW_MS(s->ttl_s);
 			} else {
 				set_error(s, s->lc);
 				next_renew = now + RETRY_MS;
