@@ -676,6 +676,11 @@ static void test_is_preemption(void)
 	CU_ASSERT_EQUAL(dp_is_preemption(&cfg, &rec, &mem, rk, 2, 0, SIGTERM, 777, 777), 0);
 	CU_ASSERT_EQUAL(dp_is_preemption(&cfg, &rec, &mem, rk, 2, 0, SIGTERM, 1000, 777), 0);
 	CU_ASSERT_EQUAL(dp_is_preemption(&cfg, &rec, &mem, rk, 2, 0, SIGTERM, 0, 777), 0);
+	/* the launcher the agent stopped (a failed health check) passes its SIGTERM on: not a
+	 * job-wide preemption */
+	mem.stopped_launcher = 555;
+	CU_ASSERT_EQUAL(dp_is_preemption(&cfg, &rec, &mem, rk, 2, 0, SIGTERM, 555, 777), -1);
+	mem.stopped_launcher = 0;
 	rec.gen = 1; /* the ranks were told to exit: their launcher ends them */
 	CU_ASSERT_EQUAL(dp_is_preemption(&cfg, &rec, &mem, rk, 2, 0, SIGTERM, 555, 777), -1);
 	rec.gen = 0;

@@ -113,6 +113,7 @@ static void stop_launcher(struct decider *d, struct djob *dj, struct job *j, con
 			jstr(o, "job", dj->id);
 			eventlog_emit(d->el, o);
 			dj->mem.launcher_stopped = 1;
+			dj->mem.stopped_launcher = (uint32_t)ppid; /* its SIGTERMs are ours */
 			timersvc_kill_after_grace(d->ts, ppid, fd, j->uid, 0);
 		}
 		close(fd);

@@ -339,6 +339,10 @@ int dp_is_preemption(const struct dp_config *c, const struct dp_records *r,
 	if (sig <= 0 || sig > 63 || !(c->preempt_mask & (1ull << sig)) || sender_pid == 0 ||
 	    sender_pid == agent_pid || sender_pid == (uint32_t)ranks[k].pid)
 		return 0;
+	/* not a preemption: the launcher the agent stopped (a failed health check, left out)
+	 * passing the SIGTERM on to its workers */
+	if (m->stopped_launcher && sender_pid == m->stopped_launcher)
+		return -1;
 	/* not a preemption: a launcher ending its workers after a failure, or after ranks were
 	 * told to exit (a decided restart or stop, a completed preemption: a launcher takes their
 	 * exit 42 for a failure too) */

@@ -144,9 +144,10 @@ struct dp_memory {
 	int nsuspect;
 	int health_failed;
 	int launcher_stopped;
-	uint64_t hang_claimed; /* the generation a hard timeout was claimed for */
-	int held;	       /* the ranks wait at a step boundary (the store is unreachable) */
-	uint64_t gen_seen_ms;  /* when the current generation was first seen here (mono) */
+	uint32_t stopped_launcher; /* the pid of the launcher the agent stopped here (0 none) */
+	uint64_t hang_claimed;	   /* the generation a hard timeout was claimed for */
+	int held;	      /* the ranks wait at a step boundary (the store is unreachable) */
+	uint64_t gen_seen_ms; /* when the current generation was first seen here (mono) */
 	/* I5: a preemption not yet in a request (the store unreachable, an operator's request
 	 * in progress, a claim that expired): claimed when it can be, or said why not */
 	uint64_t preempt_ms; /* since (mono), 0 none */
