@@ -134,5 +134,10 @@ sleep 3
 tail -1 "$D4/a" | grep -q restart && alive $PP &&
 	pass "after an agent restart the rank told to exit is still told to: $(tail -1 "$D4/a")" ||
 	fail "after an agent restart: $(tail -1 "$D4/a") (alive: $(alive $PP && echo yes || echo no))"
+# the restarted agent carries the generation out again: SIGTERM, and SIGKILL after the grace (a
+# pending SIGKILL of the earlier agent is not lost with it)
+gone() { ! alive "$1"; }
+wait_until 15 gone $PP && pass "and it is ended after the grace" ||
+	fail "the rank told to exit outlived the grace after the agent restart"
 kill -9 $PP 2>/dev/null
 finish
