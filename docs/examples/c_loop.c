@@ -10,9 +10,9 @@
  * After a restart it resumes from the last complete checkpoint. --crash-at makes it abort at
  * that step (a failure). A save is committed with the generation it was made in (the fencing
  * token): DIR/ckpt.R.STEP is written, then DIR/commit.R.STEP names its generation, only when
- * ftbpf_saved_gen() says the generation is still the job's. --peers FILE (tests): in generation
- * 0, exit 1 as soon as a pid listed in FILE is gone, as a rank whose collective lost a peer
- * does. Run by tests/integration/decide_*.sh.
+ * ftbpf_saved_gen() says the generation is still the job's. --peers FILE (tests): in the
+ * launcher's first start of the rank, exit 1 as soon as a pid listed in FILE is gone, as a rank
+ * whose collective lost a peer does. Run by tests/integration/decide_*.sh.
  *
  * Build: cc c_loop.c -lftbpf (or with libftbpf.a and -lpthread).
  */
@@ -102,6 +102,7 @@ int main(int argc, char **argv)
 	struct ftbpf *h = NULL;
 	long long seen = -1;
 	uint64_t gen = 0;
+	int first_launch;
 	struct sigaction sa = {.sa_handler = on_term};
 	char p[512];
 	double e;
@@ -134,6 +135,11 @@ int main(int argc, char **argv)
 	ftbpf_restart_info(h, &ri);
 	fprintf(log, "START pid %d generation %llu from step %lld\n", getpid(),
 		(unsigned long long)ri.generation, (long long)ri.resume_step + 1);
+	{ /* the launcher's first start of this rank (torchrun: TORCHELASTIC_RESTART_COUNT) */
+		const char *rc = getenv("TORCHELASTIC_RESTART_COUNT");
+
+		first_launch = !rc || !strcmp(rc, "0");
+	}
 	snprintf(p, sizeof(p), "%s/epoch", dir);
 	e = epoch(epoch_file ? epoch_file : p);
 	if (ri.resume_step >= 0) /* restarted: step on from now */
@@ -150,7 +156,7 @@ int main(int argc, char **argv)
 			fprintf(log, "CRASH at step %ld\n", step);
 			abort();
 		}
-		if (peers && ri.generation == 0 && peer_gone(peers)) {
+		if (peers && first_launch && peer_gone(peers)) {
 			fprintf(log, "PEER LOST at step %ld\n", step);
 			return 1;
 		}

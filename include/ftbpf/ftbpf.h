@@ -136,7 +136,9 @@ struct ftbpf_restart_info {
 };
 
 /* ftbpf_restart_info - a consistent copy of the decisions. 0, or -EINVAL for a NULL @ri. With
- * no agent: generation 0, nothing to resume from. */
+ * no agent: generation 0, nothing to resume from. While a generation is being decided for the
+ * job on this node (a rank restarted right after a failure), it (and ftbpf_generation) waits
+ * for the decision, 10 s at most. */
 int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri);
 
 #ifdef __cplusplus

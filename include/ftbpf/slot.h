@@ -100,7 +100,8 @@ struct ftbpf_slot {
 	__u64 own_generation; /* agent: the generation this process runs in */
 	__u32 hold;	      /* agent: wait at the next step boundary (the store is unreachable:
 				   nothing may be agreed, and other nodes may soon act without us) */
-	__u32 pad2;
+	__u32 settling;	      /* agent: a generation is being decided here (a rank failed): what the
+			   slot says may change in a moment (restart_info waits for it) */
 };
 
 #endif

@@ -5,7 +5,7 @@
                 -- CMD ARGS...
 
 Starts N workers of CMD (every "{rank}" in ARGS replaced) with RANK, LOCAL_RANK, WORLD_SIZE and
-FTBPF_JOB/FTBPF_RANK/FTBPF_WORLD_SIZE set (with --nnodes, as torchrun on node I of M: global
+FTBPF_JOB/FTBPF_RANK/FTBPF_WORLD_SIZE and TORCHELASTIC_RESTART_COUNT set (with --nnodes, as torchrun on node I of M: global
 ranks I*N+r, world size N*M; "{rank}" stays the local rank). When a worker fails (any exit code but 0), it stops
 the others with SIGTERM (SIGKILL after 10 s) and, while restarts are left, starts them all
 again, as torchrun does; a SIGTERM to the launcher is passed to the workers and ends it. Writes
@@ -49,7 +49,8 @@ def main():
         for r in range(a.nproc):
             g, w = str(a.node_rank * a.nproc + r), str(a.nproc * a.nnodes)
             env = dict(os.environ, RANK=g, LOCAL_RANK=str(r), WORLD_SIZE=w,
-                       FTBPF_JOB=a.job, FTBPF_RANK=g, FTBPF_WORLD_SIZE=w)
+                       FTBPF_JOB=a.job, FTBPF_RANK=g, FTBPF_WORLD_SIZE=w,
+                       TORCHELASTIC_RESTART_COUNT=str(rnd))
             workers.append(subprocess.Popen([c.replace("{rank}", str(r)) for c in cmd],
                                             env=env))
         with open(os.path.join(a.dir, "pids.%d" % rnd), "w") as f:

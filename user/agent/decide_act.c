@@ -165,6 +165,16 @@ void dc_health_check_poll(struct decider *d, struct djob *dj, struct job *j)
 }
 
 /* ---- the slots ---- */
+/* What the process runs in (a restarted agent reads it), whether to hold, whether a generation
+ * is being decided: after the decision, so that a rank that sees settling end reads it. */
+static void slot_flags(struct djob *dj, struct rank *k)
+{
+	__atomic_store_n(&k->slot->own_generation, k->generation, __ATOMIC_RELEASE);
+	__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
+	__atomic_store_n(&k->slot->settling, (uint32_t)(dj->mem.claimed_gen_ms != 0),
+			 __ATOMIC_RELEASE);
+}
+
 void dc_write_slot(struct decider *d, struct djob *dj, int i)
 {
 	struct rank *k = d->rk_of[i];
@@ -173,16 +183,15 @@ void dc_write_slot(struct decider *d, struct djob *dj, int i)
 
 	if (!k->slot)
 		return;
-	/* what this process runs in (a restarted agent reads it) and whether to hold */
-	__atomic_store_n(&k->slot->own_generation, k->generation, __ATOMIC_RELEASE);
-	__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
 	dp_slot(&d->pc, &dj->rec, &dj->mem, &d->rk[i], &x);
 	/* write only what changed (FNV-1a over the decision) */
 	for (size_t b = 0; b < sizeof(x); b++)
 		v = (v ^ ((const unsigned char *)&x)[b]) * 1099511628211ull;
 	v |= 1;
-	if (k->dec_written == v)
+	if (k->dec_written == v) {
+		slot_flags(dj, k);
 		return;
+	}
 	k->dec_written = v;
 	s = &k->slot->dec;
 	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
@@ -192,6 +201,7 @@ void dc_write_slot(struct decider *d, struct djob *dj, int i)
 	memcpy((void *)s, &x, sizeof(x));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_SEQ_CST);
+	slot_flags(dj, k);
 	if (x.ckpt_state == FTBPF_CK_PENDING && k->dec_ack_id != x.ckpt_id) {
 		/* the request is in its slot; the step it is at now (read after: a rank that wrote
 		 * a later step saw it) + 1 is a boundary by which it has seen it */

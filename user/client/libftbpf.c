@@ -462,10 +462,28 @@ int ftbpf_saved(struct ftbpf *h, int64_t step)
 	return 0;
 }
 
+/* A generation being decided for the job here (a rank of it failed and a restarted one asks
+ * where to resume): wait until it is decided, 10 s at most. */
+static void settle(const struct ftbpf *h)
+{
+	uint64_t until = 0;
+
+	while (h && h->slot && __atomic_load_n(&h->slot->settling, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = {0, 2000000};
+
+		if (!until)
+			until = mono_ns() + 10000000000ull;
+		else if (mono_ns() > until)
+			return;
+		nanosleep(&ts, NULL);
+	}
+}
+
 uint64_t ftbpf_generation(const struct ftbpf *h)
 {
 	const struct ftbpf_slot_decision *d = dec(h);
 
+	settle(h);
 	return d ? __atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) : 0;
 }
 
@@ -500,6 +518,7 @@ int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri)
 
 	if (!ri)
 		return -EINVAL;
+	settle(h);
 	memset(ri, 0, sizeof(*ri));
 	ri->resume_step = ri->ckpt_step = -1;
 	ri->exit_code = 42;
