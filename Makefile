@@ -208,7 +208,8 @@ integration: all
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
-              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics
+              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics \
+              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)

@@ -129,6 +129,8 @@ answers = itertools.cycle([
     (200, b"{\"result\":{\"events\":\"no\"}}\n{garbage\n"),
     (200, b"{\"ID\":\"-5\",\"TTL\":\"zz\"}"),
     (200, b"{" * 5000),
+    (200, b"{\"result\":{\"events\":[{\"type\":null,\"kv\":{\"key\":\"YQ==\"}}]}}\n"),
+    (200, b"{\"result\":{\"events\":[{\"type\":\"DELETE\",\"kv\":null}]}}\n"),
 ])
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):

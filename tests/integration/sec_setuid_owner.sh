@@ -28,7 +28,7 @@ wait_until 15 jq_status '[.ranks[] | select(.job=="rjob" and .uid==0 and (.exite
 	fail "root's ranks not adopted: $(status_json | jq -c '[.ranks[] | {job,uid,pid}]')"
 
 # 1. a set-user-ID process with root's job name: not adopted
-$NOBODY env FTBPF_JOB=rjob FTBPF_RANK=5 FTBPF_WORLD_SIZE=2 "$T/suid-sleep" 60 &
+$NOBODY env FTBPF_JOB=rjob FTBPF_RANK=5 FTBPF_WORLD_SIZE=8 "$T/suid-sleep" 60 &
 SU=$!; WORKLOAD_PIDS+=($SU)
 sleep 1
 if ! awk '/^Uid:/ {exit !($2 == 65534 && $3 == 0)}' "/proc/$SU/status"; then
@@ -44,7 +44,7 @@ else
 fi
 
 # 2. sg: its shell runs as nobody with root's job name: nobody's own job, not root's
-$NOBODY env FTBPF_JOB=rjob FTBPF_RANK=6 FTBPF_WORLD_SIZE=2 sg nogroup -c 'exec sleep 60' &
+$NOBODY env FTBPF_JOB=rjob FTBPF_RANK=6 FTBPF_WORLD_SIZE=8 sg nogroup -c 'exec sleep 60' &
 SG=$!; WORKLOAD_PIDS+=($SG)
 wait_until 5 jq_status "[.ranks[] | select(.pid==$SG)] | length == 1"
 jq_status "[.ranks[] | select(.job==\"rjob\" and .uid==0)] | length == 2" &&

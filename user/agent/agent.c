@@ -300,7 +300,7 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 				.ctx = a};
 	struct decide_opts dopts;
 	uint8_t ckey[MESH_KEY_BYTES];
-	char e2[300];
+	char e2[300], pw[256] = "";
 
 	if (!strcmp(cfg->decisions, "off"))
 		return 0;
@@ -311,6 +311,15 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		so.cluster_key = ckey;
+		if (*cfg->etcd_user) {
+			if (safefs_read_secret(cfg->etcd_password_file, pw, sizeof(pw), e2,
+					       sizeof(e2)) < 0) {
+				snprintf(err, errlen, "decisions: etcd_password_file: %s", e2);
+				return -EINVAL;
+			}
+			so.user = cfg->etcd_user;
+			so.password = pw;
+		}
 		if (cfg->etcd_insecure)
 			log_warn(
 			    "etcd_insecure: etcd is reached without TLS client authentication: "
@@ -319,6 +328,7 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 	}
 	a->st = store_open(&so, e2, sizeof(e2));
 	sodium_memzero(ckey, sizeof(ckey));
+	sodium_memzero(pw, sizeof(pw));
 	if (!a->st) {
 		snprintf(err, errlen, "decisions: %s", e2);
 		return -EINVAL;

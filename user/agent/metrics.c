@@ -22,6 +22,7 @@
 #include "os/log.h"
 #include "os/loop.h"
 #include "os/peeruid.h"
+#include "os/safefs.h"
 #include "proto/mesh_proto.h"
 
 #define MAX_CONNS	    64
@@ -225,34 +226,17 @@ static void on_ready(void *ctx, uint32_t arg, uint32_t events)
 /* The token, from a file only root can change and read. 0 or -1 with err. */
 static int load_token(const char *path, char *out, char *err, size_t errlen)
 {
-	struct stat st;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	char e[200];
 
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "metrics_token_file %s: %s", path,
-			 fd < 0 ? strerror(errno) : "not a regular file");
-		if (fd >= 0)
-			close(fd);
+	if (safefs_read_secret(path, out, TOKEN_MAX, e, sizeof(e)) < 0) {
+		snprintf(err, errlen, "metrics_token_file: %s", e);
 		return -1;
 	}
-	if ((st.st_mode & 0077) || (st.st_uid != 0 && st.st_uid != geteuid())) {
+	if (strlen(out) < 16) {
 		snprintf(err, errlen,
-			 "metrics_token_file %s must be root's and mode 0600 (is %04o)", path,
-			 (unsigned)(st.st_mode & 07777));
-		close(fd);
+			 "metrics_token_file %s: needs a token of 16 characters or more", path);
 		return -1;
 	}
-	n = read(fd, out, TOKEN_MAX - 1);
-	close(fd);
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
-		n--;
-	if (n < 16 || memchr(out, 0, (size_t)n)) {
-		snprintf(err, errlen, "metrics_token_file %s: needs a token of 16 to %d characters",
-			 path, TOKEN_MAX - 1);
-		return -1;
-	}
-	out[n] = 0;
 	return 0;
 }
 

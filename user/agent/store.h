@@ -25,8 +25,9 @@ struct store_opts {
 	const char *endpoints; /* etcd: "" for the local store */
 	const char *prefix;    /* etcd: key prefix, e.g. "/ftbpf/" */
 	const char *cacert, *cert, *key;
-	double lease_ttl_s;	    /* etcd: this agent's keys vanish this long after it does */
-	const uint8_t *cluster_key; /* etcd: 32 bytes (mesh_load_key) that authenticate records;
+	const char *user, *password; /* etcd authentication ("" none) */
+	double lease_ttl_s;	     /* etcd: this agent's keys vanish this long after it does */
+	const uint8_t *cluster_key;  /* etcd: 32 bytes (mesh_load_key) that authenticate records;
 				     * NULL: records are not authenticated (tests of the store) */
 	struct loop *loop;
 	void (*changed)(void *ctx); /* the mirror changed (called on the loop's thread) */

@@ -708,6 +708,8 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 			       .cacert = o->cacert,
 			       .cert = o->cert,
 			       .key = o->key,
+			       .user = o->user,
+			       .password = o->password,
 			       .timeout_ms = 2000};
 	int h, r;
 

@@ -137,6 +137,11 @@ static const struct key_def keys[] = {
      "etcd TLS: client certificate file"},
     {"etcd_key", "etcd-key", T_STRING, OFF(etcd_key), SZ(etcd_key), 0, 0,
      "etcd TLS: client key file"},
+    {"etcd_user", "etcd-user", T_STRING, OFF(etcd_user), SZ(etcd_user), 0, 0,
+     "etcd user of the agents (etcd's RBAC: a role with read-write on etcd_prefix only; etcd's\n"
+     "JSON gateway ignores the client certificate's name); empty: none"},
+    {"etcd_password_file", "etcd-password-file", T_STRING, OFF(etcd_password_file),
+     SZ(etcd_password_file), 0, 0, "file (root's, mode 0600) with etcd_user's password"},
     {"etcd_insecure", "etcd-insecure", T_BOOL, OFF(etcd_insecure), 0, 0, 1,
      "allow etcd over plain http and without a client certificate (a test cluster only: anyone "
      "who reaches etcd could then read and delete ftbpf's keys)"},
@@ -493,6 +498,10 @@ int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 		snprintf(err, errlen,
 			 "etcd_endpoints: decision records in etcd are authenticated with the "
 			 "cluster key: set key_file (--key-file), the same file on every node");
+		return -EINVAL;
+	}
+	if (*c->etcd_user && !*c->etcd_password_file) {
+		snprintf(err, errlen, "etcd_user needs etcd_password_file");
 		return -EINVAL;
 	}
 	if (*c->etcd_endpoints && !c->etcd_insecure) {

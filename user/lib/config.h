@@ -62,6 +62,7 @@ struct ftbpf_config {
 	char etcd_endpoints[512]; /* empty: decisions are this node's (state_dir) */
 	char etcd_prefix[128];
 	char etcd_cacert[256], etcd_cert[256], etcd_key[256];
+	char etcd_user[128], etcd_password_file[256]; /* RBAC: the agents' etcd user */
 	double etcd_lease_ttl_s;
 	int etcd_insecure;	  /* allow http:// and no client certificate (a test cluster) */
 	char preempt_signals[64]; /* signals to a rank that mean preemption: "TERM" */

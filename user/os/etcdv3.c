@@ -20,6 +20,8 @@ struct etcd_conn {
 	char *endpoints[MAX_ENDPOINTS]; /* owned */
 	int nendpoints, cur;
 	char cacert[256], cert[256], key[256];
+	char user[128], password[256], token[512]; /* authentication; token "" none yet */
+	struct curl_slist *hdr;			   /* owned: "Authorization: token" */
 	int timeout_ms;
 	char *buf; /* the reply being read (owned) */
 	size_t len, cap;
@@ -69,6 +71,8 @@ struct etcd_conn *etcd_conn_new(const struct etcd_opts *o, char *err, size_t err
 	snprintf(c->cacert, sizeof(c->cacert), "%s", o->cacert ? o->cacert : "");
 	snprintf(c->cert, sizeof(c->cert), "%s", o->cert ? o->cert : "");
 	snprintf(c->key, sizeof(c->key), "%s", o->key ? o->key : "");
+	snprintf(c->user, sizeof(c->user), "%s", o->user ? o->user : "");
+	snprintf(c->password, sizeof(c->password), "%s", o->password ? o->password : "");
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 2000;
 	return c;
 }
@@ -81,6 +85,9 @@ void etcd_conn_free(struct etcd_conn *c)
 		free(c->endpoints[i]);
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->hdr);
+	sodium_memzero(c->password, sizeof(c->password));
+	sodium_memzero(c->token, sizeof(c->token));
 	free(c->buf);
 	free(c);
 }
@@ -144,6 +151,16 @@ static void setup(struct etcd_conn *c, const char *path, const char *body, char 
 		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
 	if (*c->key)
 		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
+	curl_slist_free_all(c->hdr);
+	c->hdr = NULL;
+	if (*c->token) {
+		char h[sizeof(c->token) + 32];
+
+		snprintf(h, sizeof(h), "Authorization: %s", c->token);
+		c->hdr = curl_slist_append(NULL, h);
+		sodium_memzero(h, sizeof(h));
+		curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->hdr);
+	}
 	c->len = 0;
 	c->err[0] = 0;
 }
@@ -164,13 +181,70 @@ static int malformed(struct etcd_conn *c, const char *what)
 	return -EPROTO;
 }
 
-/* POST body to path; the reply as a JSON object in *ret (the caller's). */
+/* Is this error etcd's way of saying our token is missing or expired? */
+static int auth_error(const char *m)
+{
+	return m && (strstr(m, "invalid auth token") || strstr(m, "user name is empty") ||
+		     strstr(m, "auth token is not provided"));
+}
+
+static int call_once(struct etcd_conn *c, const char *path, const char *body,
+		     struct json_object **ret);
+
+/* A token for our user (etcd's simple tokens expire when unused): 0 or -errno. */
+static int authenticate(struct etcd_conn *c)
+{
+	struct json_object *o = NULL, *name = json_object_new_string(c->user),
+			   *pw = json_object_new_string(c->password),
+			   *req = json_object_new_object();
+	const char *what = "";
+	char *body;
+	int r = -ENOMEM;
+
+	c->token[0] = 0;
+	json_object_object_add(req, "name", name);
+	json_object_object_add(req, "password", pw);
+	body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	if (body) {
+		r = call_once(c, "/v3/auth/authenticate", body, &o);
+		sodium_memzero(body, strlen(body));
+		free(body);
+	}
+	if (r == 0) {
+		r = etcd_reply_auth(o, c->token, sizeof(c->token), &what);
+		if (r == -EPROTO)
+			r = malformed(c, what);
+	}
+	json_object_put(o);
+	return r;
+}
+
+/* POST body to path, authenticated when we have a user; the reply as a JSON object in *ret
+ * (the caller's). An expired token is renewed once. */
 static int call(struct etcd_conn *c, const char *path, const char *body, struct json_object **ret)
+{
+	int r;
+
+	if (*c->user && !*c->token && (r = authenticate(c)) < 0)
+		return r;
+	r = call_once(c, path, body, ret);
+	if (r == -EACCES && *c->user) {
+		if ((r = authenticate(c)) < 0)
+			return r;
+		r = call_once(c, path, body, ret);
+	}
+	return r == -EACCES ? -EIO : r;
+}
+
+static int call_once(struct etcd_conn *c, const char *path, const char *body,
+		     struct json_object **ret)
 {
 	char url[512];
 	long code = 0;
 	CURLcode rc;
 	struct json_object *o, *e;
+	int r;
 
 	setup(c, path, body, url, sizeof(url));
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
@@ -191,8 +265,11 @@ static int call(struct etcd_conn *c, const char *path, const char *body, struct 
 
 		snprintf(c->err, sizeof(c->err), "%s: %s", c->endpoints[c->cur], m ? m : "error");
 		c->st.failures++;
+		r = auth_error(m) ? -EACCES : -EIO;
+		if (r == -EACCES)
+			c->token[0] = 0;
 		json_object_put(o);
-		return -EIO;
+		return r;
 	}
 	*ret = o;
 	return 0;
@@ -399,6 +476,10 @@ int etcd_watch(struct etcd_conn *c, const char *prefix, int64_t start_rev, etcd_
 	free(k);
 	free(end);
 	free(e);
+	if (*c->user && !*c->token && (r = authenticate(c)) < 0) {
+		free(body);
+		return r;
+	}
 	setup(c, "/v3/watch", body, url, sizeof(url));
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_data);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);

@@ -197,6 +197,24 @@ int etcd_reply_time_to_live(struct json_object *o, int64_t *ret_s, const char **
 	return 0;
 }
 
+int etcd_reply_auth(struct json_object *o, char *out, size_t len, const char **ret_what)
+{
+	struct json_object *t = member(o, "token");
+	const char *s;
+	size_t n;
+
+	if (!t || !json_object_is_type(t, json_type_string) || !(s = json_object_get_string(t)))
+		return bad(ret_what, "auth token");
+	n = strlen(s);
+	if (!n || n >= len)
+		return bad(ret_what, "auth token length");
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x21 || s[i] > 0x7e)
+			return bad(ret_what, "auth token bytes");
+	memcpy(out, s, n + 1);
+	return 0;
+}
+
 int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
 			  const char **ret_what)
 {
@@ -220,9 +238,11 @@ int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
 		const char *type = "PUT"; /* etcd leaves out the default (PUT = 0) */
 		char *k = NULL, *v = NULL;
 
-		t = member(ev, "type");
-		if (t && (!json_object_is_type(t, json_type_string) ||
-			  !(type = json_object_get_string(t)))) {
+		/* absent: PUT; present, it must be a string (null is not etcd's) */
+		if (json_object_is_type(ev, json_type_object) &&
+		    json_object_object_get_ex(ev, "type", &t) &&
+		    (!json_object_is_type(t, json_type_string) ||
+		     !(type = json_object_get_string(t)))) {
 			r = bad(ret_what, "event type");
 			break;
 		}

@@ -36,6 +36,8 @@ int etcd_reply_lease_grant(struct json_object *o, int64_t *ret_id, const char **
 int etcd_reply_keepalive(struct json_object *o, const char **ret_what);
 /* /v3/lease/timetolive: 0 and the seconds left (-1: expired, or never was), or -EPROTO. */
 int etcd_reply_time_to_live(struct json_object *o, int64_t *ret_s, const char **ret_what);
+/* /v3/auth/authenticate: 0 and the token (printable, < len bytes) in out, or -EPROTO. */
+int etcd_reply_auth(struct json_object *o, char *out, size_t len, const char **ret_what);
 /* One line of a /v3/watch stream: fn for every event. 0, -ESTALE when the watch was canceled
  * (compacted, refused: read everything again), -EPROTO, or what fn returned. */
 int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
