@@ -364,6 +364,43 @@ static void test_complete_world(void)
 	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
 }
 
+/* rule: a generation that leaves nodes out runs with a smaller world (their ranks taken away),
+ * whatever WORLD_SIZE its launchers kept: its checkpoints can complete */
+static void test_generation_world(void)
+{
+	struct dp_local l;
+	struct dec_gen g;
+
+	reset();
+	member("n1", 2, 0);
+	member("n2", 2, 0);
+	member("n3", 2, 0);
+	for (int i = 0; i < 2; i++)
+		rk[i].world_size = 6;
+	dp_local(rk, 2, -1, &l);
+	dp_step_rate(&mem, &l, &now);
+	dp_vanished(&cfg, &rec, &mem, &now);
+	rec.nmem = 2; /* n3 is gone */
+	dp_vanished(&cfg, &rec, &mem, &now);
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.world, 4);
+	/* generation 1: the 4 ranks of n1 and n2 save: complete */
+	rec.gen = 1;
+	rec.g = g;
+	rec.ck_n = 1;
+	rec.bound = 1;
+	rec.bind_target = 20;
+	for (int i = 0; i < 2; i++) {
+		rk[i].generation = 1;
+		rk[i].saved = rk[i].step = 20;
+	}
+	dp_local(rk, 2, 20, &l);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	report("n2", 2, 2);
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+}
+
 /* rule: acknowledged targets (seed 002): the step binds only once every rank of the world saw
  * the request (its own acknowledgement at a step boundary, or the boundary by which it must
  * have, read by its agent right after writing it), at the highest such boundary + 1 */
@@ -931,6 +968,7 @@ int main(void)
 	CU_add_test(s, "re-target", test_retarget);
 	CU_add_test(s, "complete", test_complete);
 	CU_add_test(s, "I2: complete by the world size", test_complete_world);
+	CU_add_test(s, "a generation's world", test_generation_world);
 	CU_add_test(s, "acknowledged targets", test_bind);
 	CU_add_test(s, "I3: resume per generation", test_resume_per_generation);
 	CU_add_test(s, "a completed preemption begins a generation", test_preemption_generation);

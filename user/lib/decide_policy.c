@@ -172,6 +172,8 @@ void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_loca
 
 void dp_step_rate(struct dp_memory *m, const struct dp_local *l, const struct dp_now *now)
 {
+	if (l->world > 0)
+		m->world = l->world;
 	if (l->max_step < 0)
 		return;
 	if (m->step_prev_ms && now->mono_ms > m->step_prev_ms + 500 &&
@@ -211,7 +213,8 @@ static const struct dec_report *report_of(const struct dp_records *r, const char
 	return NULL;
 }
 
-/* The job's world size as reported by its nodes' ranks (0 unknown). */
+/* The job's world size: as its nodes' ranks report it (WORLD_SIZE), or smaller when the
+ * generation left nodes out and their ranks' launchers were not told (0 unknown). */
 static int world_of(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
 {
 	int w = l->world;
@@ -219,7 +222,20 @@ static int world_of(const struct dp_config *c, const struct dp_records *r, const
 	for (int k = 0; k < r->nrep; k++)
 		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.world > w)
 			w = r->rep[k].r.world;
+	if (r->gen && r->g.world > 0 && (w <= 0 || r->g.world < w))
+		w = r->g.world;
 	return w;
+}
+
+/* The ranks node had when it was left out (a lost node's, or its member record's). */
+static int ranks_of(const struct dp_records *r, const struct dp_memory *m, const char *node)
+{
+	const struct dp_node_member *x = dp_member(r, node);
+
+	for (int i = 0; i < m->nlost; i++)
+		if (!strcmp(m->lost[i], node))
+			return m->lost_ranks[i];
+	return x ? x->m.ranks : 0;
 }
 
 int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
@@ -404,6 +420,14 @@ void dp_claim_gen(const struct dp_config *c, const struct dp_records *r, struct 
 	    cause != DEC_CAUSE_PREEMPTION &&
 	    dec_budget_spent(r->fail_at, r->nfail, g.at_ms, c->max_restarts, c->restart_window_s);
 	dp_leave_out(c, r, m, now, &g);
+	/* the world it runs with: the last one, less the ranks of the nodes it newly leaves out */
+	g.world = r->gen && r->g.world > 0 && (m->world <= 0 || r->g.world < m->world) ? r->g.world
+										       : m->world;
+	for (int i = 0; g.world > 0 && i < g.nexcluded; i++)
+		if (!(r->gen && dp_excluded(&r->g, g.excluded[i])))
+			g.world -= ranks_of(r, m, g.excluded[i]);
+	if (g.world < 0)
+		g.world = 0;
 	dec_key_gen(w->rel, sizeof(w->rel), g.generation);
 	if (dec_gen_format(&g, w->value, sizeof(w->value)) == 0) {
 		commit_write(out);
@@ -418,6 +442,7 @@ static void forget_lost(struct dp_memory *m, int i)
 	m->lost_ms[i] = m->lost_ms[m->nlost];
 	m->lost_wall[i] = m->lost_wall[m->nlost];
 	m->lost_gen[i] = m->lost_gen[m->nlost];
+	m->lost_ranks[i] = m->lost_ranks[m->nlost];
 	memcpy(m->lost[i], m->lost[m->nlost], DEC_NODE_LEN);
 }
 
@@ -521,7 +546,7 @@ void dp_member_record(const struct dp_config *c, const struct dp_records *r,
  * ranks' peers failed first), not a new one: one fault, one generation (a node that rejoined
  * since, with ranks of this generation, is a new loss). */
 static void lost_node(struct dp_memory *m, const struct dp_records *r, const char *node,
-		      uint64_t gen, uint64_t mono_ms, uint64_t wall_ms)
+		      uint64_t gen, int ranks, uint64_t mono_ms, uint64_t wall_ms)
 {
 	if (gen < r->gen)
 		return;
@@ -531,6 +556,7 @@ static void lost_node(struct dp_memory *m, const struct dp_records *r, const cha
 	if (m->nlost < DP_MAX_NODES) {
 		snprintf(m->lost[m->nlost], DEC_NODE_LEN, "%s", node);
 		m->lost_gen[m->nlost] = gen;
+		m->lost_ranks[m->nlost] = ranks;
 		m->lost_wall[m->nlost] = wall_ms;
 		m->lost_ms[m->nlost++] = mono_ms;
 	}
@@ -543,10 +569,12 @@ void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct d
 
 	for (int i = 0; i < m->nprev; i++)
 		if (!dp_member(r, m->prev_mem[i]) && strcmp(m->prev_mem[i], c->node))
-			lost_node(m, r, m->prev_mem[i], m->prev_gen[i], now->mono_ms, now->wall_ms);
+			lost_node(m, r, m->prev_mem[i], m->prev_gen[i], m->prev_ranks[i],
+				  now->mono_ms, now->wall_ms);
 	for (int i = 0; i < r->nmem && n < DP_MAX_NODES; i++)
 		if (r->mem[i].m.ranks > 0) {
 			m->prev_gen[n] = r->mem[i].m.generation;
+			m->prev_ranks[n] = r->mem[i].m.ranks;
 			snprintf(m->prev_mem[n++], DEC_NODE_LEN, "%s", r->mem[i].node);
 		}
 	m->nprev = n;
@@ -620,7 +648,8 @@ void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 		}
 		if (l[i].known && l[i].at_mono >= m->suspect_ms[i] && l[i].left_s < 0) {
 			/* lost since the mesh said so */
-			lost_node(m, r, m->suspect[i], x->m.generation, m->suspect_ms[i],
+			lost_node(m, r, m->suspect[i], x->m.generation, x->m.ranks,
+				  m->suspect_ms[i],
 				  now->wall_ms - (now->mono_ms - m->suspect_ms[i]));
 			l[i] = l[m->nsuspect - 1];
 			forget_suspect(m, i);

@@ -128,16 +128,19 @@ struct dp_memory {
 	uint64_t req_ms, done_ms;		/* the current request: seen, completed (mono) */
 	int final_claimed;
 	uint64_t step_prev, step_prev_ms;
+	int world; /* the job's world size as the local ranks last said it (0 unknown) */
 	double steps_per_s;
 	int retargets;
 	int fenced;
 	char prev_mem[DP_MAX_NODES][DEC_NODE_LEN]; /* members at the last look, with ranks */
 	uint64_t prev_gen[DP_MAX_NODES];
+	int prev_ranks[DP_MAX_NODES];
 	int nprev;
 	char lost[DP_MAX_NODES][DEC_NODE_LEN]; /* members lost (their lease, confirmed) */
 	uint64_t lost_ms[DP_MAX_NODES];	       /* since (mono) */
 	uint64_t lost_wall[DP_MAX_NODES];      /* since (wall: the fault's time in gen/) */
 	uint64_t lost_gen[DP_MAX_NODES];
+	int lost_ranks[DP_MAX_NODES]; /* the ranks it had */
 	int nlost;
 	char suspect[DP_MAX_NODES][DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
 	uint64_t suspect_ms[DP_MAX_NODES];
@@ -211,7 +214,7 @@ void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct
 int64_t dp_request_target(const struct dp_records *r);
 /* The local ranks' report on a request at target (target < 0: none). */
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
-/* The job's step rate, updated from the highest step reached. */
+/* The job's step rate, updated from the highest step reached (and its world size). */
 void dp_step_rate(struct dp_memory *m, const struct dp_local *l, const struct dp_now *now);
 /* How many steps past the highest a target must be: the step rate times the store's latency,
  * doubled at every re-target, at least the configured margin. */

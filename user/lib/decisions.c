@@ -149,6 +149,8 @@ int dec_gen_format(const struct dec_gen *d, char *buf, size_t len)
 	json_object_object_add(o, "excluded", ex);
 	jint(o, "at_ms", (int64_t)d->at_ms);
 	jstr(o, "why", d->why);
+	if (d->world > 0)
+		jint(o, "world", d->world);
 	return emit(o, buf, len);
 }
 
@@ -181,6 +183,8 @@ int dec_gen_parse(const char *json, struct dec_gen *d)
 		r = get_u64(o, "at_ms", &d->at_ms, 1);
 	if (r == 0)
 		r = get_str(o, "why", d->why, sizeof(d->why), 1);
+	if (r == 0)
+		r = get_int(o, "world", &d->world, 0, 1 << 24, 1);
 	if (r == 0 && json_object_object_get_ex(o, "excluded", &ex)) {
 		if (!json_object_is_type(ex, json_type_array) ||
 		    json_object_array_length(ex) > DEC_MAX_EXCLUDED)

@@ -57,6 +57,9 @@ struct dec_gen {
 	 * generation (a launcher's restarted workers), older ones end */
 	uint64_t at_ms;
 	char why[DEC_WHY_LEN];
+	/* the job's world size in this generation, its left-out nodes' ranks taken away (0:
+	 * unknown, as the ranks say) */
+	int world;
 };
 
 /* ckpt/<g>/<n>: every rank saves at step target */
