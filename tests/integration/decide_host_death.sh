@@ -6,7 +6,8 @@
 # agent, launcher and ranks are killed at once. The ranks on nodes 1 and 2 fail (exit 1) and a
 # generation is decided; node 3 is lost a few seconds later (its lease), and that is the same
 # fault: exactly one generation, the budget charged once, and the ranks the launchers restarted
-# keep running (nothing ends them).
+# keep running (nothing ends them); node 3 is left out of that generation as it runs, so a
+# preemption of the 4 ranks left completes.
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 . "$(dirname "$0")/cluster.sh"
@@ -35,6 +36,12 @@ alive_all() { local i r p; for i in 1 2; do for p in $(cat "$T/r1/n$i/pids.1"); 
 alive_all && ! grep -qs "EXIT" "$T"/r1/n[12]/log.* &&
 	pass "the ranks the launchers restarted keep running ($(( $(date +%s) - T0 )) s after the fault)" ||
 	fail "restarted ranks ended: $(grep -h 'EXIT\|START' "$T"/r1/n[12]/log.* | tr '\n' ' ')"
+# node 3 is left out of generation 1 as it runs (out/1/NODE): a checkpoint of the 4 ranks left
+# completes (their launchers kept WORLD_SIZE 6)
 for i in 1 2; do kill -TERM "${LA[$i]}" 2>/dev/null; done
 wait_launchers 1 2
+S=$(cat "$T"/r1/n[12]/log.* | awk '/^SAVED .* generation 1/ {print $2}' | sort | uniq -c)
+[ "${RCS[1]}${RCS[2]}" = 4242 ] && [ "$(echo $S | awk '{print $1}')" = 4 ] &&
+	pass "a preemption after it: the 4 ranks left saved step $(echo $S | awk '{print $2}') and exited 42" ||
+	fail "preemption after the fault: launchers ${RCS[1]} ${RCS[2]}; saved: $S"
 finish

@@ -573,11 +573,43 @@ static void test_one_fault_one_generation(void)
 	dp_vanished(&cfg, &rec, &mem, &now);
 	rec.nmem = 1;
 	dp_vanished(&cfg, &rec, &mem, &now);
-	CU_ASSERT_EQUAL(mem.nlost, 0);
 	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
-	CU_ASSERT_EQUAL(out.nwrites, 0);
+	CU_ASSERT_EQUAL(claimed_gen(&(struct dec_gen){0}), -ENOENT); /* no second generation */
+	CU_ASSERT_TRUE(claimed("out/00000000000000000001/n3"));	     /* left out of generation 1 */
+	CU_ASSERT_STRING_EQUAL(out.writes[0].value, "{\"ranks\":2}");
+	/* generation 1 runs without n3's 2 ranks: a world of 6 is 4 */
+	{
+		struct dp_local l;
+
+		strcpy(rec.out[0], "n3");
+		rec.out_ranks[0] = 2;
+		rec.nout = 1;
+		rec.ck_n = 1;
+		rec.bound = 1;
+		rec.bind_target = 9;
+		for (int i = 0; i < 2; i++) {
+			rk[i].world_size = 6;
+			rk[i].generation = 1;
+			rk[i].saved = rk[i].step = 9;
+		}
+		dp_local(rk, 2, 9, &l);
+		report("n2", 2, 2);
+		CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+		rec.nout = rec.nrep = rec.ck_n = 0;
+		out.nwrites = 0;
+		dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out); /* not in the store yet */
+		CU_ASSERT_EQUAL(out.nwrites, 1);			 /* claimed again */
+		rec.nout = 1;
+		dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out); /* in it: nothing more */
+		CU_ASSERT_EQUAL(out.nwrites, 1);
+	}
 	/* a node in the current generation that is lost is a new fault */
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	member("n1", 2, 1);
 	member("n3", 2, 1);
+	dp_vanished(&cfg, &rec, &mem, &now);
 	dp_vanished(&cfg, &rec, &mem, &now);
 	rec.nmem = 1;
 	dp_vanished(&cfg, &rec, &mem, &now);

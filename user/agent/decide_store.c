@@ -143,7 +143,7 @@ static int load_one(void *ctx, const char *key, const char *value)
 			refuse(lc, key, value, "malformed member record");
 		}
 	} else if (strncmp(k, "ckpt/", 5) && strncmp(k, "done/", 5) && strncmp(k, "bind/", 5) &&
-		   strncmp(k, "saved/", 6)) {
+		   strncmp(k, "saved/", 6) && strncmp(k, "out/", 4)) {
 		refuse(lc, key, value, "not a decision key");
 	}
 	return 0;
@@ -165,6 +165,22 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 		else if (g == r->gen && n > r->ck_n) { /* I4: only the current generation's */
 			r->ck_n = n;
 			r->ck = x;
+		}
+	} else if (!strncmp(k, "out/", 4)) { /* out/<g>/<node>: left out of g as it runs */
+		char gs[32];
+		const char *node = strchr(k + 4, '/');
+		int ranks = -1;
+
+		if (!node || node - (k + 4) != 20 || !dec_node_valid(node + 1) ||
+		    sscanf(value, "{\"ranks\":%d}", &ranks) != 1 || ranks < 0 || ranks > 1 << 20) {
+			refuse(lc, key, value, "malformed left-out record");
+			return 0;
+		}
+		snprintf(gs, sizeof(gs), "gen/%.20s", k + 4);
+		if (dec_key_numbers(gs, "gen", &g, NULL) == 0 && g == r->gen &&
+		    r->nout < DP_MAX_NODES) {
+			snprintf(r->out[r->nout], DEC_NODE_LEN, "%s", node + 1);
+			r->out_ranks[r->nout++] = ranks;
 		}
 	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
 		struct dec_done x;
@@ -225,7 +241,7 @@ void dc_load(struct decider *d, struct djob *dj)
 
 	memset(r, 0, offsetof(struct dp_records, fail_at));
 	r->g.resume_step = -1;
-	r->nfail = r->nfault = r->nmem = r->nrep = 0;
+	r->nfail = r->nfault = r->nmem = r->nrep = r->nout = 0;
 	r->ck_n = 0;
 	r->ck_done = r->bound = 0;
 	r->done_at_ms = 0;

@@ -90,6 +90,16 @@ int dp_excluded(const struct dec_gen *g, const char *node)
 	return 0;
 }
 
+int dp_left_out(const struct dp_records *r, const char *node)
+{
+	if (r->gen && dp_excluded(&r->g, node))
+		return 1;
+	for (int i = 0; i < r->nout; i++)
+		if (!strcmp(r->out[i], node))
+			return 1;
+	return 0;
+}
+
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node)
 {
 	for (int i = 0; i < r->nmem; i++)
@@ -202,7 +212,7 @@ static int counted(const struct dp_config *c, const struct dp_records *r,
 		   const struct dp_node_member *m)
 {
 	(void)c;
-	return m->m.ranks > 0 && !m->m.excluded && !(r->gen && dp_excluded(&r->g, m->node));
+	return m->m.ranks > 0 && !m->m.excluded && !dp_left_out(r, m->node);
 }
 
 static const struct dec_report *report_of(const struct dp_records *r, const char *node)
@@ -211,6 +221,22 @@ static const struct dec_report *report_of(const struct dp_records *r, const char
 		if (!strcmp(r->rep[k].node, node))
 			return &r->rep[k].r;
 	return NULL;
+}
+
+/* The world size of the current generation, from what its ranks report (0 unknown): the
+ * generation's own (its left-out nodes' ranks taken away), less the ranks of nodes lost since
+ * as part of the fault that began it, when the ranks still say more. */
+static int gen_world(const struct dp_records *r, int w)
+{
+	int base = w;
+
+	if (r->gen && r->g.world > 0 && (base <= 0 || r->g.world < base))
+		base = r->g.world;
+	for (int i = 0; base > 0 && i < r->nout; i++)
+		base -= r->out_ranks[i];
+	if (base < 0)
+		base = 0;
+	return w > 0 && base > w ? w : base;
 }
 
 /* The job's world size: as its nodes' ranks report it (WORLD_SIZE), or smaller when the
@@ -222,9 +248,7 @@ static int world_of(const struct dp_config *c, const struct dp_records *r, const
 	for (int k = 0; k < r->nrep; k++)
 		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.world > w)
 			w = r->rep[k].r.world;
-	if (r->gen && r->g.world > 0 && (w <= 0 || r->g.world < w))
-		w = r->g.world;
-	return w;
+	return gen_world(r, w);
 }
 
 /* The ranks node had when it was left out (a lost node's, or its member record's). */
@@ -421,10 +445,9 @@ void dp_claim_gen(const struct dp_config *c, const struct dp_records *r, struct 
 	    dec_budget_spent(r->fail_at, r->nfail, g.at_ms, c->max_restarts, c->restart_window_s);
 	dp_leave_out(c, r, m, now, &g);
 	/* the world it runs with: the last one, less the ranks of the nodes it newly leaves out */
-	g.world = r->gen && r->g.world > 0 && (m->world <= 0 || r->g.world < m->world) ? r->g.world
-										       : m->world;
+	g.world = gen_world(r, m->world);
 	for (int i = 0; g.world > 0 && i < g.nexcluded; i++)
-		if (!(r->gen && dp_excluded(&r->g, g.excluded[i])))
+		if (!dp_left_out(r, g.excluded[i]))
 			g.world -= ranks_of(r, m, g.excluded[i]);
 	if (g.world < 0)
 		g.world = 0;
@@ -548,8 +571,8 @@ void dp_member_record(const struct dp_config *c, const struct dp_records *r,
 static void lost_node(struct dp_memory *m, const struct dp_records *r, const char *node,
 		      uint64_t gen, int ranks, uint64_t mono_ms, uint64_t wall_ms)
 {
-	if (gen < r->gen)
-		return;
+	if (dp_left_out(r, node) && gen < r->gen)
+		return; /* dealt with */
 	for (int i = 0; i < m->nlost; i++)
 		if (!strcmp(m->lost[i], node))
 			return;
@@ -738,6 +761,20 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 		if (!strcmp(m->lost[i], c->node) ||
 		    now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000))
 			continue;
+		if (m->lost_gen[i] < r->gen) {
+			/* lost with ranks of an older generation: part of the fault that began this
+			 * one (a host dying: its ranks' peers failed first). One fault, one
+			 * generation: it is left out of this one as it runs */
+			struct dp_write *w;
+
+			if (!dp_left_out(r, m->lost[i]) && (w = write_of(out, 1, 0))) {
+				dec_key_out(w->rel, sizeof(w->rel), r->gen, m->lost[i]);
+				snprintf(w->value, sizeof(w->value), "{\"ranks\":%d}",
+					 m->lost_ranks[i]);
+				commit_write(out);
+			}
+			continue;
+		}
 		snprintf(why, sizeof(why), "node %s was lost", m->lost[i]);
 		dp_claim_gen(c, r, m, DEC_CAUSE_NODE_DEAD, m->lost[i], m->lost_wall[i], why, now,
 			     out);

@@ -88,6 +88,10 @@ struct dp_records {
 	int nrep;
 	struct dp_node_member mem[DP_MAX_NODES];
 	int nmem;
+	/* nodes left out of the current generation as it runs (out/G/NODE), and their ranks */
+	char out[DP_MAX_NODES][DEC_NODE_LEN];
+	int out_ranks[DP_MAX_NODES];
+	int nout;
 };
 
 /* One local rank of the job (the agent copies back generation, fail_seen, killed_by_agent,
@@ -221,6 +225,8 @@ void dp_step_rate(struct dp_memory *m, const struct dp_local *l, const struct dp
 int dp_margin(const struct dp_config *c, const struct dp_memory *m);
 /* Does the generation leave node out? */
 int dp_excluded(const struct dec_gen *g, const char *node);
+/* Is node left out of the current generation (by its record, or since: out/G/NODE)? */
+int dp_left_out(const struct dp_records *r, const char *node);
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
 /* Is the checkpoint request complete (I2): every rank of the job's world saved its bound step
  * (its world size known), else every member node (not left out) reported all of its ranks

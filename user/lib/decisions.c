@@ -463,6 +463,11 @@ void dec_key_bind(char *buf, size_t len, uint64_t g, uint64_t n)
 	snprintf(buf, len, "bind/%020" PRIu64 "/%020" PRIu64, g, n);
 }
 
+void dec_key_out(char *buf, size_t len, uint64_t g, const char *node)
+{
+	snprintf(buf, len, "out/%020" PRIu64 "/%s", g, node);
+}
+
 void dec_key_run(char *buf, size_t len, uint64_t r)
 {
 	snprintf(buf, len, "run/%020" PRIu64, r);

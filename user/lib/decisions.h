@@ -18,6 +18,8 @@
  *   done/<g>/<n>            request n is complete: every rank of the job's world saved it
  *   saved/<g>/<n>/<node>    a node's report on request n (rewritten as its ranks ack and save)
  *   members/<node>          a node hosting ranks of the job (under that agent's lease)
+ *   out/<g>/<node>          a node lost with ranks of an older generation: the same fault as
+ *                           the one that began g, left out of g without a new one ({"ranks"})
  * Numbers are zero-padded to 20 digits so that keys sort as numbers.
  */
 #ifndef FTBPF_DECISIONS_H
@@ -149,6 +151,8 @@ void dec_key_done(char *buf, size_t len, uint64_t g, uint64_t n);
 void dec_key_report(char *buf, size_t len, uint64_t g, uint64_t n, const char *node);
 void dec_key_member(char *buf, size_t len, const char *node);
 void dec_key_bind(char *buf, size_t len, uint64_t g, uint64_t n);
+/* out/<g>/<node>: a node lost with ranks of an older generation, left out of g as it runs */
+void dec_key_out(char *buf, size_t len, uint64_t g, const char *node);
 void dec_key_run(char *buf, size_t len, uint64_t r);
 void dec_key_launch(char *buf, size_t len, const char *node);
 /* The numbers of a key "gen/<g>", "run/<r>" (n NULL) or "ckpt/<g>/<n>", "bind/<g>/<n>",
