@@ -671,36 +671,51 @@ static void test_budget_stop(void)
 	CU_ASSERT_FALSE(dec_budget_spent(rec.fail_at, rec.nfail, now.wall_ms, 2, 3600));
 }
 
-/* rule: a failure is seen once per rank, and only for its own generation */
+/* rule: a failure is claimed (again, while its claim is not in the store: not one-shot) until a
+ * generation deals with it, and only in its own generation */
 static void test_failure_once(void)
 {
 	struct dec_gen g;
+	struct dp_now t = now;
 
 	reset();
 	rk[0].exited = 1;
 	rk[0].wait_status = 1 << 8;
-	rk[0].fail_seen = 1;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
-	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
-	rk[0].fail_seen = 0;
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	out.nwrites = 0;
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out); /* within a second: not again */
+	CU_ASSERT_EQUAL(out.nwrites, 0);
+	t.mono_ms += 6000; /* the claim expired (the store was away): made again */
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	out.nwrites = 0;
 	rec.gen = 1; /* it died in generation 0, generation 1 is decided */
 	rec.g.generation = 1;
 	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
 }
 
-/* rule: the hard timeout is a failure, claimed once per generation */
+/* rule: the hard timeout is a failure, claimed until a generation deals with it */
 static void test_hang(void)
 {
 	struct dec_gen g;
+	struct dp_now t = now;
 
 	reset();
-	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_HANG);
 	out.nwrites = 0;
-	mem.claimed_gen_ms = 0;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
+	CU_ASSERT_EQUAL(out.nwrites, 0);
+	t.mono_ms += 1500;
+	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	out.nwrites = 0;
+	rec.gen = 1; /* decided: its ranks are of the older generation, not applied here yet */
+	rec.g.generation = 1;
+	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
 	CU_ASSERT_EQUAL(out.nwrites, 0);
 }
 

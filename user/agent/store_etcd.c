@@ -31,7 +31,9 @@
 #include "os/loop.h"
 #include "proto/store_record.h"
 
-#define WATCH_IDLE_S 3	  /* a silent watch is read again after this long */
+#define WATCH_IDLE_S                                                                               \
+	30		  /* a silent watch is read again after this long (the lease's keep-alives
+			   say whether etcd answers: the whole prefix is not read every 3 s) */
 #define REACHABLE_MS 4000 /* an answer this recent: reachable */
 #define RETRY_MS     200
 /* The lease is renewed every third of its TTL, and at least every half second: an agent paused

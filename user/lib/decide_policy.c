@@ -737,8 +737,9 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 		struct dp_rank *k = &ranks[i];
 		int sig = k->wait_status & 0x7f;
 
-		if (k->fail_seen || k->generation != r->gen || !k->registered ||
-		    !dp_abnormal_exit(c, k))
+		/* claimed until a generation that deals with it is in the store (a claim that
+		 * expired while the store was away is made again: a failure is not one-shot) */
+		if (k->generation != r->gen || !k->registered || !dp_abnormal_exit(c, k))
 			continue;
 		k->fail_seen = 1;
 		snprintf(why, sizeof(why), "rank %d (pid %d) on %s ended: %s %d", k->rank, k->pid,
@@ -748,7 +749,7 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 			     k->exit_wall_ms ? k->exit_wall_ms : now->wall_ms, why, now, out);
 		return;
 	}
-	if (hard && m->applied_gen == r->gen && m->hang_claimed != r->gen + 1) {
+	if (hard && m->applied_gen == r->gen) {
 		m->hang_claimed = r->gen + 1;
 		snprintf(why, sizeof(why), "hard timeout on %.31s: %.60s", c->node,
 			 hard_why ? hard_why : "");
