@@ -328,12 +328,33 @@ static void parent_id(const struct rank *k, char *buf, size_t len)
 		snprintf(buf, len, "%d:%llu", st.ppid, (unsigned long long)pst.start_ns);
 }
 
-/* TORCHELASTIC_RESTART_COUNT / SLURM_RESTART_COUNT of the rank's launcher: not read from the
- * environment yet (-1: a relaunch by the same launcher is still the same run). */
+/* TORCHELASTIC_RESTART_COUNT or SLURM_RESTART_COUNT in the rank's environment (the larger), -1
+ * when neither is there: a restart a launcher or a scheduler made is the same run. */
 static int restart_count(const struct rank *k)
 {
-	(void)k;
-	return -1;
+	static const char *const names[] = {"TORCHELASTIC_RESTART_COUNT=", "SLURM_RESTART_COUNT="};
+	size_t cap = 1 << 17;
+	char *env = malloc(cap + 1);
+	ssize_t n = env ? procfs_environ(k->pid, env, cap) : -1;
+	int best = -1;
+
+	if (n > 0)
+		env[n] = 0; /* the last value ends here, read whole or cut */
+
+	for (ssize_t o = 0; n > 0 && o < n; o += (ssize_t)strnlen(env + o, (size_t)(n - o)) + 1)
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			size_t l = strlen(names[i]);
+			char *end;
+			long v;
+
+			if ((size_t)(n - o) <= l || strncmp(env + o, names[i], l))
+				continue;
+			v = strtol(env + o + l, &end, 10);
+			if (end != env + o + l && v >= 0 && v < 1000000 && v > best)
+				best = (int)v;
+		}
+	free(env);
+	return best;
 }
 
 static int other_live(const struct job *j, const struct rank *k)
