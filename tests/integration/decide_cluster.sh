@@ -118,10 +118,10 @@ kill -TERM "$(worker 6 1 0)"; sleep 0.005; kill -9 "${AG[1]}"; wait "${AG[1]}" 2
 wait_launchers 2 3
 [ "${RCS[2]}${RCS[3]}" = 4242 ] && pass "node 1's agent killed mid-decision: the ranks on nodes 2 and 3 exited 42 ($(f 2 decisions --json | jq -c '[.decisions[] | select(.kind=="generation")][-1] | {cause, resume_step, excluded}'))" ||
 	fail "after the agent kill: exits ${RCS[2]} ${RCS[3]}"
-keys() { f "$1" decisions --json | jq -c '[.decisions[] | {kind, generation, checkpoint, step}]'; }
+keys() { f "$1" decisions --json | jq -c '[.decisions[] | {run, kind, generation, checkpoint, step}]'; }
 wait_until 10 bash -c "[ \"\$('$B/ftbpf' --socket '$T/n2/s.sock' decisions --json | jq -c .decisions)\" = \"\$('$B/ftbpf' --socket '$T/n3/s.sock' decisions --json | jq -c .decisions)\" ]" &&
 	pass "nodes 2 and 3 hold the same decisions" || fail "nodes 2 and 3 disagree"
-DUP=$(keys 2 | jq '[group_by([.kind, .generation, .checkpoint])[] | select(length > 1)] | length')
+DUP=$(keys 2 | jq '[group_by([.run, .kind, .generation, .checkpoint])[] | select(length > 1)] | length')
 [ "$DUP" = 0 ] && pass "no conflicting decision: one per kind, generation and request" || fail "$DUP conflicting decisions: $(keys 2)"
 kill -9 "${LA[1]}" $(cat "$T/r6/n1/pids.0") 2>/dev/null
 for i in 2 3; do agent_alive_i() { kill -0 "${AG[$1]}" 2>/dev/null; }; agent_alive_i $i || fail "agent $i died"; done

@@ -70,8 +70,8 @@ D3=$T/rerun; mkdir -p "$D3"
 L3=$!; WORKLOAD_PIDS+=($L3)
 wait_until 20 bash -c "grep -qs START '$D3/log.0' && grep -qs START '$D3/log.1'" || fail "the relaunch did not start"
 sleep 2
-grep -q "START.*generation 0 from step 0" "$D3/log.0" && kill -0 $L3 2>/dev/null &&
-	pass "relaunched after the stop: a new run (generation 0, from step 0), it trains" ||
+grep -q "START.*generation 0 from step $((CK + 1))" "$D3/log.0" && kill -0 $L3 2>/dev/null &&
+	pass "relaunched after the stop: a new run (generation 0, from the job's last complete checkpoint, step $((CK + 1))), it trains" ||
 	fail "relaunch: $(cat "$D3/log.0"); launcher alive: $(kill -0 $L3 2>/dev/null && echo yes || echo no)"
 RUN2=$(status_json | jq "[.jobs[] | select(.job==\"$JOB\") | .run][0]")
 [ "$RUN2" -gt "$RUN1" ] 2>/dev/null && pass "status: run $RUN2 (the stopped one was run $RUN1)" || fail "runs: $RUN1 then $RUN2"

@@ -171,7 +171,9 @@ static void slot_flags(struct djob *dj, struct rank *k)
 {
 	__atomic_store_n(&k->slot->own_generation, k->generation, __ATOMIC_RELEASE);
 	__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
-	__atomic_store_n(&k->slot->settling, (uint32_t)(dj->mem.claimed_gen_ms != 0),
+	/* a generation being decided, or the run's record (where it resumes) not seen yet */
+	__atomic_store_n(&k->slot->settling,
+			 (uint32_t)(dj->mem.claimed_gen_ms != 0 || (dj->run && !dj->rec.run_known)),
 			 __ATOMIC_RELEASE);
 }
 

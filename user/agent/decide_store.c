@@ -216,8 +216,8 @@ static int load_reports(void *ctx, const char *key, const char *value)
 	return 0;
 }
 
-/* The run record's resume step (-1 none). */
-static int64_t run_resume(struct decider *d, const struct djob *dj, uint64_t run)
+/* The run record's resume step (-1 none); *ret_known: the record is there. */
+static int64_t run_resume(struct decider *d, const struct djob *dj, uint64_t run, int *ret_known)
 {
 	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
 	struct dec_run x;
@@ -226,7 +226,8 @@ static int64_t run_resume(struct decider *d, const struct djob *dj, uint64_t run
 	dec_key_run(rel, sizeof(rel), run);
 	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
 	v = store_get(d->st, key);
-	if (v && dec_run_parse(v, &x) == 0)
+	*ret_known = v && dec_run_parse(v, &x) == 0;
+	if (*ret_known)
 		step = x.resume_step;
 	free(v);
 	return step;
@@ -252,7 +253,7 @@ void dc_load(struct decider *d, struct djob *dj)
 	r->last_complete = -1;
 	if (!dj->run)
 		return; /* no rank registered here yet: nothing to follow */
-	r->run_resume = run_resume(d, dj, dj->run);
+	r->run_resume = run_resume(d, dj, dj->run, &r->run_known);
 	store_list(d->st, dj->prefix, load_one, &lc);
 	r->last_complete = r->gen ? r->g.resume_step : r->run_resume;
 	store_list(d->st, dj->prefix, load_ckpt, &lc);

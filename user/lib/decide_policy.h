@@ -67,12 +67,13 @@ struct dp_lease {
 
 /* What the store holds for the job (read each look). */
 struct dp_records {
-	int reachable;		       /* the store answered recently */
-	uint64_t unreachable_ms;       /* for how long it has not (mono), 0 reachable */
-	uint64_t run;		       /* the run these records are of (0: none yet) */
-	int64_t run_resume;	       /* where the run began: the job's last complete checkpoint */
-	uint64_t gen;		       /* the current generation (0: the first) */
-	struct dec_gen g;	       /* how it began (when gen > 0) */
+	int reachable;		 /* the store answered recently */
+	uint64_t unreachable_ms; /* for how long it has not (mono), 0 reachable */
+	uint64_t run;		 /* the run these records are of (0: none yet) */
+	int64_t run_resume;	 /* where the run began: the job's last complete checkpoint */
+	int run_known;		 /* the run's record is in the store (else run_resume is not) */
+	uint64_t gen;		 /* the current generation (0: the first) */
+	struct dec_gen g;	 /* how it began (when gen > 0) */
 	uint64_t fail_at[DP_MAX_GENS]; /* when each failure generation was decided (wall) */
 	int nfail;
 	char fault_node[DP_MAX_GENS][DEC_NODE_LEN];
