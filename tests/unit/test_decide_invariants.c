@@ -132,12 +132,23 @@ static void test_bind(void)
 }
 
 /* rule I3: every rank of a generation resumes from the step it began with, even when a later
- * checkpoint completes in it */
+ * checkpoint completes in it; a rank starting while a decision is being made waits for it */
 static void test_resume_per_generation(void)
 {
 	struct ftbpf_slot_decision x;
 
 	reset();
+	rec.run = 2;
+	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2)); /* the run's record not seen yet */
+	rec.run_known = 1;
+	CU_ASSERT_FALSE(dp_settling(&cfg, &rec, &mem, rk, 2));
+	rk[1].exited = 1; /* a local failure not yet decided */
+	rk[1].wait_status = 1 << 8;
+	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2));
+	rk[1].exited = 0;
+	mem.claimed_gen_ms = now.mono_ms; /* a generation claimed */
+	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2));
+	mem.claimed_gen_ms = 0;
 	rec.run_resume = 7;
 	dp_slot(&cfg, &rec, &mem, &rk[0], &x);
 	CU_ASSERT_EQUAL(x.resume_step, 7); /* generation 0: where the run began */

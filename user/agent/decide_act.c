@@ -167,13 +167,12 @@ void dc_health_check_poll(struct decider *d, struct djob *dj, struct job *j)
 /* ---- the slots ---- */
 /* What the process runs in (a restarted agent reads it), whether to hold, whether a generation
  * is being decided: after the decision, so that a rank that sees settling end reads it. */
-static void slot_flags(struct djob *dj, struct rank *k)
+static void slot_flags(struct decider *d, struct djob *dj, struct rank *k)
 {
 	__atomic_store_n(&k->slot->own_generation, k->generation, __ATOMIC_RELEASE);
 	__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
-	/* a generation being decided, or the run's record (where it resumes) not seen yet */
 	__atomic_store_n(&k->slot->settling,
-			 (uint32_t)(dj->mem.claimed_gen_ms != 0 || (dj->run && !dj->rec.run_known)),
+			 (uint32_t)dp_settling(&d->pc, &dj->rec, &dj->mem, d->rk, d->nrk),
 			 __ATOMIC_RELEASE);
 }
 
@@ -191,7 +190,7 @@ void dc_write_slot(struct decider *d, struct djob *dj, int i)
 		v = (v ^ ((const unsigned char *)&x)[b]) * 1099511628211ull;
 	v |= 1;
 	if (k->dec_written == v) {
-		slot_flags(dj, k);
+		slot_flags(d, dj, k);
 		return;
 	}
 	k->dec_written = v;
@@ -203,7 +202,7 @@ void dc_write_slot(struct decider *d, struct djob *dj, int i)
 	memcpy((void *)s, &x, sizeof(x));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_SEQ_CST);
-	slot_flags(dj, k);
+	slot_flags(d, dj, k);
 	if (x.ckpt_state == FTBPF_CK_PENDING && k->dec_ack_id != x.ckpt_id) {
 		/* the request is in its slot; the step it is at now (read after: a rank that wrote
 		 * a later step saw it) + 1 is a boundary by which it has seen it */

@@ -34,8 +34,9 @@ struct job;
 struct djob {
 	uid_t uid;
 	char id[FTBPF_JOB_LEN];
-	char jprefix[DEC_KEY_LEN];     /* "jobs/<uid>/<id, '/' and '%' escaped>/" */
-	uint64_t run;		       /* the run this node's ranks are in (0: not known yet) */
+	char jprefix[DEC_KEY_LEN]; /* "jobs/<uid>/<id, '/' and '%' escaped>/" */
+	uint64_t run;		   /* the run this node's ranks are in (0: not known yet) */
+	uint64_t run_ms; /* since when (mono): ranks that ended before are of an older run */
 	char prefix[DEC_KEY_LEN + 32]; /* the run's: "<jprefix>runs/<run>/" */
 	struct dec_launch launch;      /* this node's launch in it */
 	/* records refused at the last read (bad input: logged once each) */

@@ -313,6 +313,7 @@ static void set_run(struct djob *dj, uint64_t run)
 		memset(&dj->mem, 0, sizeof(dj->mem));
 		memset(&dj->rec, 0, sizeof(dj->rec));
 		dj->rec.last_complete = -1;
+		dj->run_ms = clock_mono_ns() / 1000000;
 	}
 	dj->run = run;
 	snprintf(dj->prefix, sizeof(dj->prefix), "%sruns/%llu/", dj->jprefix,
@@ -518,6 +519,11 @@ int dc_gather(struct decider *d, const struct djob *dj, const struct job *j)
 		x->preempted = k->preempted;
 		x->killed_by_agent = k->killed_by_agent;
 		x->fail_seen = k->fail_seen;
+		if (x->exited && x->exit_ms && x->exit_ms < dj->run_ms) {
+			/* a rank of an earlier run here: its end, its saves are not this run's */
+			x->registered = x->has_slot = 0;
+			x->saved = -1;
+		}
 	}
 	return 0;
 }

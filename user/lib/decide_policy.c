@@ -122,6 +122,18 @@ uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 	return FTBPF_ACT_NONE;
 }
 
+int dp_settling(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		const struct dp_rank *ranks, int n)
+{
+	if (m->claimed_gen_ms || (r->run && !r->run_known))
+		return 1;
+	for (int i = 0; i < n; i++) /* a failure here that no generation deals with yet */
+		if (ranks[i].registered && ranks[i].generation == r->gen &&
+		    !(r->gen && r->g.stop) && dp_abnormal_exit(c, &ranks[i]))
+			return 1;
+	return 0;
+}
+
 void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
 	     const struct dp_rank *k, struct ftbpf_slot_decision *x)
 {
