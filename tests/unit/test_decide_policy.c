@@ -484,6 +484,15 @@ static void test_apply_generation(void)
 	CU_ASSERT_EQUAL(rk[1].generation, 1);
 	CU_ASSERT_EQUAL(rk[2].generation, 0);
 	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 1);
+	/* generation 2 (a preemption): rank 0's failure in generation 0 is not this fault: rank 1,
+	 * restarted in generation 1, is told to exit, not taken into generation 2 */
+	rec.gen = 2;
+	rec.g.generation = 2;
+	rec.g.cause = DEC_CAUSE_PREEMPTION;
+	mem.gen_seen_ms = now.mono_ms;
+	dp_apply_generation(&cfg, &rec, &mem, rk, 3, &out);
+	CU_ASSERT_EQUAL(rk[1].generation, 1);
+	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[1]), FTBPF_ACT_RESTART);
 	/* left out: the launcher is stopped */
 	reset();
 	rec.gen = 1;

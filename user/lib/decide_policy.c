@@ -700,15 +700,19 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 	int left_out = r->gen && dp_excluded(&r->g, c->node), older = 0;
 	uint64_t since = m->gen_seen_ms ? m->gen_seen_ms : UINT64_MAX; /* unseen: none is new */
 
+	uint64_t prev = m->applied_gen;
+
 	if (m->applied_gen >= r->gen)
 		return;
 	m->applied_gen = r->gen;
 	/* I7: ranks started since the fault are of the new generation, on this host's monotonic
-	 * clock: since it saw the decision, or since an older rank here failed on its own (what
-	 * a launcher restarts its ranks after, before the decision reached us) */
+	 * clock: since it saw the decision, or since a rank here of the generation it ends failed
+	 * on its own (what a launcher restarts its ranks after, before the decision reached us;
+	 * not a failure of an earlier generation, already dealt with) */
 	for (int i = 0; i < n; i++)
-		if (ranks[i].exited && ranks[i].exit_ms && ranks[i].generation < r->gen &&
-		    ranks[i].exit_ms < since && dp_abnormal_exit(c, &ranks[i]))
+		if (ranks[i].exited && ranks[i].exit_ms && ranks[i].generation >= prev &&
+		    ranks[i].generation < r->gen && ranks[i].exit_ms < since &&
+		    dp_abnormal_exit(c, &ranks[i]))
 			since = ranks[i].exit_ms;
 	m->final_claimed = 0;
 	m->req_ms = m->done_ms = 0;
