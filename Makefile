@@ -36,7 +36,8 @@ HEADERS    := $(wildcard user/*/*.h) $(wildcard include/ftbpf/*.h)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # BPF programs tested in-process through the skeleton (root; real kernel)
 BPF_TESTS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%,$(wildcard tests/bpf/test_*.c))
-WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(wildcard tests/workloads/*.c))
+WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/clockshift.c,$(wildcard tests/workloads/*.c))) \
+              $(BUILD)/workloads/clockshift.so
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
@@ -50,7 +51,7 @@ DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf
                tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man \
                libpython3.11-dev python3-pytest-xdist prometheus
 
-.PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
+.PHONY: all deps run test test-faults unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
 all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop man
 
 deps:
@@ -192,6 +193,10 @@ $(BUILD)/workloads/pyembed: tests/workloads/pyembed.c | $(BUILD)/workloads
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread -ldl
 
+# an LD_PRELOAD shim that steps a process's wall clock (decide_faults.sh)
+$(BUILD)/workloads/clockshift.so: tests/workloads/clockshift.c | $(BUILD)/workloads
+	$(CC) $(CFLAGS) -shared -fPIC $< -o $@ -ldl
+
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
 PYSTACK_SRCS := user/watch/pystack.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c user/os/pidfd.c \
                 user/os/procfs.c user/lib/maps.c user/lib/pyver.c
@@ -271,6 +276,11 @@ gpu-bundle: all
 
 bench: all
 	@tools/bench.sh
+
+# the fault-injection suite's long mode: 50 randomized runs per fault kind (about an hour)
+FAULT_RUNS ?= 50
+test-faults: all
+	@FAULT_RUNS=$(FAULT_RUNS) FAULT_REPORT=$(abspath $(BUILD))/faults.txt tests/integration/decide_faults.sh
 
 FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
 format:

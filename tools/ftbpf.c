@@ -519,6 +519,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	cmd = argv[i++];
+	if (!strcmp(cmd, "decisions") && i < argc && !strcmp(argv[i], "reset")) {
+		cmd = "decisions_reset"; /* ftbpf decisions reset JOB */
+		i++;
+	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h")) {
 		usage(stdout);
 		return 0;
@@ -671,10 +675,13 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "signal"))
 		printf("sent\n");
 	else if (!strcmp(cmd, "checkpoint"))
-		printf("checkpoint of %s requested: every rank saves at step %lld\n", gs(o, "job"),
-		       (long long)gi(o, "step", -1));
+		printf("checkpoint of %s requested: every rank acknowledges it at its next step "
+		       "(now about %lld), then all save at one step (ftbpf decisions)\n",
+		       gs(o, "job"), (long long)gi(o, "step", -1));
 	else if (!strcmp(cmd, "decisions"))
 		print_decisions(o);
+	else if (!strcmp(cmd, "decisions_reset"))
+		printf("the decisions of %s are forgotten\n", gs(o, "job"));
 	if (!json && cluster) /* status --cluster: the cluster view after the status */
 		print_cluster(o);
 	rc = check ? status_check(o) : 0;

@@ -8,7 +8,11 @@
  * every rank saves DIR/ckpt.R.STEP and waits until all have; then it exits with the code the
  * agents decided (42: restart, 93: do not requeue), or goes on after an operator's checkpoint.
  * After a restart it resumes from the last complete checkpoint. --crash-at makes it abort at
- * that step (a failure). Run by tests/integration/decide_failure.sh and decide_cluster.sh.
+ * that step (a failure). A save is committed with the generation it was made in (the fencing
+ * token): DIR/ckpt.R.STEP is written, then DIR/commit.R.STEP names its generation, only when
+ * ftbpf_saved_gen() says the generation is still the job's. --peers FILE (tests): in the
+ * launcher's first start of the rank, exit 1 as soon as a pid listed in FILE is gone, as a rank
+ * whose collective lost a peer does. Run by tests/integration/decide_*.sh.
  *
  * Build: cc c_loop.c -lftbpf (or with libftbpf.a and -lpthread).
  */
@@ -22,6 +26,20 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t preempted;
+
+/* Is a process listed in file (pids, blank separated) gone? */
+static int peer_gone(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	int pid, gone = 0;
+
+	if (!f)
+		return 0;
+	while (!gone && fscanf(f, "%d", &pid) == 1)
+		gone = pid > 0 && kill(pid, 0) < 0 && errno == ESRCH;
+	fclose(f);
+	return gone;
+}
 
 static void on_term(int sig)
 {
@@ -78,11 +96,13 @@ static double epoch(const char *p)
 
 int main(int argc, char **argv)
 {
-	const char *dir = ".", *epoch_file = NULL;
+	const char *dir = ".", *epoch_file = NULL, *peers = NULL;
 	long steps = 1000000, crash_at = -1, step_ms = 50, rank = 0;
 	struct ftbpf_restart_info ri;
 	struct ftbpf *h = NULL;
 	long long seen = -1;
+	uint64_t gen = 0;
+	int first_launch;
 	struct sigaction sa = {.sa_handler = on_term};
 	char p[512];
 	double e;
@@ -101,6 +121,8 @@ int main(int argc, char **argv)
 			crash_at = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--epoch"))
 			epoch_file = argv[i + 1];
+		else if (!strcmp(argv[i], "--peers"))
+			peers = argv[i + 1];
 	}
 	snprintf(p, sizeof(p), "%s/log.%ld", dir, rank);
 	log = fopen(p, "a");
@@ -113,6 +135,11 @@ int main(int argc, char **argv)
 	ftbpf_restart_info(h, &ri);
 	fprintf(log, "START pid %d generation %llu from step %lld\n", getpid(),
 		(unsigned long long)ri.generation, (long long)ri.resume_step + 1);
+	{ /* the launcher's first start of this rank (torchrun: TORCHELASTIC_RESTART_COUNT) */
+		const char *rc = getenv("TORCHELASTIC_RESTART_COUNT");
+
+		first_launch = !rc || !strcmp(rc, "0");
+	}
 	snprintf(p, sizeof(p), "%s/epoch", dir);
 	e = epoch(epoch_file ? epoch_file : p);
 	if (ri.resume_step >= 0) /* restarted: step on from now */
@@ -129,11 +156,27 @@ int main(int argc, char **argv)
 			fprintf(log, "CRASH at step %ld\n", step);
 			abort();
 		}
-		if (ftbpf_should_save(h, step) == 1) {
+		if (peers && first_launch && peer_gone(peers)) {
+			fprintf(log, "PEER LOST at step %ld\n", step);
+			return 1;
+		}
+		if (ftbpf_should_save_gen(h, step, &gen) == 1) {
 			snprintf(p, sizeof(p), "%s/ckpt.%ld.%ld", dir, rank, step);
 			fclose(fopen(p, "w"));
-			ftbpf_saved(h, step);
-			fprintf(log, "SAVED %ld\n", step);
+			if (ftbpf_saved_gen(h, step, gen) == 0) { /* the commit marker */
+				FILE *c;
+
+				snprintf(p, sizeof(p), "%s/commit.%ld.%ld", dir, rank, step);
+				if ((c = fopen(p, "w"))) {
+					fprintf(c, "%llu\n", (unsigned long long)gen);
+					fclose(c);
+				}
+				fprintf(log, "SAVED %ld generation %llu\n", step,
+					(unsigned long long)gen);
+			} else {
+				fprintf(log, "STALE %ld generation %llu\n", step,
+					(unsigned long long)gen);
+			}
 			/* wait until every rank saved it (all wait at this step) */
 			for (int i = 0; i < 60000 && ftbpf_checkpoint_requested(h) &&
 					ftbpf_action(h) == FTBPF_ACTION_NONE;

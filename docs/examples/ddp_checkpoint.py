@@ -49,12 +49,18 @@ def main():
         loss.backward()
         opt.step()
         time.sleep(a.step_seconds)
-        if ftbpf.should_save(step):             # the agreed step: every rank saves it
+        ticket = ftbpf.should_save(step)       # the agreed step: every rank saves it
+        if ticket:
             if rank == 0:
-                torch.save({"model": model.module.state_dict(), "step": step},
-                           os.path.join(a.dir, "ckpt.%d.pt" % step))
-            ftbpf.saved(step)
-            log.write("SAVED %d\n" % step)
+                tmp = os.path.join(a.dir, "ckpt.%d.pt.tmp" % step)
+                torch.save({"model": model.module.state_dict(), "step": step}, tmp)
+                os.replace(tmp, os.path.join(a.dir, "ckpt.%d.pt" % step))
+            if ftbpf.saved(step, ticket):       # still this generation's: commit it
+                with open(os.path.join(a.dir, "commit.%d.%d" % (rank, step)), "w") as f:
+                    f.write("%d\n" % ticket.generation)
+                log.write("SAVED %d\n" % step)
+            else:                               # a newer generation was decided: not ours
+                log.write("STALE %d\n" % step)
             if ftbpf.await_checkpoint() != "none":
                 log.write("EXIT %d after step %d\n" %
                           (ftbpf.restart_info()["exit_code"], step))

@@ -72,10 +72,13 @@ int ftbpf_slot_timers_in_use(const struct ftbpf *h);
  * lock). With no agent (h NULL: ftbpf_open failed) they answer "nothing requested".
  *
  *	for (step = resume; ; step++) {
+ *		uint64_t gen;
+ *
  *		train_one_step();
- *		if (ftbpf_should_save(h, step) == 1) {
- *			save_checkpoint(step);
- *			ftbpf_saved(h, step);
+ *		if (ftbpf_should_save_gen(h, step, &gen) == 1) {
+ *			save_checkpoint(step);                  // into step-N.tmp/
+ *			if (ftbpf_saved_gen(h, step, gen) == 0)
+ *				commit_checkpoint(step, gen);   // rename + COMMIT marker
  *		}
  *		if (ftbpf_action(h) != FTBPF_ACTION_NONE)
  *			exit(ftbpf_exit_code(h));   // 42: restart (requeue), 93: do not requeue
@@ -86,18 +89,29 @@ int ftbpf_slot_timers_in_use(const struct ftbpf *h);
 #define FTBPF_ACTION_STOP    2 /* exit with ftbpf_exit_code() (93): do not requeue */
 
 /* ftbpf_checkpoint_requested - 1 when a checkpoint (or an exit) was requested and not yet
- * done, else 0. */
+ * done (or its step is being agreed), else 0. */
 int ftbpf_checkpoint_requested(const struct ftbpf *h);
 
 /*
  * ftbpf_should_save - record that this rank reached @step (a step boundary) and say whether to
  * save now: 1 when @step is the agreed checkpoint step and this rank has not saved it yet, 0
- * otherwise, -EINVAL for a negative step.
+ * otherwise, -EINVAL for a negative step. While the step is being agreed, the first boundary
+ * acknowledges the request and the next one waits (at most FTBPF_ACK_TIMEOUT seconds, 60 by
+ * default) until it is agreed: no rank runs past the step every rank will save.
  */
 int ftbpf_should_save(struct ftbpf *h, int64_t step);
+/* ftbpf_should_save_gen - the same; on 1, *@ret_generation is the fencing token: the
+ * generation the save belongs to (pass it to ftbpf_saved_gen). */
+int ftbpf_should_save_gen(struct ftbpf *h, int64_t step, uint64_t *ret_generation);
 
 /* ftbpf_saved - this rank saved its checkpoint of @step. -EINVAL for a negative step. */
 int ftbpf_saved(struct ftbpf *h, int64_t step);
+/*
+ * ftbpf_saved_gen - this rank saved @step in @generation (the token should_save_gen gave). 0:
+ * counted, commit it (write the storage's commit marker with the generation); -ESTALE: a newer
+ * generation was decided or this node is cut off from the others: do not commit it.
+ */
+int ftbpf_saved_gen(struct ftbpf *h, int64_t step, uint64_t generation);
 
 /* ftbpf_generation - the job's restart generation: 0 for the first run, +1 per restart. */
 uint64_t ftbpf_generation(const struct ftbpf *h);
@@ -113,7 +127,7 @@ struct ftbpf_restart_info {
 	uint64_t generation;
 	int64_t resume_step; /* the last complete agreed checkpoint, -1 none */
 	int64_t ckpt_step;   /* the agreed checkpoint step in progress or done, -1 none */
-	int ckpt_state;	     /* 0 none, 1 requested, 2 complete */
+	int ckpt_state;	     /* 0 none, 1 requested, 2 complete, 3 pending (being agreed) */
 	int action;	     /* FTBPF_ACTION_* */
 	int exit_code;
 	char cause[24]; /* "", "preemption", "rank_died", "hang", "node_dead", "operator" */
@@ -122,7 +136,9 @@ struct ftbpf_restart_info {
 };
 
 /* ftbpf_restart_info - a consistent copy of the decisions. 0, or -EINVAL for a NULL @ri. With
- * no agent: generation 0, nothing to resume from. */
+ * no agent: generation 0, nothing to resume from. While a generation is being decided for the
+ * job on this node (a rank restarted right after a failure), it (and ftbpf_generation) waits
+ * for the decision, 10 s at most. */
 int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri);
 
 #ifdef __cplusplus

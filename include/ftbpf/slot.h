@@ -42,6 +42,10 @@ struct ftbpf_slot_timer {
 #define FTBPF_CK_NONE	   0u
 #define FTBPF_CK_REQUESTED 1u /* save at ckpt_step */
 #define FTBPF_CK_COMPLETE  2u /* every rank of the job saved ckpt_step */
+#define FTBPF_CK_PENDING                                                                           \
+	3u /* requested, the step not yet bound: every rank acknowledges it at
+				 its next step boundary (ack_id, ack_step) and waits at the one
+				 after until the agents bind the step (ckpt_step) */
 
 /* ftbpf_slot_decision.action: what the process should do now */
 #define FTBPF_ACT_NONE	  0u
@@ -87,6 +91,17 @@ struct ftbpf_slot {
 	struct ftbpf_slot_decision dec;
 	__s64 saved_step; /* written by the process: the last checkpoint step it saved, -1 none */
 	__u64 saved_ns;
+	/* appended (version 2; an older library leaves them 0) */
+	__u64 ack_id;	   /* process: the pending request (ckpt_id) it has seen ... */
+	__s64 ack_step;	   /* ... at this step boundary first */
+	__s64 saving_step; /* process: should_save answered 1 for this step (-1 none) */
+	__u64
+	    saved_generation; /* process: the generation saved_step was saved in, + 1 (0 unknown) */
+	__u64 own_generation; /* agent: the generation this process runs in */
+	__u32 hold;	      /* agent: wait at the next step boundary (the store is unreachable:
+				   nothing may be agreed, and other nodes may soon act without us) */
+	__u32 settling;	      /* agent: a generation is being decided here (a rank failed): what the
+			   slot says may change in a moment (restart_info waits for it) */
 };
 
 #endif

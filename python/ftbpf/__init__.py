@@ -32,7 +32,7 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["expires", "acquire", "release", "ping", "step", "TimerClient", "FtbpfError",
-           "install_preemption_handler", "checkpoint_requested", "should_save", "saved",
+           "install_preemption_handler", "checkpoint_requested", "should_save", "saved", "SaveTicket",
            "generation", "restart_info", "action", "await_checkpoint", "exit_for_restart",
            "job_status", "agent_available"]
 
@@ -94,6 +94,9 @@ def _h():
             lib.ftbpf_checkpoint_requested.argtypes = [ctypes.c_void_p]
             lib.ftbpf_should_save.argtypes = [ctypes.c_void_p, ctypes.c_int64]
             lib.ftbpf_saved.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+            lib.ftbpf_should_save_gen.argtypes = [ctypes.c_void_p, ctypes.c_int64,
+                                                  ctypes.POINTER(ctypes.c_uint64)]
+            lib.ftbpf_saved_gen.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64]
             lib.ftbpf_generation.argtypes = [ctypes.c_void_p]
             lib.ftbpf_generation.restype = ctypes.c_uint64
             lib.ftbpf_action.argtypes = [ctypes.c_void_p]
@@ -268,24 +271,53 @@ def checkpoint_requested():
         restart_info()["ckpt_state"] != "complete")
 
 
+class SaveTicket(object):
+    """What should_save() returns at the agreed step (true): the step and the generation it
+    belongs to (the fencing token). Pass it to saved(); write the generation into the commit
+    marker of the checkpoint (docs/decisions.md)."""
+    __slots__ = ("step", "generation")
+
+    def __init__(self, step, generation):
+        self.step, self.generation = step, generation
+
+    def __bool__(self):
+        return True
+
+    def __repr__(self):
+        return "SaveTicket(step=%d, generation=%d)" % (self.step, self.generation)
+
+
 def should_save(step):
-    """Record that this rank reached `step` (a step boundary) and say whether to save now:
-    True only at the step the agents agreed on, once."""
+    """Record that this rank reached `step` (a step boundary) and say whether to save now: a
+    SaveTicket (true) only at the step the agents agreed on, once; else False. While the step is
+    being agreed, the first boundary acknowledges the request and the next one waits until it is
+    agreed (FTBPF_ACK_TIMEOUT seconds at most)."""
     step = int(step)
     if step < 0:
         raise ValueError("should_save: step must be >= 0, not %d" % step)
     h = _handle_or_none()
-    return h is not None and _lib.ftbpf_should_save(h, step) == 1
+    if h is None:
+        return False
+    gen = ctypes.c_uint64(0)
+    if _lib.ftbpf_should_save_gen(h, step, ctypes.byref(gen)) != 1:
+        return False
+    return SaveTicket(step, int(gen.value))
 
 
-def saved(step):
-    """This rank saved its checkpoint of `step`."""
+def saved(step, ticket=None):
+    """This rank saved its checkpoint of `step`. With the ticket should_save() gave: True when
+    the save counts and may be committed, False when a newer generation was decided meanwhile
+    or this node is cut off (do not commit it)."""
     step = int(step)
     if step < 0:
         raise ValueError("saved: step must be >= 0, not %d" % step)
     h = _handle_or_none()
-    if h is not None:
+    if h is None:
+        return True
+    if ticket is None:
         _lib.ftbpf_saved(h, step)
+        return True
+    return _lib.ftbpf_saved_gen(h, step, int(ticket.generation)) == 0
 
 
 def generation():
@@ -295,7 +327,7 @@ def generation():
 
 
 _ACTIONS = {0: "none", 1: "restart", 2: "stop"}
-_CK_STATES = {0: "none", 1: "requested", 2: "complete"}
+_CK_STATES = {0: "none", 1: "requested", 2: "complete", 3: "pending"}
 
 
 def action():
@@ -331,7 +363,7 @@ def await_checkpoint(timeout=600.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         info = restart_info()
-        if info["ckpt_state"] != "requested" or info["action"] != "none":
+        if info["ckpt_state"] not in ("requested", "pending") or info["action"] != "none":
             return info["action"]
         time.sleep(0.01)
     return "none"

@@ -17,6 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dec_report r;
 	struct dec_done d;
 	struct dec_member m;
+	struct dec_bind b;
+	struct dec_run rn;
+	struct dec_launch l;
 	uint64_t x, y;
 
 	if (!s)
@@ -38,7 +41,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dec_member_parse(s, &m) == 0 && dec_member_format(&m, buf, sizeof(buf)) == 0 &&
 	    dec_member_parse(buf, &m) < 0)
 		abort();
+	if (dec_bind_parse(s, &b) == 0 && dec_bind_format(&b, buf, sizeof(buf)) == 0 &&
+	    dec_bind_parse(buf, &b) < 0)
+		abort();
+	if (dec_run_parse(s, &rn) == 0 && dec_run_format(&rn, buf, sizeof(buf)) == 0 &&
+	    dec_run_parse(buf, &rn) < 0)
+		abort();
+	if (dec_launch_parse(s, &l) == 0 && dec_launch_format(&l, buf, sizeof(buf)) == 0 &&
+	    dec_launch_parse(buf, &l) < 0)
+		abort();
 	dec_key_numbers(s, "gen", &x, NULL);
+	dec_key_numbers(s, "run", &x, NULL);
+	dec_key_numbers(s, "bind", &x, &y);
 	dec_key_numbers(s, "ckpt", &x, &y);
 	dec_node_valid(s);
 	dec_cause_parse(s);

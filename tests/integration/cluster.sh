@@ -2,10 +2,13 @@
 # (sourced after lib.sh, which gives T, B, ROOT, PIN, wait_until, fail, WORKLOAD_PIDS).
 #   cluster_up NAME NET PORT   network namespaces NAME1..3 (netns.sh: addresses NET.1..3),
 #                              etcd at NET.254:PORT on their bridge; AG, LA, RCS arrays
-#   start_node I [FLAGS...]    agent of node I in its namespace (mesh, etcd, --only-netns)
+#   start_node I [FLAGS...]    agent of node I in its namespace (mesh, etcd, --only-netns;
+#                              NODE_ENV: variables for it)
 #   run ROUND STEP_MS RESTARTS [NODES...]
 #                              on each node a torchrun-like launcher of two C ranks
-#                              (docs/examples/c_loop.c) of job cjob, one epoch for all
+#                              (docs/examples/c_loop.c) of job cjob, one epoch for all, the
+#                              world size 2 x the nodes
+#                              (RUN_ARGS: more arguments for c_loop)
 #   cluster_down               everything above gone (also on EXIT, with lib.sh's cleanup)
 . "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
 declare -A AG LA RCS
@@ -37,7 +40,7 @@ node() { echo "$CL_NET.$1:7946"; }
 start_node() {
 	local i=$1; shift
 	mkdir -p "$T/n$i"
-	ip netns exec "$CL_NAME$i" "$B/ftbpfd" --socket "$T/n$i/s.sock" --state-dir "$T/n$i/state" \
+	ip netns exec "$CL_NAME$i" env ${NODE_ENV:-} "$B/ftbpfd" --socket "$T/n$i/s.sock" --state-dir "$T/n$i/state" \
 		--pin-dir "$PIN-n$i" --log-file "$T/n$i/events.jsonl" --only-netns 1 \
 		--soft-timeout 60 --hard-timeout 600 --action report \
 		--bind "$(node "$i")" --peers "$PEERS" --key-file "$T/key" \
@@ -49,15 +52,18 @@ start_node() {
 f() { local i=$1; shift; "$B/ftbpf" --socket "$T/n$i/s.sock" "$@"; }
 nev() { jq -c "select(.type==\"$2\")" "$T/n$1/events.jsonl" 2>/dev/null; }
 run() {
-	local round=$1 ms=$2 restarts=$3 i; shift 3
+	local round=$1 ms=$2 restarts=$3 i k=0; shift 3
+	[ $# -gt 0 ] || set -- 1 2 3
 	rm -f "$T/epoch.$round"
-	for i in "${@:-1 2 3}"; do
+	for i in "$@"; do
 		mkdir -p "$T/r$round/n$i"
 		FTBPF_SOCKET=$T/n$i/s.sock ip netns exec "$CL_NAME$i" /usr/bin/python3 "$ROOT/tests/workloads/launcher.py" \
-			--nproc 2 --dir "$T/r$round/n$i" --job cjob --max-restarts "$restarts" -- "$B/examples/c_loop" \
-			--dir "$T/r$round/n$i" --rank "{rank}" --step-ms "$ms" --epoch "$T/epoch.$round" &
+			--nproc 2 --dir "$T/r$round/n$i" --job cjob --max-restarts "$restarts" \
+			--nnodes $# --node-rank $k -- "$B/examples/c_loop" \
+			--dir "$T/r$round/n$i" --rank "{rank}" --step-ms "$ms" --epoch "$T/epoch.$round" ${RUN_ARGS:-} &
 		LA[$i]=$!
 		WORKLOAD_PIDS+=($!)
+		k=$((k + 1))
 	done
 }
 started() { local round=$1 i r; shift; for i in "$@"; do for r in 0 1; do grep -qs START "$T/r$round/n$i/log.$r" || return 1; done; done; }

@@ -3,8 +3,14 @@
 # Decisions when the store is missing or lies. A single-node job of two C ranks
 # (docs/examples/c_loop.c) with an agent told to agree in etcd:
 #   etcd down at start  status says unreachable; an operator's checkpoint is refused with a
-#                       clear error; a SIGTERM to a rank decides nothing; the ranks train on
-#   etcd comes up       reachable; a checkpoint is agreed and made
+#                       clear error; a SIGTERM to a rank decides nothing (an event says why);
+#                       the ranks train on
+#   etcd comes up       reachable; the preemption is not lost (I5): its checkpoint is agreed
+#                       now, every rank saves and exits 42; a relaunch's checkpoint is made
+#   bad records         records written into the job's keys by someone else (a forged gen/,
+#                       malformed, 1 MB, of no decision's shape, under another uid's prefix):
+#                       without the cluster key's MAC they are refused, counted, logged, and
+#                       never acted on
 #   etcd dies mid-run   unreachable again; nothing decided, ranks untouched (a job with no
 #                       other node is not fenced)
 #   a junk server       every answer malformed (not JSON, HTTP errors, wrong shapes, bad
@@ -58,9 +64,45 @@ etcd --name zd --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-clien
 ETCD=$!
 wait_until 20 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.reachable)\" = true ]" &&
 	pass "etcd up: reachable" || fail "etcd up, still unreachable: $(store .)"
+wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob" and .cause=="preemption"' &&
+	pass "the preemption made while etcd was down is not lost: agreed once etcd is back" ||
+	fail "the preemption was lost: $(events_of decision | tail -2)"
+wait $LAUNCHER; RC=$?
+[ $RC = 42 ] && pass "its ranks saved $(grep -h SAVED "$D"/log.* | awk '{print $2}' | sort -u | tr '\n' ' ')and exited 42" ||
+	fail "launcher exit $RC: $(tail -2 "$D"/log.*)"
+launch "$T/c2" bjob
 wait_until 10 bash -c "'$B/ftbpf' --socket '$SOCK' checkpoint bjob >/dev/null 2>&1" || fail "checkpoint refused with etcd up"
-wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob"' &&
+wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob" and .cause=="operator"' &&
 	pass "a checkpoint agreed in etcd and made" || fail "no checkpoint with etcd up"
+
+# ---- bad records: written by someone else into the job's keys ----
+RUN=$(status_json | jq '[.jobs[] | select(.job=="bjob") | .run][0]')
+GENS=$(events_of decision | jq -s '[.[] | select(.job=="bjob" and .kind=="generation")] | length')
+ACTS=$(events_of action | jq -s '[.[] | select(.job=="bjob")] | length')
+P=/ftbpf-zd/jobs/0/bjob/runs/$RUN
+ec() { ETCDCTL_API=3 etcdctl --endpoints "$EP" "$@" >/dev/null; }
+ec put "$P/gen/00000000000000000009" '{"generation":9,"cause":'
+ec put "$P/members/no such node!" '{"ranks":2}'
+ec put "$P/ckpt/00000000000000000000/00000000000000000042" '{"generation":0,"id":7,"target":-5,"cause":"x"}'
+ec put "$P/whatever" 'x'
+ec put "$P/gen/00000000000000000001" '{"generation":1,"cause":"rank_died","why":"forged"}'
+head -c 1000000 /dev/zero | tr '\0' 'a' | sed 's/^/{"generation":10,"cause":"hang","why":"/; s/$/"}/' >"$T/huge"
+ETCDCTL_API=3 etcdctl --endpoints "$EP" put "$P/gen/00000000000000000010" <"$T/huge" >/dev/null
+ec put "/ftbpf-zd/jobs/65534/bjob/runs/$RUN/gen/00000000000000000001" '{"generation":1,"cause":"rank_died","why":"forged in another uid'"'"'s prefix"}'
+# none carries the cluster key's MAC: refused by the store (store_rejected), never read
+rej() { status_json | jq .agent.decisions.store.counters.records_rejected; }
+wait_until 10 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.counters.records_rejected)\" -ge 5 ]" &&
+	pass "bad and forged records refused and counted: $(rej) (records_rejected)" ||
+	fail "refused: $(status_json | jq -c .agent.decisions.store.counters)"
+R1=$(events_of store_rejected | wc -l)
+sleep 3
+R2=$(events_of store_rejected | wc -l)
+[ "$R1" -ge 1 ] && [ "$R1" = "$R2" ] && pass "logged ($R1 store_rejected events: $(events_of store_rejected | jq -r .why | sort -u | tr '\n' ';')), not again and again" ||
+	fail "store_rejected events: $R1 then $R2"
+ranks_alive && [ "$(events_of decision | jq -s '[.[] | select(.job=="bjob" and .kind=="generation")] | length')" = "$GENS" ] &&
+	[ "$(events_of action | jq -s '[.[] | select(.job=="bjob")] | length')" = "$ACTS" ] &&
+	pass "nothing of them acted on: no generation, no action, the ranks train on" ||
+	fail "after the bad records: $(events_of decision | tail -1) $(events_of action | tail -1)"
 
 # ---- etcd dies mid-run ----
 N=$(events_of decision | grep -c '"bjob"')
@@ -70,6 +112,7 @@ wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .ag
 kill -TERM "$(awk '{print $2}' "$D/pids.0")"
 sleep 4
 M=$(events_of decision | grep -c '"bjob"')
+has_event decision_unavailable '.job=="bjob"' || fail "no decision_unavailable for the SIGTERM with etcd dead"
 live=1; ranks_alive || live=0
 [ "$N" = "$M" ] && [ $live = 1 ] && ! has_event fenced '.job=="bjob"' &&
 	pass "nothing decided, ranks untouched, a single-node job not fenced" ||

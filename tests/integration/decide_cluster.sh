@@ -11,8 +11,10 @@
 #             without node 3; their restarted ranks learn it
 #   partition node 3 cut off (etcd with the majority): node 3 decides nothing and fences its
 #             ranks; nodes 1 and 2 go on without it; healed, all three agree on the decisions
-#   agentkill kill -9 of node 1's agent 5 ms after a SIGTERM on its rank: the others complete
-#             the checkpoint, hold the same decisions, none conflicting
+#   agentkill kill -9 of node 1's agent 5 ms after a SIGTERM on its rank: no checkpoint can be
+#             complete without node 1's ranks (I2); nodes 2 and 3 decide the next generation
+#             when its lease expires, their ranks exit 42, they hold the same decisions, none
+#             conflicting
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 . "$(dirname "$0")/cluster.sh"
@@ -69,11 +71,12 @@ run 4 100 1 1 2 3
 wait_until 30 started 4 1 2 3 || fail "round 4 did not start"
 sleep 2
 G0=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .generation][0]')
+RUN=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .run][0]')
 kill -9 "${AG[3]}" "${LA[3]}" $(cat "$T/r4/n3/pids.0"); wait "${AG[3]}" "${LA[3]}" 2>/dev/null; AG[3]=
-wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' decisions --json | jq -e '[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))] | length == 1' >/dev/null" &&
+wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' decisions --json | jq -e '[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)) and .run==$RUN)] | length == 1' >/dev/null" &&
 	pass "node 3 killed: generation $((G0 + 1)) decided" || fail "no generation after node 3 died: $(f 1 decisions)"
-f 1 decisions --json | jq -e "[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))][0] | (.excluded | index(\"$(node 3)\")) != null" >/dev/null &&
-	pass "without node 3: $(f 1 decisions --json | jq -c "[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))][0] | {cause, excluded, why}")" ||
+f 1 decisions --json | jq -e "[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)) and .run==$RUN)][0] | (.excluded | index(\"$(node 3)\")) != null" >/dev/null &&
+	pass "without node 3: $(f 1 decisions --json | jq -c "[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)) and .run==$RUN)][0] | {cause, excluded, why}")" ||
 	fail "node 3 not left out: $(f 1 decisions --json | jq -c '.decisions[-1]')"
 wait_until 20 bash -c "grep -qs 'START.*generation $((G0 + 1))' '$T/r4/n1/log.0' && grep -qs 'START.*generation $((G0 + 1))' '$T/r4/n2/log.1'" &&
 	pass "restarted ranks on nodes 1 and 2 learned generation $((G0 + 1))" || fail "restarted ranks: $(grep START "$T/r4/n1/log.0")"
@@ -87,13 +90,14 @@ run 5 100 0 1 2 3
 wait_until 30 started 5 1 2 3 || fail "round 5 did not start"
 sleep 3
 G0=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .generation][0]')
+RUN=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .run][0]')
 CUT=$(date +%s%3N)
 ip link set veth-ftd3 down
 wait_until 20 grep -q '"type":"fenced"' "$T/n3/events.jsonl" &&
 	pass "node 3, cut off from etcd, fenced its ranks" || fail "node 3 did not fence"
 wait ${LA[3]}; RC3=$?
 [ $RC3 = 42 ] && pass "node 3's ranks ended (launcher exit 42)" || fail "node 3's launcher exit $RC3: $(tail -2 "$T/r5/n3/log.0")"
-wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' decisions --json | jq -e '[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)))] | length == 1' >/dev/null" &&
+wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n1/s.sock' decisions --json | jq -e '[.decisions[] | select(.kind==\"generation\" and .generation==$((G0 + 1)) and .run==$RUN)] | length == 1' >/dev/null" &&
 	pass "the majority decided generation $((G0 + 1)) without node 3" ||
 	fail "majority decided nothing; members in etcd: $(ETCDCTL_API=3 etcdctl --endpoints "$EP" get --prefix /ftbpf-it/ --keys-only | grep members | tr '\n' ' '); node 1: $(f 1 status --json | jq -c '[.jobs[] | select(.job=="cjob")][0] | {generation, fenced}')"
 BY3=$(f 1 decisions --json | jq "[.decisions[] | select(.at_ms > $CUT and .by==\"$(node 3)\")] | length")
@@ -112,12 +116,12 @@ wait_until 30 started 6 1 2 3 || fail "round 6 did not start"
 sleep 2
 kill -TERM "$(worker 6 1 0)"; sleep 0.005; kill -9 "${AG[1]}"; wait "${AG[1]}" 2>/dev/null; AG[1]=
 wait_launchers 2 3
-[ "${RCS[2]}${RCS[3]}" = 4242 ] && pass "node 1's agent killed mid-decision: nodes 2 and 3 completed the checkpoint (exit 42)" ||
+[ "${RCS[2]}${RCS[3]}" = 4242 ] && pass "node 1's agent killed mid-decision: the ranks on nodes 2 and 3 exited 42 ($(f 2 decisions --json | jq -c '[.decisions[] | select(.kind=="generation")][-1] | {cause, resume_step, excluded}'))" ||
 	fail "after the agent kill: exits ${RCS[2]} ${RCS[3]}"
-keys() { f "$1" decisions --json | jq -c '[.decisions[] | {kind, generation, checkpoint, step}]'; }
+keys() { f "$1" decisions --json | jq -c '[.decisions[] | {run, kind, generation, checkpoint, step}]'; }
 wait_until 10 bash -c "[ \"\$('$B/ftbpf' --socket '$T/n2/s.sock' decisions --json | jq -c .decisions)\" = \"\$('$B/ftbpf' --socket '$T/n3/s.sock' decisions --json | jq -c .decisions)\" ]" &&
 	pass "nodes 2 and 3 hold the same decisions" || fail "nodes 2 and 3 disagree"
-DUP=$(keys 2 | jq '[group_by([.kind, .generation, .checkpoint])[] | select(length > 1)] | length')
+DUP=$(keys 2 | jq '[group_by([.run, .kind, .generation, .checkpoint])[] | select(length > 1)] | length')
 [ "$DUP" = 0 ] && pass "no conflicting decision: one per kind, generation and request" || fail "$DUP conflicting decisions: $(keys 2)"
 kill -9 "${LA[1]}" $(cat "$T/r6/n1/pids.0") 2>/dev/null
 for i in 2 3; do agent_alive_i() { kill -0 "${AG[$1]}" 2>/dev/null; }; agent_alive_i $i || fail "agent $i died"; done

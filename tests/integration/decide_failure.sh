@@ -61,6 +61,25 @@ has_event decision ".kind==\"generation\" and .job==\"$JOB\" and .generation==2 
 	pass "generation 2 is a stop" || fail "no stop decision"
 ftbpf decisions | grep -q "generation (stop)" && pass "ftbpf decisions shows the stop" || fail "ftbpf decisions: $(ftbpf decisions)"
 
+# a relaunch of the job (a new launcher, after the stop) is a new run: its own budget,
+# history and stop; `ftbpf decisions reset` forgets them all
+RUN1=$(events_of decision | jq -r "select(.job==\"$JOB\" and .stop) | .run" | tail -1)
+D3=$T/rerun; mkdir -p "$D3"
+/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D3" --job $JOB \
+	-- "$B/examples/c_loop" --dir "$D3" --rank "{rank}" --step-ms 50 &
+L3=$!; WORKLOAD_PIDS+=($L3)
+wait_until 20 bash -c "grep -qs START '$D3/log.0' && grep -qs START '$D3/log.1'" || fail "the relaunch did not start"
+sleep 2
+grep -q "START.*generation 0 from step $((CK + 1))" "$D3/log.0" && kill -0 $L3 2>/dev/null &&
+	pass "relaunched after the stop: a new run (generation 0, from the job's last complete checkpoint, step $((CK + 1))), it trains" ||
+	fail "relaunch: $(cat "$D3/log.0"); launcher alive: $(kill -0 $L3 2>/dev/null && echo yes || echo no)"
+RUN2=$(status_json | jq "[.jobs[] | select(.job==\"$JOB\") | .run][0]")
+[ "$RUN2" -gt "$RUN1" ] 2>/dev/null && pass "status: run $RUN2 (the stopped one was run $RUN1)" || fail "runs: $RUN1 then $RUN2"
+kill -TERM $L3; wait $L3 2>/dev/null
+sleep 2 # what the stop of the relaunch decided is in the store
+ftbpf decisions reset $JOB >"$T/reset.out" 2>&1 && ! ftbpf decisions --json | jq -e ".decisions[] | select(.job==\"$JOB\")" >/dev/null &&
+	pass "ftbpf decisions reset $JOB: no decision of it left" || fail "reset: $(cat "$T/reset.out"); $(ftbpf decisions --json | jq -c '.decisions | length')"
+
 # ranks run by hand from a script: ranks it starts again after a failure are of the new
 # generation (not ended as old ones), and the stop ends the ranks but never the script (a
 # shell is not a launcher)
@@ -89,4 +108,36 @@ sleep 1
 alive $SCRIPT && ! has_event action ".pid==$SCRIPT" && pass "the stop ended the ranks, not the script that ran them" ||
 	fail "the script was signalled: $(events_of action | grep -c "$SCRIPT")"
 pkill -KILL -P $SCRIPT; pkill -KILL -x c_loop
+
+# an agent restart never promotes a rank told to exit into the new generation: the slot says
+# which generation the process runs in, not only the job's
+D4=$T/promo; mkdir -p "$D4"
+cat >"$T/promo.py" <<'EOP'
+import sys, time, ftbpf
+ftbpf.install_preemption_handler()  # survives the agent's SIGTERM: it must learn from its slot
+while True:
+    with open(sys.argv[1], "a") as f:
+        f.write("%d %s\n" % (ftbpf.generation(), ftbpf.action()))
+    time.sleep(0.1)
+EOP
+FTBPF_JOB=promo FTBPF_RANK=0 FTBPF_WORLD_SIZE=2 PYTHONPATH=$B/python /usr/bin/python3 "$T/promo.py" "$D4/a" &
+PP=$!; WORKLOAD_PIDS+=($PP)
+FTBPF_JOB=promo FTBPF_RANK=1 FTBPF_WORLD_SIZE=2 "$B/examples/c_loop" --dir "$D4" --rank 1 --step-ms 50 &
+PQ=$!; WORKLOAD_PIDS+=($PQ)
+wait_until 20 bash -c "grep -qs START '$D4/log.1' && [ -s '$D4/a' ]" || fail "the promo job did not start"
+sleep 1
+kill -KILL $PQ
+wait_until 10 bash -c "tail -1 '$D4/a' | grep -q restart" || fail "the promo rank was not told to exit: $(tail -1 "$D4/a")"
+stop_agent
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --max-restarts 1 || exit 1
+sleep 3
+tail -1 "$D4/a" | grep -q restart && alive $PP &&
+	pass "after an agent restart the rank told to exit is still told to: $(tail -1 "$D4/a")" ||
+	fail "after an agent restart: $(tail -1 "$D4/a") (alive: $(alive $PP && echo yes || echo no))"
+# the restarted agent carries the generation out again: SIGTERM, and SIGKILL after the grace (a
+# pending SIGKILL of the earlier agent is not lost with it)
+gone() { ! alive "$1"; }
+wait_until 15 gone $PP && pass "and it is ended after the grace" ||
+	fail "the rank told to exit outlived the grace after the agent restart"
+kill -9 $PP 2>/dev/null
 finish

@@ -3,9 +3,10 @@
 # Coordinated checkpoints on one node (no etcd: the decisions live in state_dir). Two torch DDP
 # ranks (gloo) run docs/examples/ddp_checkpoint.py; a SIGTERM from outside to one rank is a
 # preemption: both ranks save at the same agreed step and exit 42. The decision is in the event
-# log and in `ftbpf decisions`, survives an agent restart, and the relaunched ranks resume from
-# the step after it. `ftbpf checkpoint JOB` makes a checkpoint without ending the job; another
-# user cannot ask for one.
+# log and in `ftbpf decisions`, survives an agent restart (records damaged meanwhile are refused
+# and logged, not followed), and the relaunched ranks resume from the step after it.
+# `ftbpf checkpoint JOB` makes a checkpoint without ending the job; another user cannot ask for
+# one.
 . "$(dirname "$0")/lib.sh"
 start_agent --soft-timeout 60 --hard-timeout 600 --action report --node-name itnode || exit 1
 export PYTHONPATH=$B/python FTBPF_SOCKET=$SOCK
@@ -56,10 +57,15 @@ has_event decision ".kind==\"checkpoint\" and .cause==\"preemption\" and .job==\
 	pass "decision logged: checkpoint, cause preemption" || fail "no preemption decision in the log"
 ftbpf decisions >"$T/dec.txt" && grep -q preemption "$T/dec.txt" && grep -q checkpoint_complete "$T/dec.txt" &&
 	pass "ftbpf decisions lists them" || fail "ftbpf decisions: $(cat "$T/dec.txt")"
-# ---- the decisions survive an agent restart ----
+# ---- the decisions survive an agent restart; damaged records are refused ----
 stop_agent
+F=$T/state/decisions.json
+RP=$(jq -r 'keys[] | select(test("/runs/[0-9]+/gen/"))' "$F" | head -1 | sed 's|gen/.*||')
+jq --arg p "$RP" '. + {($p + "gen/00000000000000000042"): "{not json", ($p + "members/bad node!"): "{}",
+	($p + "whatever"): "x", ($p + "done/00000000000000000001/00000000000000000001"): "{\"step\":-4}"}' \
+	"$F" >"$F.new" && mv "$F.new" "$F"
 start_agent --soft-timeout 60 --hard-timeout 600 --action report --node-name itnode || exit 1
-ftbpf decisions --json | jq -e "[.decisions[] | select(.job==\"$JOB\" and .kind==\"checkpoint_complete\")] | length == 2" >/dev/null &&
+ftbpf decisions --json | jq -e "[.decisions[] | select((.job==\"$JOB\" or (.job|startswith(\"$JOB@\"))) and .kind==\"checkpoint_complete\")] | length == 2" >/dev/null &&
 	pass "after an agent restart the decisions are still there" || fail "decisions lost in a restart: $(ftbpf decisions --json | jq -c .decisions)"
 # ---- the requeued job resumes from the agreed step ----
 launch
@@ -67,6 +73,9 @@ wait_until 60 bash -c "[ \$(grep -c START '$D/log.0') -ge 2 ] && [ \$(grep -c ST
 grep START "$D/log.0" | tail -1 | grep -q "from step $((PRE + 1))" &&
 	pass "relaunched ranks resume from step $((PRE + 1)): $(grep START "$D/log.1" | tail -1)" ||
 	fail "resume: $(grep START "$D/log.0" | tail -1) (agreed step $PRE)"
+wait_until 10 bash -c "[ \$(jq -s '[.[] | select(.type==\"decision_record_refused\")] | length' '$LOG') -ge 3 ]" &&
+	pass "damaged records refused and logged once each: $(events_of decision_record_refused | jq -r .why | sort | uniq -c | tr -s ' ' | tr '\n' ';') (records_refused $(status_json | jq .agent.decisions.counters.records_refused))" ||
+	fail "damaged records: $(events_of decision_record_refused | head -3)"
 kill -9 ${RANK_PID[0]} ${RANK_PID[1]} 2>/dev/null
 wait ${RANK_PID[0]} ${RANK_PID[1]} 2>/dev/null
 finish

@@ -24,6 +24,8 @@ static void test_null_handle(void)
 	CU_ASSERT_EQUAL(ftbpf_checkpoint_requested(NULL), 0);
 	CU_ASSERT_EQUAL(ftbpf_should_save(NULL, 10), 0);
 	CU_ASSERT_EQUAL(ftbpf_saved(NULL, 10), 0);
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(NULL, 10, NULL), 0);
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(NULL, 10, 0), 0);
 	CU_ASSERT_EQUAL(ftbpf_generation(NULL), 0);
 	CU_ASSERT_EQUAL(ftbpf_action(NULL), FTBPF_ACTION_NONE);
 	CU_ASSERT_EQUAL(ftbpf_exit_code(NULL), 42);
@@ -37,6 +39,8 @@ static void test_null_handle(void)
 static void test_bad_arguments(void)
 {
 	CU_ASSERT_EQUAL(ftbpf_should_save(NULL, -1), -EINVAL);
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(NULL, -1, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(NULL, -1, 0), -EINVAL);
 	CU_ASSERT_EQUAL(ftbpf_should_save(NULL, INT64_MIN), -EINVAL);
 	CU_ASSERT_EQUAL(ftbpf_saved(NULL, -1), -EINVAL);
 	CU_ASSERT_EQUAL(ftbpf_restart_info(NULL, NULL), -EINVAL);

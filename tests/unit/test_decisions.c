@@ -18,7 +18,8 @@ static void test_gen_roundtrip(void)
 			    .stop = 1,
 			    .resume_step = 41,
 			    .nexcluded = 2,
-			    .at_ms = 1700000000123ull};
+			    .at_ms = 1700000000123ull,
+			    .world = 4};
 	struct dec_gen x;
 	char buf[DEC_VALUE_MAX];
 
@@ -37,6 +38,7 @@ static void test_gen_roundtrip(void)
 	CU_ASSERT_STRING_EQUAL(x.excluded[1], "n4");
 	CU_ASSERT_STRING_EQUAL(x.why, g.why);
 	CU_ASSERT_EQUAL(x.at_ms, g.at_ms);
+	CU_ASSERT_EQUAL(x.world, 4);
 }
 
 static void test_member_lease(void)
@@ -79,7 +81,7 @@ static void test_malformed(void)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CU_ASSERT(dec_gen_parse(bad[i], &g) < 0);
 	CU_ASSERT(dec_ckpt_parse("{\"generation\":0,\"id\":1}", &c) < 0); /* no target */
-	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":3,\"max_step\":1}", &r) < 0);
+	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":-1,\"max_step\":1}", &r) < 0);
 	CU_ASSERT(dec_done_parse("{\"step\":\"5\"}", &d) < 0);
 }
 

@@ -1,10 +1,12 @@
 """A launcher that behaves like torchrun's agent (elastic, one node), for the decision tests
 (Debian's torchrun does not run on this Python).
 
-    launcher.py --nproc N --dir DIR [--max-restarts K] [--job J] -- CMD ARGS...
+    launcher.py --nproc N --dir DIR [--max-restarts K] [--job J] [--nnodes M --node-rank I]
+                -- CMD ARGS...
 
 Starts N workers of CMD (every "{rank}" in ARGS replaced) with RANK, LOCAL_RANK, WORLD_SIZE and
-FTBPF_JOB/FTBPF_RANK/FTBPF_WORLD_SIZE set. When a worker fails (any exit code but 0), it stops
+FTBPF_JOB/FTBPF_RANK/FTBPF_WORLD_SIZE and TORCHELASTIC_RESTART_COUNT set (with --nnodes, as torchrun on node I of M: global
+ranks I*N+r, world size N*M; "{rank}" stays the local rank). When a worker fails (any exit code but 0), it stops
 the others with SIGTERM (SIGKILL after 10 s) and, while restarts are left, starts them all
 again, as torchrun does; a SIGTERM to the launcher is passed to the workers and ends it. Writes
 DIR/rc.ROUND.RANK with each worker's exit status and DIR/pids.ROUND; exits with 42 or 93 when a
@@ -24,6 +26,8 @@ def main():
     p.add_argument("--dir", required=True)
     p.add_argument("--max-restarts", type=int, default=0)
     p.add_argument("--job", default="launched")
+    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--node-rank", type=int, default=0)
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -43,8 +47,10 @@ def main():
     for rnd in range(a.max_restarts + 1):
         workers = []
         for r in range(a.nproc):
-            env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(a.nproc),
-                       FTBPF_JOB=a.job, FTBPF_RANK=str(r), FTBPF_WORLD_SIZE=str(a.nproc))
+            g, w = str(a.node_rank * a.nproc + r), str(a.nproc * a.nnodes)
+            env = dict(os.environ, RANK=g, LOCAL_RANK=str(r), WORLD_SIZE=w,
+                       FTBPF_JOB=a.job, FTBPF_RANK=g, FTBPF_WORLD_SIZE=w,
+                       TORCHELASTIC_RESTART_COUNT=str(rnd))
             workers.append(subprocess.Popen([c.replace("{rank}", str(r)) for c in cmd],
                                             env=env))
         with open(os.path.join(a.dir, "pids.%d" % rnd), "w") as f:

@@ -1,10 +1,9 @@
-/* Decisions carried out on this node: signals, the launcher, the health check, the ranks' slots,
- * fencing. See decide_int.h. */
+/* Decisions, the outputs: writes to the store, signals, the launcher, the health check, the
+ * ranks' slots. See decide_int.h. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,13 +13,10 @@
 #include "agent/store.h"
 #include "agent/timersvc.h"
 #include "agent/views.h"
-#include "ftbpf/slot.h"
 #include "lib/config.h"
-#include "lib/decisions.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
-#include "os/log.h"
 #include "os/pidfd.h"
 #include "os/procfs.h"
 
@@ -86,8 +82,6 @@ static int is_launcher(const struct proc_stat *parent)
 	return 1;
 }
 
-/* Stop the process that launched this node's ranks (torchrun, mpirun): an elastic rendezvous
- * re-forms without this node. */
 /*
  * The parent of rank k as a launcher to stop: the pidfd is opened first and everything read
  * about the process is checked against it afterwards, so a pid reused meanwhile is never
@@ -117,9 +111,11 @@ static int launcher_of(const struct rank *k, uid_t owner, int *ret_ppid)
 	return fd;
 }
 
+/* Stop the process that launched this node's ranks (torchrun, mpirun): an elastic rendezvous
+ * re-forms without this node. */
 static void stop_launcher(struct decider *d, struct djob *dj, struct job *j, const char *why)
 {
-	for (int i = 0; j && i < j->nmembers && !dj->launcher_stopped; i++) {
+	for (int i = 0; j && i < j->nmembers && !dj->mem.launcher_stopped; i++) {
 		int ppid = 0, fd = launcher_of(j->members[i], j->uid, &ppid);
 
 		if (fd < 0)
@@ -129,7 +125,8 @@ static void stop_launcher(struct decider *d, struct djob *dj, struct job *j, con
 
 			jstr(o, "job", dj->id);
 			eventlog_emit(d->el, o);
-			dj->launcher_stopped = 1;
+			dj->mem.launcher_stopped = 1;
+			dj->mem.stopped_launcher = (uint32_t)ppid; /* its SIGTERMs are ours */
 			timersvc_kill_after_grace(d->ts, ppid, fd, j->uid, 0);
 		}
 		close(fd);
@@ -149,7 +146,7 @@ static void health_check_start(struct decider *d, struct djob *dj)
 	}
 	if (pid > 0) {
 		dj->health_pid = pid;
-		dj->health_ms = dc_now_ms();
+		dj->health_ms = clock_mono_ns() / 1000000;
 	}
 }
 
@@ -163,7 +160,7 @@ void dc_health_check_poll(struct decider *d, struct djob *dj, struct job *j)
 	r = waitpid(dj->health_pid, &status, WNOHANG);
 	if (r == dj->health_pid) {
 		failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	} else if (dc_now_ms() - dj->health_ms >
+	} else if (clock_mono_ns() / 1000000 - dj->health_ms >
 		   (uint64_t)(d->cfg->health_check_timeout_s * 1000)) {
 		kill(dj->health_pid, SIGKILL);
 		waitpid(dj->health_pid, &status, 0);
@@ -172,96 +169,43 @@ void dc_health_check_poll(struct decider *d, struct djob *dj, struct job *j)
 	if (failed < 0)
 		return;
 	dj->health_pid = -1;
-	{
-		struct json_object *o = view_event(failed ? "health_check_failed" : "health_check");
-
-		jstr(o, "job", dj->id);
-		jint(o, "uid", dj->uid);
-		jstr(o, "node", d->node);
-		jint(o, "generation", (int64_t)dj->gen);
-		eventlog_emit(d->el, o);
-	}
+	dc_log_health(d, dj, failed);
 	if (failed) {
-		dj->health_failed = 1;
+		dj->mem.health_failed = 1;
 		d->health_failures++;
 		stop_launcher(d, dj, j, "health_check_failed");
 	}
 }
 
-void dc_apply_generation(struct decider *d, struct djob *dj, struct job *j)
-{
-	int left_out = dc_excluded(dj, d->node), older = 0;
-
-	if (dj->applied_gen >= dj->gen)
-		return;
-	dj->applied_gen = dj->gen;
-	dj->final_claimed = 0;
-	dj->req_ms = dj->done_ms = 0;
-	dj->retargets = 0;
-	dj->launcher_stopped = 0;
-	for (int i = 0; j && i < j->nmembers; i++) {
-		struct rank *k = j->members[i];
-
-		if (k->s.exited || k->generation >= dj->gen || k->pidfd < 0)
-			continue;
-		if (!dj->g.stop && dc_started_since(k, dj->g.at_ms)) {
-			k->generation =
-			    dj->gen; /* restarted after the fault: of the new generation */
-			continue;
-		}
-		signal_rank(d, k, SIGTERM, dj->g.stop ? "stop" : "restart");
-		older = 1;
-	}
-	/* left out, or the end: stop the launcher of the ranks that were in the job, if ended
-	 * here now (a node that comes back later, with ranks of the new generation, rejoins; an
-	 * agent restarted after the decision has nothing to stop) */
-	if (older && (left_out || dj->g.stop))
-		stop_launcher(d, dj, j, left_out ? "left_out" : "stop");
-	else if (!dj->g.stop)
-		health_check_start(d, dj);
-}
-
 /* ---- the slots ---- */
-/* What rank k is told to do: go on (FTBPF_ACT_NONE), exit for a restart, or stop. */
-uint32_t dc_told_to_exit(const struct decider *d, const struct djob *dj, const struct rank *k)
+/* What the process runs in (a restarted agent reads it), whether to hold, whether a generation
+ * is being decided: after the decision, so that a rank that sees settling end reads it. */
+static void slot_flags(struct decider *d, struct djob *dj, struct rank *k)
 {
-	if (dj->g.stop)
-		return FTBPF_ACT_STOP;
-	if (dj->fenced || k->generation < dj->gen)
-		return FTBPF_ACT_RESTART;
-	/* a completed preemption checkpoint (after its grace): the ranks that were asked */
-	if (dj->ck_done && dj->ck.cause == DEC_CAUSE_PREEMPTION &&
-	    (d->cfg->preempt_grace_s <= 0 || dj->final_claimed) &&
-	    !dc_started_since(k, dj->done_at_ms))
-		return FTBPF_ACT_RESTART;
-	return FTBPF_ACT_NONE;
+	__atomic_store_n(&k->slot->own_generation, k->generation, __ATOMIC_RELEASE);
+	__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
+	__atomic_store_n(&k->slot->settling,
+			 (uint32_t)dp_settling(&d->pc, &dj->rec, &dj->mem, d->rk, d->nrk),
+			 __ATOMIC_RELEASE);
 }
 
-void dc_write_slot(struct decider *d, struct djob *dj, struct rank *k)
+void dc_write_slot(struct decider *d, struct djob *dj, int i)
 {
-	struct ftbpf_slot_decision x = {0}, *s;
+	struct rank *k = d->rk_of[i];
+	struct ftbpf_slot_decision x, *s;
 	uint64_t seq, v = 1469598103934665603ull;
 
-	x.generation = dj->gen;
-	x.ckpt_step = dj->ck_n ? dj->ck.target : -1;
-	x.ckpt_id = dj->ck_n;
-	x.ckpt_state = !dj->ck_n     ? FTBPF_CK_NONE
-		       : dj->ck_done ? FTBPF_CK_COMPLETE
-				     : FTBPF_CK_REQUESTED;
-	x.resume_step = dj->last_complete;
-	x.cause = dj->g.cause;
-	x.nexcluded = (uint32_t)dj->g.nexcluded;
-	for (int i = 0; i < dj->g.nexcluded; i++)
-		memcpy(x.excluded[i], dj->g.excluded[i], DEC_NODE_LEN);
-	x.action = dc_told_to_exit(d, dj, k);
-	x.exit_code = (uint32_t)(x.action == FTBPF_ACT_STOP ? d->cfg->stop_exit_code
-							    : d->cfg->restart_exit_code);
-	/* write only what changed (FNV-1a over the decision) */
-	for (size_t i = 0; i < sizeof(x); i++)
-		v = (v ^ ((const unsigned char *)&x)[i]) * 1099511628211ull;
-	v |= 1;
-	if (k->dec_written == v)
+	if (!k->slot)
 		return;
+	dp_slot(&d->pc, &dj->rec, &dj->mem, &d->rk[i], &x);
+	/* write only what changed (FNV-1a over the decision) */
+	for (size_t b = 0; b < sizeof(x); b++)
+		v = (v ^ ((const unsigned char *)&x)[b]) * 1099511628211ull;
+	v |= 1;
+	if (k->dec_written == v) {
+		slot_flags(d, dj, k);
+		return;
+	}
 	k->dec_written = v;
 	s = &k->slot->dec;
 	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
@@ -270,58 +214,69 @@ void dc_write_slot(struct decider *d, struct djob *dj, struct rank *k)
 	x.seq = seq | 1;
 	memcpy((void *)s, &x, sizeof(x));
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_SEQ_CST);
+	slot_flags(d, dj, k);
+	if (x.ckpt_state == FTBPF_CK_PENDING && k->dec_ack_id != x.ckpt_id) {
+		/* the request is in its slot; the step it is at now (read after: a rank that wrote
+		 * a later step saw it) + 1 is a boundary by which it has seen it */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		k->dec_ack_step = (int64_t)__atomic_load_n(&k->slot->step, __ATOMIC_SEQ_CST) + 1;
+		k->dec_ack_id = x.ckpt_id;
+		d->again = 1; /* report the acknowledgement now */
+	}
 }
 
-void dc_write_slots(struct decider *d, struct djob *dj, struct job *j)
+/* ---- carrying out one look ---- */
+void dc_carry_out(struct decider *d, struct djob *dj, struct job *j)
 {
-	for (int i = 0; j && i < j->nmembers; i++)
-		if (j->members[i]->slot && !j->members[i]->s.exited)
-			dc_write_slot(d, dj, j->members[i]);
-}
+	struct dp_out *o = &d->out;
+	char key[DEC_KEY_LEN * 3];
 
-/* ---- fencing ---- */
-static int other_members(const struct decider *d, const struct djob *dj)
-{
-	for (int i = 0; i < dj->nmem; i++)
-		if (dj->mem[i].m.ranks > 0 && strcmp(dj->mem[i].node, d->node))
-			return 1;
-	return 0;
-}
+	for (int i = 0; i < o->nwrites; i++) {
+		const struct dp_write *w = &o->writes[i];
 
-int dc_fence(struct decider *d, struct djob *dj, struct job *j)
-{
-	uint64_t last = 0;
-	int ok;
-
-	if (!store_shared(d->st))
-		return 0;
-	ok = store_reachable(d->st, &last);
-	if (ok) {
-		dj->fenced = 0;
-		return 0;
+		snprintf(key, sizeof(key), "%s%s", dj->prefix, w->rel);
+		if (w->claim) {
+			d->claims++;
+			store_claim(d->st, key, w->value);
+			d->again |= !store_shared(d->st); /* settled at once: read it now */
+		} else {
+			store_put(d->st, key, w->value, w->leased);
+		}
 	}
-	if (dj->fenced)
-		return 1;
-	if (!other_members(d, dj) || !last ||
-	    dc_now_ms() - last < (uint64_t)(d->cfg->fence_after_s * 1000))
-		return 0;
-	dj->fenced = 1;
-	d->fences++;
-	{
-		struct json_object *o = view_event("fenced");
+	for (int i = 0; i < o->nacts; i++) {
+		const struct dp_act *a = &o->acts[i];
 
-		jstr(o, "job", dj->id);
-		jint(o, "uid", dj->uid);
-		jstr(o, "node", d->node);
-		jdbl(o, "unreachable_s", (double)(dc_now_ms() - last) / 1000.0);
-		eventlog_emit(d->el, o);
+		switch (a->kind) {
+		case DP_ACT_SIGNAL:
+			if (a->rank >= 0 && a->rank < d->nrk && d->rk_of[a->rank]->pidfd >= 0)
+				signal_rank(d, d->rk_of[a->rank], a->sig, a->why);
+			break;
+		case DP_ACT_STOP_LAUNCHER:
+			stop_launcher(d, dj, j, a->why);
+			break;
+		case DP_ACT_HEALTH_CHECK:
+			health_check_start(d, dj);
+			break;
+		case DP_ACT_LOG_DECISION:
+			dc_log_decision(d, dj, a->why);
+			break;
+		case DP_ACT_FENCED:
+			d->fences++;
+			dc_log_fenced(d, dj);
+			break;
+		case DP_ACT_UNAVAILABLE:
+			d->unavailable++;
+			break;
+		case DP_ACT_HOLD:
+			d->holds += a->sig;
+			dc_log_hold(d, dj, a->sig, a->why);
+			break;
+		case DP_ACT_PREEMPTION_LOST:
+			d->preemptions_lost++;
+			dc_log_preemption(d, dj, 0, "preemption_not_checkpointed", a->why);
+			break;
+		}
 	}
-	for (int i = 0; j && i < j->nmembers; i++) {
-		struct rank *k = j->members[i];
-
-		if (!k->s.exited && k->pidfd >= 0)
-			signal_rank(d, k, SIGTERM, "fenced");
-	}
-	return 1;
+	o->nacts = o->nwrites = 0;
 }

@@ -1,30 +1,26 @@
-/* Decisions: what the store holds for a job; claims and puts. See decide_int.h. */
+/* Decisions, the inputs: the job table, what the store holds for a job, the local ranks as the
+ * policy sees them. See decide_int.h. */
 #include <errno.h>
-#include <json-c/json.h>
-#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "agent/decide_int.h"
-#include "agent/eventlog.h"
 #include "agent/store.h"
-#include "agent/timersvc.h"
-#include "agent/views.h"
-#include "ftbpf/slot.h"
-#include "lib/config.h"
-#include "lib/decisions.h"
-#include "lib/jsonx.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
 #include "os/log.h"
-#include "os/pidfd.h"
 #include "os/procfs.h"
 
+void dc_now(struct dp_now *now)
+{
+	now->mono_ms = clock_mono_ns() / 1000000;
+	now->wall_ms = clock_real_ns() / 1000000;
+}
+
 /* ---- jobs ---- */
-void dc_job_prefix(char *buf, size_t len, uid_t uid, const char *id)
+static void job_prefix(char *buf, size_t len, uid_t uid, const char *id)
 {
 	size_t o = (size_t)snprintf(buf, len, "jobs/%u/", (unsigned)uid);
 
@@ -37,144 +33,509 @@ void dc_job_prefix(char *buf, size_t len, uid_t uid, const char *id)
 	snprintf(buf + o, len - o, "/");
 }
 
+int dc_user_jobs(const struct decider *d, uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < d->njobs; i++)
+		n += d->jobs[i]->uid == uid;
+	return n;
+}
+
+struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
+{
+	struct djob *dj;
+
+	for (int i = 0; i < d->njobs; i++)
+		if (d->jobs[i]->uid == uid && !strcmp(d->jobs[i]->id, id))
+			return d->jobs[i];
+	if (!create)
+		return NULL;
+	if (uid != 0) {
+		int mine = dc_user_jobs(d, uid), users = d->njobs - dc_user_jobs(d, 0);
+
+		/* a quarter of the table stays root's */
+		if (mine >= MAX_JOBS_PER_USER || users >= MAX_JOBS * 3 / 4) {
+			if (d->jobs_refused++ % 64 == 0)
+				log_warn("decisions: uid %u follows %d jobs already; job %s is not "
+					 "followed (%llu refused)",
+					 (unsigned)uid, mine, id,
+					 (unsigned long long)d->jobs_refused);
+			return NULL;
+		}
+	}
+	if (d->njobs == MAX_JOBS || !(dj = calloc(1, sizeof(*dj))))
+		return NULL;
+	dj->uid = uid;
+	snprintf(dj->id, sizeof(dj->id), "%s", id);
+	{
+		char key[FTBPF_JOB_LEN + DEC_NODE_LEN + 2];
+
+		dp_job_key(id, d->pc.node, key, sizeof(key));
+		job_prefix(dj->jprefix, sizeof(dj->jprefix), uid, key);
+	}
+	dj->rec.last_complete = -1;
+	dj->health_pid = -1;
+	d->jobs[d->njobs++] = dj;
+	return dj;
+}
+
 /* ---- reading the store ---- */
+struct load_ctx {
+	const char *prefix;
+	struct dp_records *r;
+	struct djob *dj;
+};
+
+/* A record that is not what it says (malformed, too big, of another shape): not followed,
+ * counted, and logged once (dc_log_refused). */
+static void refuse(struct load_ctx *lc, const char *key, const char *value, const char *why)
+{
+	struct djob *dj = lc->dj;
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (const char *p = value; *p && p - value < 4096; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (int i = 0; i < dj->nrefused_hash; i++)
+		if (dj->refused_hash[i] == h)
+			return;
+	dj->refused_hash[dj->nrefused_hash++ % 64] = h;
+	if (dj->nrefused_hash > 64)
+		dj->nrefused_hash = 64;
+	if (dj->nrefused == MAX_REFUSED)
+		return;
+	snprintf(dj->refused[dj->nrefused], DEC_KEY_LEN, "%s", key);
+	snprintf(dj->refused_why[dj->nrefused++], 64, "%s", why);
+}
+
 static int load_one(void *ctx, const char *key, const char *value)
 {
-	struct djob *dj = ctx;
-	const char *k = key + strlen(dj->prefix);
-	uint64_t g, n;
+	struct load_ctx *lc = ctx;
+	struct dp_records *r = lc->r;
+	const char *k = key + strlen(lc->prefix);
+	uint64_t g;
 
 	if (dec_key_numbers(k, "gen", &g, NULL) == 0) {
 		struct dec_gen x;
 
-		if (dec_gen_parse(value, &x) < 0 || x.generation != g)
+		if (dec_gen_parse(value, &x) < 0 || x.generation != g) {
+			refuse(lc, key, value, "malformed generation record");
 			return 0; /* malformed: not ours to follow */
-		if (!x.stop && x.cause != DEC_CAUSE_PREEMPTION && x.cause != DEC_CAUSE_OPERATOR &&
-		    dj->nfail < MAX_GENS)
-			dj->fail_at[dj->nfail++] = x.at_ms;
-		if (*x.node && dj->nfault < MAX_GENS)
-			snprintf(dj->fault_node[dj->nfault++], DEC_NODE_LEN, "%s", x.node);
-		if (g > dj->gen) {
-			dj->gen = g;
-			dj->g = x;
 		}
-	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
-		struct dec_done x;
-
-		if (dec_done_parse(value, &x) == 0 && x.step > dj->last_complete)
-			dj->last_complete = x.step;
-	} else if (!strncmp(k, "members/", 8) && dj->nmem < MAX_NODES) {
-		struct node_member *m = &dj->mem[dj->nmem];
+		if (!x.stop && x.cause != DEC_CAUSE_PREEMPTION && x.cause != DEC_CAUSE_OPERATOR &&
+		    r->nfail < DP_MAX_GENS)
+			r->fail_at[r->nfail++] = x.at_ms;
+		if (*x.node && r->nfault < DP_MAX_GENS)
+			snprintf(r->fault_node[r->nfault++], DEC_NODE_LEN, "%s", x.node);
+		if (g > r->gen) {
+			r->gen = g;
+			r->g = x;
+		}
+	} else if (!strncmp(k, "members/", 8) && r->nmem < DP_MAX_NODES) {
+		struct dp_node_member *m = &r->mem[r->nmem];
 
 		if (dec_node_valid(k + 8) && dec_member_parse(value, &m->m) == 0) {
 			snprintf(m->node, sizeof(m->node), "%s", k + 8);
-			dj->nmem++;
+			r->nmem++;
+		} else {
+			refuse(lc, key, value, "malformed member record");
 		}
+	} else if (strncmp(k, "ckpt/", 5) && strncmp(k, "done/", 5) && strncmp(k, "bind/", 5) &&
+		   strncmp(k, "saved/", 6) && strncmp(k, "out/", 4)) {
+		refuse(lc, key, value, "not a decision key");
 	}
 	return 0;
 }
 
-/* Second pass: the current generation's checkpoint request and the reports on it. */
+/* Second pass: the current generation's checkpoint request. */
 static int load_ckpt(void *ctx, const char *key, const char *value)
 {
-	struct djob *dj = ctx;
-	const char *k = key + strlen(dj->prefix);
+	struct load_ctx *lc = ctx;
+	struct dp_records *r = lc->r;
+	const char *k = key + strlen(lc->prefix);
 	uint64_t g, n;
 
-	if (dec_key_numbers(k, "ckpt", &g, &n) == 0 && g == dj->gen && n > dj->ck_n) {
+	if (dec_key_numbers(k, "ckpt", &g, &n) == 0) {
 		struct dec_ckpt x;
 
-		if (dec_ckpt_parse(value, &x) == 0 && x.id == n && x.generation == g) {
-			dj->ck_n = n;
-			dj->ck = x;
+		if (dec_ckpt_parse(value, &x) < 0 || x.id != n || x.generation != g)
+			refuse(lc, key, value, "malformed checkpoint record");
+		else if (g == r->gen && n > r->ck_n) { /* I4: only the current generation's */
+			r->ck_n = n;
+			r->ck = x;
 		}
+	} else if (!strncmp(k, "out/", 4)) { /* out/<g>/<node>: left out of g as it runs */
+		char gs[32];
+		const char *node = strchr(k + 4, '/');
+		int ranks = -1;
+
+		if (!node || node - (k + 4) != 20 || !dec_node_valid(node + 1) ||
+		    sscanf(value, "{\"ranks\":%d}", &ranks) != 1 || ranks < 0 || ranks > 1 << 20) {
+			refuse(lc, key, value, "malformed left-out record");
+			return 0;
+		}
+		snprintf(gs, sizeof(gs), "gen/%.20s", k + 4);
+		if (dec_key_numbers(gs, "gen", &g, NULL) == 0 && g == r->gen &&
+		    r->nout < DP_MAX_NODES) {
+			snprintf(r->out[r->nout], DEC_NODE_LEN, "%s", node + 1);
+			r->out_ranks[r->nout++] = ranks;
+		}
+	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
+		struct dec_done x;
+
+		if (dec_done_parse(value, &x) < 0)
+			refuse(lc, key, value, "malformed completion record");
+		else if (g == r->gen && x.step > r->last_complete) /* I3, I4: this generation's */
+			r->last_complete = x.step;
 	}
 	return 0;
 }
 
 static int load_reports(void *ctx, const char *key, const char *value)
 {
-	struct djob *dj = ctx;
+	struct dp_records *r = ((struct load_ctx *)ctx)->r;
 	const char *node = strrchr(key, '/') + 1;
-	struct node_report *r;
 
-	if (dj->nrep == MAX_NODES || !dec_node_valid(node))
+	if (r->nrep == DP_MAX_NODES || !dec_node_valid(node)) {
+		refuse(ctx, key, value, "report of no valid node");
 		return 0;
-	r = &dj->rep[dj->nrep];
-	if (dec_report_parse(value, &r->r) == 0) {
-		snprintf(r->node, sizeof(r->node), "%s", node);
-		dj->nrep++;
+	}
+	struct dp_node_report *x;
+
+	if (r->nrep == DP_MAX_NODES || !dec_node_valid(node))
+		return 0;
+	x = &r->rep[r->nrep];
+	if (dec_report_parse(value, &x->r) == 0) {
+		snprintf(x->node, sizeof(x->node), "%s", node);
+		r->nrep++;
+	} else {
+		refuse(ctx, key, value, "malformed report");
 	}
 	return 0;
+}
+
+/* The run record's resume step (-1 none); *ret_known: the record is there. */
+static int64_t run_resume(struct decider *d, const struct djob *dj, uint64_t run, int *ret_known)
+{
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
+	struct dec_run x;
+	int64_t step = -1;
+
+	dec_key_run(rel, sizeof(rel), run);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	v = store_get(d->st, key);
+	*ret_known = v && dec_run_parse(v, &x) == 0;
+	if (*ret_known)
+		step = x.resume_step;
+	free(v);
+	return step;
 }
 
 void dc_load(struct decider *d, struct djob *dj)
 {
-	char key[DEC_KEY_LEN * 2], rel[DEC_KEY_LEN], *v;
+	struct dp_records *r = &dj->rec;
+	struct load_ctx lc = {dj->prefix, r, dj};
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
+	uint64_t last = 0, now = clock_mono_ns() / 1000000;
 
-	dj->gen = 0;
-	memset(&dj->g, 0, sizeof(dj->g));
-	dj->g.resume_step = -1;
-	dj->nfail = dj->nfault = dj->nmem = dj->nrep = 0;
-	dj->ck_n = 0;
-	dj->ck_done = 0;
-	dj->last_complete = -1;
-	store_list(d->st, dj->prefix, load_one, dj);
-	store_list(d->st, dj->prefix, load_ckpt, dj);
-	if (!dj->ck_n)
+	memset(r, 0, offsetof(struct dp_records, fail_at));
+	r->g.resume_step = -1;
+	r->nfail = r->nfault = r->nmem = r->nrep = r->nout = 0;
+	r->ck_n = 0;
+	r->ck_done = r->bound = 0;
+	r->done_at_ms = 0;
+	r->reachable = store_reachable(d->st, &last);
+	r->unreachable_ms = r->reachable || !last || last > now ? 0 : now - last;
+	r->run = dj->run;
+	r->run_resume = -1;
+	r->last_complete = -1;
+	if (!dj->run)
+		return; /* no rank registered here yet: nothing to follow */
+	r->run_resume = run_resume(d, dj, dj->run, &r->run_known);
+	store_list(d->st, dj->prefix, load_one, &lc);
+	r->last_complete = r->gen ? r->g.resume_step : r->run_resume;
+	store_list(d->st, dj->prefix, load_ckpt, &lc);
+	if (!r->ck_n)
 		return;
-	dec_key_done(rel, sizeof(rel), dj->gen, dj->ck_n);
+	dec_key_bind(rel, sizeof(rel), r->gen, r->ck_n);
+	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
+	if ((v = store_get(d->st, key))) {
+		struct dec_bind b;
+
+		if (dec_bind_parse(v, &b) == 0) {
+			r->bound = 1;
+			r->bind_target = b.target;
+		} else {
+			refuse(&lc, key, v, "malformed bind record");
+		}
+		free(v);
+	}
+	dec_key_done(rel, sizeof(rel), r->gen, r->ck_n);
 	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
 	v = store_get(d->st, key);
-	dj->ck_done = v != NULL;
+	r->ck_done = v != NULL && r->bound;
 	if (v) {
 		struct dec_done dn;
 
-		dj->done_at_ms = dec_done_parse(v, &dn) == 0 ? dn.at_ms : 0;
+		r->done_at_ms = dec_done_parse(v, &dn) == 0 ? dn.at_ms : 0;
 	}
 	free(v);
-	dec_key_report(rel, sizeof(rel), dj->gen, dj->ck_n, "");
+	dec_key_report(rel, sizeof(rel), r->gen, r->ck_n, "");
 	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
-	store_list(d->st, key, load_reports, dj);
+	store_list(d->st, key, load_reports, &lc);
 }
 
-const struct node_member *dc_member(const struct djob *dj, const char *node)
+/* ---- runs ---- */
+#define KEEP_RUNS 3 /* a new run deletes the records of the run this many before it */
+
+struct runs_ctx {
+	const char *jprefix;
+	uint64_t cur;
+};
+
+static int max_run(void *ctx, const char *key, const char *value)
 {
-	for (int i = 0; i < dj->nmem; i++)
-		if (!strcmp(dj->mem[i].node, node))
-			return &dj->mem[i];
-	return NULL;
+	struct runs_ctx *rc = ctx;
+	uint64_t n;
+	struct dec_run x;
+
+	if (dec_key_numbers(key + strlen(rc->jprefix), "run", &n, NULL) == 0 &&
+	    dec_run_parse(value, &x) == 0 && x.run == n && n > rc->cur)
+		rc->cur = n;
+	return 0;
 }
 
-int dc_excluded(const struct djob *dj, const char *node)
+static void set_run(struct djob *dj, uint64_t run)
 {
-	for (int i = 0; i < dj->g.nexcluded; i++)
-		if (!strcmp(dj->g.excluded[i], node))
+	if (dj->run != run) { /* a new run: nothing of the last one is remembered */
+		memset(&dj->mem, 0, sizeof(dj->mem));
+		memset(&dj->rec, 0, sizeof(dj->rec));
+		dj->rec.last_complete = -1;
+		dj->run_ms = clock_mono_ns() / 1000000;
+	}
+	dj->run = run;
+	snprintf(dj->prefix, sizeof(dj->prefix), "%sruns/%llu/", dj->jprefix,
+		 (unsigned long long)run);
+}
+
+/* "pid:start_ns" of the process that launched k (its parent), "" unknown. */
+static void parent_id(const struct rank *k, char *buf, size_t len)
+{
+	struct proc_stat st, pst;
+
+	buf[0] = 0;
+	if (procfs_stat(k->pid, -1, &st) == 0 && st.ppid > 1 && procfs_stat(st.ppid, -1, &pst) == 0)
+		snprintf(buf, len, "%d:%llu", st.ppid, (unsigned long long)pst.start_ns);
+}
+
+/* TORCHELASTIC_RESTART_COUNT or SLURM_RESTART_COUNT in the rank's environment (the larger), -1
+ * when neither is there: a restart a launcher or a scheduler made is the same run. */
+static int restart_count(const struct rank *k)
+{
+	static const char *const names[] = {"TORCHELASTIC_RESTART_COUNT=", "SLURM_RESTART_COUNT="};
+	size_t cap = 1 << 17;
+	char *env = malloc(cap + 1);
+	ssize_t n = env ? procfs_environ(k->pid, env, cap) : -1;
+	int best = -1;
+
+	if (n > 0)
+		env[n] = 0; /* the last value ends here, read whole or cut */
+
+	for (ssize_t o = 0; n > 0 && o < n; o += (ssize_t)strnlen(env + o, (size_t)(n - o)) + 1)
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			size_t l = strlen(names[i]);
+			char *end;
+			long v;
+
+			if ((size_t)(n - o) <= l || strncmp(env + o, names[i], l))
+				continue;
+			v = strtol(env + o + l, &end, 10);
+			if (end != env + o + l && v >= 0 && v < 1000000 && v > best)
+				best = (int)v;
+		}
+	free(env);
+	return best;
+}
+
+static int other_live(const struct job *j, const struct rank *k)
+{
+	for (int i = 0; j && i < j->nmembers; i++)
+		if (j->members[i] != k && !j->members[i]->s.exited && j->members[i]->dec_written)
 			return 1;
 	return 0;
 }
 
-/* ---- claims ---- */
-int dc_can_decide(struct decider *d)
+void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, const struct rank *k)
 {
-	uint64_t last;
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], val[DEC_VALUE_MAX], launcher[40], *v;
+	struct runs_ctx rc = {dj->jprefix, 0};
+	struct dec_launch mine, *mp = NULL;
+	uint64_t run;
+	int fresh = 0, known = 0;
 
-	return store_reachable(d->st, &last);
+	parent_id(k, launcher, sizeof(launcher));
+	dec_key_launch(rel, sizeof(rel), d->pc.node);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	if ((v = store_get(d->st, key)) && dec_launch_parse(v, &mine) == 0)
+		mp = &mine;
+	free(v);
+	store_list(d->st, dj->jprefix, max_run, &rc);
+	if (dj->run && other_live(j, k))
+		run = dj->run; /* ranks of this launch are alive here: the same run */
+	else if (!launcher[0] && mp)
+		run = mp->run; /* an agent restarted: its ranks' run */
+	else
+		run = dp_run_choose(mp, rc.cur, launcher, restart_count(k), &fresh);
+	if (fresh) {
+		struct dec_run x = {
+		    .run = run, .resume_step = -1, .at_ms = clock_real_ns() / 1000000};
+		struct djob prev = *dj;
+
+		/* it begins where the last run's last complete checkpoint is */
+		if (rc.cur) {
+			set_run(&prev, rc.cur);
+			dc_load(d, &prev);
+			x.resume_step = prev.rec.last_complete;
+		}
+		snprintf(x.by, sizeof(x.by), "%s", d->pc.node);
+		dec_key_run(rel, sizeof(rel), run);
+		snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+		if (dec_run_format(&x, val, sizeof(val)) == 0)
+			store_claim(d->st, key, val);
+		/* the store keeps the last runs' records, not every run's forever */
+		if (run > KEEP_RUNS) {
+			snprintf(key, sizeof(key), "%sruns/%llu/", dj->jprefix,
+				 (unsigned long long)(run - KEEP_RUNS));
+			store_delete_prefix(d->st, key);
+		}
+	}
+	set_run(dj, run);
+	if (mp && mp->run == run) {
+		dj->launch = *mp;
+		for (int i = 0; i < mp->nlaunchers; i++)
+			known |= !strcmp(mp->launchers[i], launcher);
+	} else {
+		memset(&dj->launch, 0, sizeof(dj->launch));
+		dj->launch.run = run;
+	}
+	if (!known && launcher[0] && dj->launch.nlaunchers < DEC_MAX_LAUNCHERS)
+		snprintf(dj->launch.launchers[dj->launch.nlaunchers++], 40, "%s", launcher);
+	dec_key_launch(rel, sizeof(rel), d->pc.node);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	if (dec_launch_format(&dj->launch, val, sizeof(val)) == 0)
+		store_put(d->st, key, val, 0);
 }
 
-int dc_claim(struct decider *d, struct djob *dj, const char *rel, const char *value)
+int dc_reset(struct decider *d, struct djob *dj)
 {
-	char key[DEC_KEY_LEN * 2];
+	int r = store_delete_prefix(d->st, dj->jprefix);
 
-	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
-	d->claims++;
-	return store_claim(d->st, key, value);
+	if (r == 0) {
+		memset(&dj->mem, 0, sizeof(dj->mem));
+		memset(&dj->launch, 0, sizeof(dj->launch));
+		dj->run = 0;
+		dj->prefix[0] = 0;
+	}
+	return r;
 }
 
-void dc_put(struct decider *d, struct djob *dj, const char *rel, const char *value, int leased)
+/* ---- the local ranks ---- */
+/* When did the process start, on CLOCK_MONOTONIC (0: unknown)? Start times are since boot. */
+static uint64_t start_mono_ms(const struct rank *k)
 {
-	char key[DEC_KEY_LEN * 2];
+	uint64_t boot = clock_boot_ns(), mono = clock_mono_ns();
 
-	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
-	store_put(d->st, key, value, leased);
+	if (!k->start_ns || k->start_ns > boot || boot - k->start_ns > mono)
+		return 0;
+	return (mono - (boot - k->start_ns)) / 1000000;
+}
+
+/* A CLOCK_MONOTONIC time (a kernel event's) on the wall clock, in ms; 0 unknown. */
+static uint64_t mono_to_wall_ms(uint64_t mono_ns)
+{
+	uint64_t now = clock_mono_ns();
+
+	if (!mono_ns || mono_ns > now)
+		return 0;
+	return (clock_real_ns() - (now - mono_ns)) / 1000000;
+}
+
+int dc_gather(struct decider *d, const struct djob *dj, const struct job *j)
+{
+	int n = j ? j->nmembers : 0;
+
+	if (n > d->rk_cap) {
+		struct dp_rank *rk = realloc(d->rk, sizeof(*rk) * (size_t)n);
+		struct rank **of = rk ? realloc(d->rk_of, sizeof(*of) * (size_t)n) : NULL;
+
+		if (rk)
+			d->rk = rk;
+		if (!rk || !of)
+			return -ENOMEM;
+		d->rk_of = of;
+		d->rk_cap = n;
+	}
+	d->nrk = n;
+	for (int i = 0; i < n; i++) {
+		struct rank *k = j->members[i];
+		struct dp_rank *x = &d->rk[i];
+
+		memset(x, 0, sizeof(*x));
+		d->rk_of[i] = k;
+		x->pid = k->pid;
+		x->rank = k->id.rank;
+		x->exited = k->s.exited;
+		x->wait_status = k->s.exit_code;
+		x->exit_wall_ms = mono_to_wall_ms(k->s.exit_ns);
+		x->has_slot = k->slot != NULL;
+		x->registered = k->dec_written != 0;
+		x->world_size = k->id.world_size;
+		x->step = x->saved = x->saving = x->ack = -1;
+		if (k->slot) {
+			const struct ftbpf_slot *sl = k->slot;
+			uint64_t sg = __atomic_load_n(&sl->saved_generation, __ATOMIC_ACQUIRE);
+
+			x->step = (int64_t)__atomic_load_n(&sl->step, __ATOMIC_SEQ_CST);
+			x->saved = __atomic_load_n(&sl->saved_step, __ATOMIC_ACQUIRE);
+			/* I4: a save counts in the generation it was made in (0: an old library) */
+			x->saved_here = sg == 0 || sg == k->generation + 1;
+			x->saving = __atomic_load_n(&sl->saving_step, __ATOMIC_ACQUIRE);
+			if (dj->rec.ck_n && !dj->rec.bound) {
+				/* by when it saw the pending request: its own acknowledgement, or
+				 * the step after the one we read right after writing it (below) */
+				if (__atomic_load_n(&sl->ack_id, __ATOMIC_ACQUIRE) == dj->rec.ck_n)
+					x->ack = __atomic_load_n(&sl->ack_step, __ATOMIC_RELAXED);
+				if (k->dec_ack_id == dj->rec.ck_n &&
+				    (x->ack < 0 || k->dec_ack_step < x->ack))
+					x->ack = k->dec_ack_step;
+			}
+		}
+		x->start_ms = start_mono_ms(k);
+		x->started_known = x->start_ms != 0;
+		x->exit_ms = k->s.exit_ns / 1000000;
+		x->generation = k->generation;
+		x->preempted = k->preempted;
+		x->killed_by_agent = k->killed_by_agent;
+		x->fail_seen = k->fail_seen;
+		if (x->exited && x->exit_ms && x->exit_ms < dj->run_ms) {
+			/* a rank of an earlier run here: its end, its saves are not this run's */
+			x->registered = x->has_slot = 0;
+			x->saved = -1;
+		}
+	}
+	return 0;
+}
+
+void dc_scatter(struct decider *d)
+{
+	for (int i = 0; i < d->nrk; i++) {
+		struct rank *k = d->rk_of[i];
+
+		k->generation = d->rk[i].generation;
+		k->preempted = d->rk[i].preempted;
+		k->killed_by_agent = d->rk[i].killed_by_agent;
+		k->fail_seen = d->rk[i].fail_seen;
+	}
 }

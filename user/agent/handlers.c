@@ -357,6 +357,24 @@ static struct json_object *do_decisions(struct handlers *h, const struct ctl_req
 	return o;
 }
 
+/* Forget the decisions of the requester's job (its uid's prefix only): a new start. */
+static struct json_object *do_decisions_reset(struct handlers *h, const struct ctl_request *req,
+					      const struct ctl_peer *peer)
+{
+	struct json_object *o;
+	int r;
+
+	if (!h->dc)
+		return view_err("decisions_off", "coordinated decisions are off (decisions = off)");
+	r = decide_reset(h->dc, peer->uid, req->job);
+	if (r < 0)
+		return view_err("failed", strerror(-r));
+	o = view_ok();
+	jstr(o, "job", req->job);
+	jint(o, "uid", peer->uid);
+	return o;
+}
+
 /* Every command the agent answers (events: the control server streams them itself). */
 static const struct {
 	enum ctl_cmd cmd;
@@ -373,6 +391,7 @@ static const struct {
     {CTL_CMD_PEERS, do_peers},
     {CTL_CMD_CHECKPOINT, do_checkpoint},
     {CTL_CMD_DECISIONS, do_decisions},
+    {CTL_CMD_DECISIONS_RESET, do_decisions_reset},
 };
 
 struct json_object *handlers_dispatch(void *ctx, const struct ctl_request *req,

@@ -175,6 +175,24 @@ static int local_put(struct store *b, const char *key, const char *value, int le
 	return r < 0 || leased ? r : local_save(s);
 }
 
+static int local_delete_prefix(struct store *b, const char *prefix)
+{
+	struct store_local *s = (struct store_local *)b;
+	size_t n = strlen(prefix);
+	int gone = 0;
+
+	for (size_t i = 0; i < s->map.n;) {
+		if (!strncmp(s->map.v[i].key, prefix, n)) {
+			kvmap_del(&s->leased, s->map.v[i].key);
+			kvmap_del(&s->map, s->map.v[i].key);
+			gone = 1;
+			continue;
+		}
+		i++;
+	}
+	return gone ? local_save(s) : 0;
+}
+
 static char *local_get(struct store *b, const char *key)
 {
 	const char *v = kvmap_get(&((struct store_local *)b)->map, key);
@@ -191,7 +209,7 @@ static int local_list(struct store *b, const char *prefix,
 static int local_reachable(struct store *b, uint64_t *last_ok_ms)
 {
 	(void)b;
-	*last_ok_ms = clock_real_ns() / 1000000;
+	*last_ok_ms = clock_mono_ns() / 1000000;
 	return 1;
 }
 
@@ -219,6 +237,7 @@ static const struct store_ops local_ops = {
     .claim = local_claim,
     .put = local_put,
     .get = local_get,
+    .delete_prefix = local_delete_prefix,
     .list = local_list,
     .reachable = local_reachable,
     .counters = local_counters,
@@ -288,6 +307,11 @@ int store_put(struct store *s, const char *key, const char *value, int leased)
 	return s->ops->put(s, key, value, leased);
 }
 
+int store_delete_prefix(struct store *s, const char *prefix)
+{
+	return s->ops->delete_prefix(s, prefix);
+}
+
 char *store_get(struct store *s, const char *key)
 {
 	return s->ops->get(s, key);
@@ -323,7 +347,7 @@ struct json_object *store_json(struct store *s)
 	jstr(o, "kind", s->ops->kind);
 	jbool(o, "shared", store_shared(s));
 	jbool(o, "reachable", ok);
-	jdbl(o, "last_ok_s_ago", last ? (double)(clock_real_ns() / 1000000 - last) / 1000.0 : -1.0);
+	jdbl(o, "last_ok_s_ago", last ? (double)(clock_mono_ns() / 1000000 - last) / 1000.0 : -1.0);
 	s->ops->counters(s, c);
 	json_object_object_add(o, "counters", c);
 	return o;

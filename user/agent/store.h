@@ -39,12 +39,14 @@ struct store *store_open(const struct store_opts *o, char *err, size_t errlen);
 void store_close(struct store *s);
 /* 1: shared with other nodes (etcd), 0: this node only */
 int store_shared(const struct store *s);
-/* Is the store reachable now? *last_ok_ms: wall-clock ms of the last answer (local: now). */
+/* Is the store reachable now? *last_ok_ms: CLOCK_MONOTONIC ms of the last answer (local: now). */
 int store_reachable(struct store *s, uint64_t *last_ok_ms);
 /* Create key with value unless it exists (first claimer wins). 0 or -errno (queued for etcd). */
 int store_claim(struct store *s, const char *key, const char *value);
 /* Put key (leased: it vanishes with this agent). 0 or -errno. */
 int store_put(struct store *s, const char *key, const char *value, int leased);
+/* Delete every key under prefix (an operator's reset). 0 or -errno (queued for etcd). */
+int store_delete_prefix(struct store *s, const char *prefix);
 /* A copy of the value at key (the caller frees), NULL when absent. */
 char *store_get(struct store *s, const char *key);
 /* fn for every key under prefix, in key order, on a snapshot (fn may call the store). */
@@ -54,7 +56,7 @@ int store_list(struct store *s, const char *prefix,
 int64_t store_lease(struct store *s);
 /*
  * What is known of another agent's lease: 0 with the seconds it had left (-1: expired) and
- * when that was read (wall-clock ms); -EAGAIN when nothing recent is known (a read is queued
+ * when that was read (CLOCK_MONOTONIC ms); -EAGAIN when nothing recent is known (a read is queued
  * now); -ENOTSUP for the local store. Reads are made at most every 0.5 s per lease.
  */
 int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms);

@@ -1,11 +1,13 @@
 /*
- * The agreement store on etcd (see store.h). Two threads, each with its own connection:
+ * The agreement store on etcd (see store.h). Three threads, each with its own connection:
  *   watcher   reads every key under the prefix, then watches it from the next revision;
  *             when the watch ends (silent for 3 s, lost, compacted) it reads everything again.
  *             It owns nothing but its connection; the mirror is shared under the lock.
  *   requester carries out claims and puts in order, retrying one that failed until it
- *             succeeds, and keeps this agent's lease alive (a new lease, and the leased keys
- *             put again, when it expired).
+ *             succeeds.
+ *   leaser    keeps this agent's lease alive (a new lease, and the leased keys put again,
+ *             when it expired), on its own connection: a slow write never delays a
+ *             keep-alive (a node is never lost to slow etcd writes).
  * The agent's thread reads the mirror under the lock; the threads wake its loop through an
  * eventfd when the mirror changed.
  */
@@ -29,15 +31,20 @@
 #include "os/loop.h"
 #include "proto/store_record.h"
 
-#define WATCH_IDLE_S 3	  /* a silent watch is read again after this long */
+#define WATCH_IDLE_S                                                                               \
+	30		  /* a silent watch is read again after this long (the lease's keep-alives
+			   say whether etcd answers: the whole prefix is not read every 3 s) */
 #define REACHABLE_MS 4000 /* an answer this recent: reachable */
 #define RETRY_MS     200
+/* The lease is renewed every third of its TTL, and at least every half second: an agent paused
+ * for less than the TTL minus this keeps its lease (I6). */
+#define RENEW_MS(ttl_s) ((ttl_s)*1000 / 3 < 500 ? (uint64_t)(ttl_s)*1000 / 3 : 500)
 /* A claim not carried out this long after it was made is dropped (counted): what it decided
  * was about a moment that has passed (a partition, an unreachable store), and a decision must
  * not land long after its cause. The decider claims again if the cause still holds. */
 #define CLAIM_EXPIRY_MS 5000
 
-enum op_kind { OP_CLAIM, OP_PUT, OP_TTL };
+enum op_kind { OP_CLAIM, OP_PUT, OP_TTL, OP_DELETE };
 #define LEASES_KNOWN	64
 #define LEASE_REREAD_MS 500
 
@@ -60,8 +67,8 @@ struct store_etcd {
 	struct store base;
 	char prefix[128];
 	int ttl_s;
-	struct etcd_conn *wc, *rc; /* the watcher's and the requester's (owned) */
-	pthread_t watcher, requester;
+	struct etcd_conn *wc, *rc, *lc; /* the watcher's, the requester's, the leaser's (owned) */
+	pthread_t watcher, requester, leaser;
 	int started;
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cv;
@@ -90,7 +97,7 @@ struct store_etcd {
 
 static uint64_t now_ms(void)
 {
-	return clock_real_ns() / 1000000;
+	return clock_mono_ns() / 1000000;
 }
 
 static void sleep_ms(int ms)
@@ -269,7 +276,24 @@ static int run_op(struct store_etcd *s, struct op *o, int64_t lease)
 		}
 		return r;
 	}
+	if (o->kind == OP_DELETE) {
+		r = etcd_delete_prefix(s->rc, o->key);
+		if (r == 0) {
+			pthread_mutex_lock(&s->mu);
+			for (size_t i = 0; i < s->mirror.n;) {
+				if (!strncmp(s->mirror.v[i].key, k, strlen(k))) {
+					kvmap_del(&s->mirror, s->mirror.v[i].key);
+					continue;
+				}
+				i++;
+			}
+			pthread_mutex_unlock(&s->mu);
+		}
+		return r;
+	}
 	if (o->kind == OP_PUT) {
+		if (o->leased && lease <= 0)
+			return -EAGAIN; /* the leaser has no lease yet: put with the next one */
 		r = etcd_put(s->rc, o->key, o->value, o->leased ? lease : 0);
 		if (r == 0) {
 			pthread_mutex_lock(&s->mu);
@@ -306,13 +330,13 @@ static int keep_lease(struct store_etcd *s, int64_t *lease)
 	int r;
 
 	if (*lease > 0) {
-		r = etcd_lease_keepalive(s->rc, *lease);
+		r = etcd_lease_keepalive(s->lc, *lease);
 		if (r != -ENOENT)
 			return r;
 		log_warn("etcd: our lease expired; taking a new one");
 		*lease = 0;
 	}
-	r = etcd_lease_grant(s->rc, s->ttl_s, lease);
+	r = etcd_lease_grant(s->lc, s->ttl_s, lease);
 	if (r < 0)
 		return r;
 	kvmap_init(&again);
@@ -322,23 +346,49 @@ static int keep_lease(struct store_etcd *s, int64_t *lease)
 		kvmap_set(&again, s->leased.v[i].key, s->leased.v[i].value);
 	pthread_mutex_unlock(&s->mu);
 	for (size_t i = 0; i < again.n && r == 0; i++)
-		r = etcd_put(s->rc, again.v[i].key, again.v[i].value, *lease);
+		r = etcd_put(s->lc, again.v[i].key, again.v[i].value, *lease);
 	kvmap_fini(&again);
 	if (r < 0)
 		*lease = 0; /* grant again, and put them all, at the next try */
 	return r;
 }
 
-static void *requester(void *arg)
+static void *leaser(void *arg)
 {
 	struct store_etcd *s = arg;
 	uint64_t next_renew = 0;
 	int64_t lease = 0;
 
+	while (!stopping(s)) {
+		uint64_t now = now_ms();
+
+		if (!lease || now >= next_renew) {
+			if (keep_lease(s, &lease) == 0) {
+				contact(s);
+				next_renew = now + RENEW_MS(s->ttl_s);
+			} else {
+				set_error(s, s->lc);
+				next_renew = now + RETRY_MS;
+				if (!lease) {
+					pthread_mutex_lock(&s->mu);
+					s->lease = 0; /* leased puts wait for the next one */
+					pthread_mutex_unlock(&s->mu);
+				}
+			}
+		}
+		sleep_ms(50);
+	}
+	return NULL;
+}
+
+static void *requester(void *arg)
+{
+	struct store_etcd *s = arg;
+	int64_t lease;
+
 	for (;;) {
 		struct op *list, *o;
 		struct timespec ts;
-		uint64_t now;
 		int failed = 0;
 
 		pthread_mutex_lock(&s->mu);
@@ -357,17 +407,8 @@ static void *requester(void *arg)
 		}
 		list = s->head;
 		s->head = s->tail = NULL;
+		lease = s->lease;
 		pthread_mutex_unlock(&s->mu);
-		now = now_ms();
-		if (!lease || now >= next_renew) {
-			if (keep_lease(s, &lease) == 0) {
-				contact(s);
-				next_renew = now + (uint64_t)s->ttl_s * 1000 / 3;
-			} else {
-				set_error(s, s->rc);
-				next_renew = now + RETRY_MS;
-			}
-		}
 		for (o = list; o && !failed;) {
 			struct op *next = o->next;
 
@@ -432,6 +473,23 @@ static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, con
 	pthread_mutex_lock(&s->mu);
 	if (leased)
 		kvmap_set(&s->leased, o->key, o->value); /* put again as stored */
+	/* a put of a key that waits already takes its place: only the last value is written
+	 * (a report rewritten at every look, a member put again while etcd is slow, must not
+	 * pile up into a burst of writes that starves everything behind it) */
+	for (struct op *q = s->head; kind == OP_PUT && q; q = q->next) {
+		char *v = q->value, *pl = q->plain;
+
+		if (q->kind != OP_PUT || strcmp(q->key, o->key))
+			continue;
+		q->value = o->value;
+		q->plain = o->plain;
+		q->leased = leased;
+		o->value = v;
+		o->plain = pl;
+		pthread_mutex_unlock(&s->mu);
+		op_free(o);
+		return 0;
+	}
 	if (s->tail)
 		s->tail->next = o;
 	else
@@ -464,6 +522,11 @@ static int etcd_put_(struct store *b, const char *key, const char *value, int le
 	same = old && !strcmp(old, value);
 	pthread_mutex_unlock(&s->mu);
 	return same ? 0 : enqueue(s, OP_PUT, key, value, leased);
+}
+
+static int etcd_delete_prefix_(struct store *b, const char *prefix)
+{
+	return enqueue((struct store_etcd *)b, OP_DELETE, prefix, "", 0);
 }
 
 static char *etcd_get(struct store *b, const char *key)
@@ -517,10 +580,11 @@ static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
 static void etcd_counters(struct store *b, struct json_object *c)
 {
 	struct store_etcd *s = (struct store_etcd *)b;
-	struct etcd_stats ws, rs, *w = &ws, *r = &rs;
+	struct etcd_stats ws, rs, ls, *w = &ws, *r = &rs, *l = &ls;
 
 	etcd_conn_stats(s->wc, &ws);
 	etcd_conn_stats(s->rc, &rs);
+	etcd_conn_stats(s->lc, &ls);
 
 	pthread_mutex_lock(&s->mu);
 	jint(c, "keys", (int64_t)s->mirror.n);
@@ -529,10 +593,10 @@ static void etcd_counters(struct store *b, struct json_object *c)
 	jint(c, "claims_expired", (int64_t)s->claims_expired);
 	jint(c, "ops_retried", (int64_t)s->ops_retried);
 	jint(c, "watch_restarts", (int64_t)s->watch_restarts);
-	jint(c, "requests", (int64_t)(w->requests + r->requests));
-	jint(c, "failures", (int64_t)(w->failures + r->failures));
-	jint(c, "bad_replies", (int64_t)(w->bad_replies + r->bad_replies));
-	jint(c, "records_not_text", (int64_t)(w->skipped + r->skipped));
+	jint(c, "requests", (int64_t)(w->requests + r->requests + l->requests));
+	jint(c, "failures", (int64_t)(w->failures + r->failures + l->failures));
+	jint(c, "bad_replies", (int64_t)(w->bad_replies + r->bad_replies + l->bad_replies));
+	jint(c, "records_not_text", (int64_t)(w->skipped + r->skipped + l->skipped));
 	jint(c, "records_rejected", (int64_t)s->rejected);
 	jbool(c, "records_authenticated", s->auth);
 	jstr(c, "error", *s->error ? s->error : NULL);
@@ -562,6 +626,7 @@ static void etcd_close(struct store *b)
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	if (s->started) {
+		pthread_join(s->leaser, NULL);
 		pthread_join(s->requester, NULL);
 		pthread_join(s->watcher, NULL);
 	}
@@ -573,6 +638,7 @@ static void etcd_close(struct store *b)
 	}
 	etcd_conn_free(s->wc);
 	etcd_conn_free(s->rc);
+	etcd_conn_free(s->lc);
 	kvmap_fini(&s->mirror);
 	kvmap_fini(&s->leased);
 	if (s->efd >= 0)
@@ -636,6 +702,7 @@ static const struct store_ops etcd_ops = {
     .claim = etcd_claim,
     .put = etcd_put_,
     .get = etcd_get,
+    .delete_prefix = etcd_delete_prefix_,
     .list = etcd_list,
     .reachable = etcd_reachable,
     .counters = etcd_counters,
@@ -687,7 +754,8 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 	s->ctx = o->ctx;
 	s->wc = etcd_conn_new(&eo, err, errlen);
 	s->rc = s->wc ? etcd_conn_new(&eo, err, errlen) : NULL;
-	if (!s->rc)
+	s->lc = s->rc ? etcd_conn_new(&eo, err, errlen) : NULL;
+	if (!s->lc)
 		goto fail;
 	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	h = s->efd < 0 ? -errno : loop_handler(s->loop, on_changed, s, 0);
@@ -705,6 +773,16 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 		s->stop = 1;
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->watcher, NULL);
+		snprintf(err, errlen, "cannot start a thread");
+		goto fail;
+	}
+	if (pthread_create(&s->leaser, NULL, leaser, s)) {
+		pthread_mutex_lock(&s->mu);
+		s->stop = 1;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->watcher, NULL);
+		pthread_join(s->requester, NULL);
 		snprintf(err, errlen, "cannot start a thread");
 		goto fail;
 	}

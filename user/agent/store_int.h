@@ -11,6 +11,7 @@ struct store_ops {
 	int (*claim)(struct store *s, const char *key, const char *value);
 	int (*put)(struct store *s, const char *key, const char *value, int leased);
 	char *(*get)(struct store *s, const char *key);
+	int (*delete_prefix)(struct store *s, const char *prefix);
 	int (*list)(struct store *s, const char *prefix,
 		    int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 	int (*reachable)(struct store *s, uint64_t *last_ok_ms);

@@ -27,6 +27,7 @@ struct ftbpf {
 	struct ftbpf_slot *slot;  /* owned mapping */
 	pthread_mutex_t lock;	  /* the socket and the remote table */
 	char *remote[REMOTE_MAX]; /* owned scope names of socket-held timers */
+	uint64_t wait_ns;	  /* the longest wait at a step boundary (FTBPF_ACK_TIMEOUT) */
 };
 
 static uint64_t mono_ns(void)
@@ -106,6 +107,12 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 	if (strlen(socket_path) >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
 	h = calloc(1, sizeof(*h));
+	if (h) {
+		const char *t = getenv("FTBPF_ACK_TIMEOUT");
+		double w = t ? strtod(t, NULL) : 60.0;
+
+		h->wait_ns = (uint64_t)((w > 0 && w < 86400 ? w : 60.0) * 1e9);
+	}
 	if (!h)
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
@@ -347,12 +354,52 @@ int ftbpf_checkpoint_requested(const struct ftbpf *h)
 		return 0;
 	if (__atomic_load_n(&d->action, __ATOMIC_ACQUIRE) != FTBPF_ACT_NONE)
 		return 1;
+	if (__atomic_load_n(&d->ckpt_state, __ATOMIC_ACQUIRE) == FTBPF_CK_PENDING)
+		return 1;
 	return __atomic_load_n(&d->ckpt_state, __ATOMIC_ACQUIRE) == FTBPF_CK_REQUESTED &&
 	       __atomic_load_n(&h->slot->saved_step, __ATOMIC_RELAXED) <
 		   __atomic_load_n(&d->ckpt_step, __ATOMIC_RELAXED);
 }
 
-int ftbpf_should_save(struct ftbpf *h, int64_t step)
+/*
+ * A step boundary with a pending request (FTBPF_CK_PENDING): acknowledge it at the first one
+ * (the agents bind the step once every rank of the job acknowledged it: none can be past it),
+ * and wait at the next ones until it is bound. Also wait while the agent says hold. 1: go on
+ * and look at the decision again; 0: go on as it is (an exit was decided, or waited too long).
+ */
+static int boundary(struct ftbpf *h, int64_t step)
+{
+	const struct ftbpf_slot_decision *d = &h->slot->dec;
+	struct ftbpf_slot *s = h->slot;
+	uint64_t until = 0;
+
+	for (;;) {
+		uint32_t state = __atomic_load_n(&d->ckpt_state, __ATOMIC_SEQ_CST);
+		uint64_t id = __atomic_load_n(&d->ckpt_id, __ATOMIC_SEQ_CST);
+		int wait = __atomic_load_n(&s->hold, __ATOMIC_ACQUIRE) != 0;
+		struct timespec ts = {0, 1000000};
+
+		if (__atomic_load_n(&d->action, __ATOMIC_ACQUIRE) != FTBPF_ACT_NONE)
+			return 0;
+		if (state == FTBPF_CK_PENDING) {
+			if (__atomic_load_n(&s->ack_id, __ATOMIC_ACQUIRE) != id) {
+				__atomic_store_n(&s->ack_step, step, __ATOMIC_RELAXED);
+				__atomic_store_n(&s->ack_id, id, __ATOMIC_SEQ_CST);
+			} else if (__atomic_load_n(&s->ack_step, __ATOMIC_RELAXED) < step) {
+				wait = 1; /* past the boundary it acknowledged: wait for the step */
+			}
+		}
+		if (!wait)
+			return 1;
+		if (!until)
+			until = mono_ns() + h->wait_ns;
+		else if (mono_ns() > until)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+}
+
+int ftbpf_should_save_gen(struct ftbpf *h, int64_t step, uint64_t *ret_generation)
 {
 	const struct ftbpf_slot_decision *d = dec(h);
 
@@ -360,10 +407,45 @@ int ftbpf_should_save(struct ftbpf *h, int64_t step)
 		return -EINVAL;
 	if (!d)
 		return 0;
-	__atomic_store_n(&h->slot->step, (uint64_t)step, __ATOMIC_RELAXED);
-	return __atomic_load_n(&d->ckpt_state, __ATOMIC_ACQUIRE) == FTBPF_CK_REQUESTED &&
-	       __atomic_load_n(&d->ckpt_step, __ATOMIC_RELAXED) == step &&
-	       __atomic_load_n(&h->slot->saved_step, __ATOMIC_RELAXED) < step;
+	/* the step first, then the decision: the agent writes the decision first, then reads the
+	 * step (a rank it reads at step s sees the request by step s + 1) */
+	__atomic_store_n(&h->slot->step, (uint64_t)step, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	boundary(h, step);
+	if (__atomic_load_n(&d->ckpt_state, __ATOMIC_ACQUIRE) != FTBPF_CK_REQUESTED ||
+	    __atomic_load_n(&d->ckpt_step, __ATOMIC_RELAXED) != step ||
+	    __atomic_load_n(&h->slot->saved_step, __ATOMIC_RELAXED) >= step)
+		return 0;
+	__atomic_store_n(&h->slot->saving_step, step, __ATOMIC_RELEASE);
+	if (ret_generation)
+		*ret_generation = __atomic_load_n(&h->slot->own_generation, __ATOMIC_ACQUIRE);
+	return 1;
+}
+
+int ftbpf_should_save(struct ftbpf *h, int64_t step)
+{
+	return ftbpf_should_save_gen(h, step, NULL);
+}
+
+int ftbpf_saved_gen(struct ftbpf *h, int64_t step, uint64_t generation)
+{
+	const struct ftbpf_slot_decision *d = dec(h);
+
+	if (step < 0)
+		return -EINVAL;
+	if (!d)
+		return 0;
+	/* a newer generation was decided, or this node cannot reach the others: what was saved
+	 * must not be committed (the fencing token is stale) */
+	if (__atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) != generation ||
+	    __atomic_load_n(&h->slot->own_generation, __ATOMIC_ACQUIRE) != generation ||
+	    __atomic_load_n(&d->action, __ATOMIC_ACQUIRE) == FTBPF_ACT_STOP ||
+	    __atomic_load_n(&h->slot->hold, __ATOMIC_ACQUIRE))
+		return -ESTALE;
+	__atomic_store_n(&h->slot->saved_generation, generation + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->slot->saved_ns, mono_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->slot->saved_step, step, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int ftbpf_saved(struct ftbpf *h, int64_t step)
@@ -372,15 +454,36 @@ int ftbpf_saved(struct ftbpf *h, int64_t step)
 		return -EINVAL;
 	if (!dec(h))
 		return 0;
+	__atomic_store_n(&h->slot->saved_generation,
+			 __atomic_load_n(&h->slot->own_generation, __ATOMIC_ACQUIRE) + 1,
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&h->slot->saved_ns, mono_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&h->slot->saved_step, step, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* A generation being decided for the job here (a rank of it failed and a restarted one asks
+ * where to resume): wait until it is decided, 10 s at most. */
+static void settle(const struct ftbpf *h)
+{
+	uint64_t until = 0;
+
+	while (h && h->slot && __atomic_load_n(&h->slot->settling, __ATOMIC_ACQUIRE)) {
+		struct timespec ts = {0, 2000000};
+
+		if (!until)
+			until = mono_ns() + 10000000000ull;
+		else if (mono_ns() > until)
+			return;
+		nanosleep(&ts, NULL);
+	}
 }
 
 uint64_t ftbpf_generation(const struct ftbpf *h)
 {
 	const struct ftbpf_slot_decision *d = dec(h);
 
+	settle(h);
 	return d ? __atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) : 0;
 }
 
@@ -415,6 +518,7 @@ int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri)
 
 	if (!ri)
 		return -EINVAL;
+	settle(h);
 	memset(ri, 0, sizeof(*ri));
 	ri->resume_step = ri->ckpt_step = -1;
 	ri->exit_code = 42;

@@ -172,7 +172,8 @@ static const struct key_def keys[] = {
     {"recovery_wait", "recovery-wait", T_DOUBLE, OFF(recovery_wait_s), 0, 0, 86400,
      "seconds to wait for a lost node to come back before deciding without it"},
     {"fence_after", "fence-after", T_DOUBLE, OFF(fence_after_s), 0, 1, 86400,
-     "seconds without reaching etcd before this node stops its ranks of multi-node jobs"},
+     "seconds without reaching etcd before this node ends its ranks of multi-node jobs (they "
+     "wait at a step boundary from half the lease's TTL on)"},
     {"health_check", "health-check", T_STRING, OFF(health_check), SZ(health_check), 0, 0,
      "command run (sh -c) before this node rejoins after a restart decision (exit 0: healthy;\n"
      "otherwise it leaves itself out)"},
@@ -236,7 +237,7 @@ void config_defaults(struct ftbpf_config *c)
 	c->max_restarts = 3;
 	c->restart_window_s = 3600;
 	c->node_fault_limit = 3;
-	c->fence_after_s = 10;
+	c->fence_after_s = 60; /* a short etcd outage holds the ranks (I6), it does not end them */
 	c->health_check_timeout_s = 30;
 }
 

@@ -149,6 +149,8 @@ int dec_gen_format(const struct dec_gen *d, char *buf, size_t len)
 	json_object_object_add(o, "excluded", ex);
 	jint(o, "at_ms", (int64_t)d->at_ms);
 	jstr(o, "why", d->why);
+	if (d->world > 0)
+		jint(o, "world", d->world);
 	return emit(o, buf, len);
 }
 
@@ -181,6 +183,8 @@ int dec_gen_parse(const char *json, struct dec_gen *d)
 		r = get_u64(o, "at_ms", &d->at_ms, 1);
 	if (r == 0)
 		r = get_str(o, "why", d->why, sizeof(d->why), 1);
+	if (r == 0)
+		r = get_int(o, "world", &d->world, 0, 1 << 24, 1);
 	if (r == 0 && json_object_object_get_ex(o, "excluded", &ex)) {
 		if (!json_object_is_type(ex, json_type_array) ||
 		    json_object_array_length(ex) > DEC_MAX_EXCLUDED)
@@ -250,6 +254,10 @@ int dec_report_format(const struct dec_report *rp, char *buf, size_t len)
 	jint(o, "ranks", rp->ranks);
 	jint(o, "saved", rp->saved);
 	jint(o, "max_step", rp->max_step);
+	jint(o, "world", rp->world);
+	jint(o, "acked", rp->acked);
+	jint(o, "max_ack", rp->max_ack);
+	jint(o, "missed", rp->missed);
 	return emit(o, buf, len);
 }
 
@@ -259,15 +267,25 @@ int dec_report_parse(const char *json, struct dec_report *rp)
 	int r = o ? 0 : -EINVAL;
 
 	memset(rp, 0, sizeof(*rp));
-	rp->max_step = -1;
+	rp->max_step = rp->max_ack = -1;
 	if (r == 0)
 		r = get_int(o, "ranks", &rp->ranks, 0, 1 << 20, 0);
 	if (r == 0)
-		r = get_int(o, "saved", &rp->saved, 0, rp->ranks, 0);
+		r = get_int(o, "saved", &rp->saved, 0, 1 << 20, 0);
 	if (r == 0)
 		r = get_i64(o, "max_step", &rp->max_step, 0);
 	if (r == 0 && rp->max_step < -1)
 		r = -EINVAL;
+	if (r == 0)
+		r = get_int(o, "world", &rp->world, 0, 1 << 24, 1);
+	if (r == 0)
+		r = get_int(o, "acked", &rp->acked, 0, 1 << 20, 1);
+	if (r == 0)
+		r = get_i64(o, "max_ack", &rp->max_ack, 1);
+	if (r == 0 && rp->max_ack < -1)
+		r = -EINVAL;
+	if (r == 0)
+		r = get_int(o, "missed", &rp->missed, 0, 1 << 20, 1);
 	json_object_put(o);
 	return r;
 }
@@ -346,7 +364,120 @@ int dec_member_parse(const char *json, struct dec_member *m)
 	return r;
 }
 
+int dec_bind_format(const struct dec_bind *b, char *buf, size_t len)
+{
+	struct json_object *o = json_object_new_object();
+
+	jint(o, "target", b->target);
+	jint(o, "at_ms", (int64_t)b->at_ms);
+	return emit(o, buf, len);
+}
+
+int dec_bind_parse(const char *json, struct dec_bind *b)
+{
+	struct json_object *o = object_of(json);
+	int r = o ? 0 : -EINVAL;
+
+	memset(b, 0, sizeof(*b));
+	if (r == 0)
+		r = get_i64(o, "target", &b->target, 0);
+	if (r == 0 && b->target < 0)
+		r = -EINVAL;
+	if (r == 0)
+		r = get_u64(o, "at_ms", &b->at_ms, 1);
+	json_object_put(o);
+	return r;
+}
+
+int dec_run_format(const struct dec_run *rn, char *buf, size_t len)
+{
+	struct json_object *o = json_object_new_object();
+
+	jint(o, "run", (int64_t)rn->run);
+	jint(o, "resume_step", rn->resume_step);
+	jstr(o, "by", rn->by);
+	jint(o, "at_ms", (int64_t)rn->at_ms);
+	return emit(o, buf, len);
+}
+
+int dec_run_parse(const char *json, struct dec_run *rn)
+{
+	struct json_object *o = object_of(json);
+	int r = o ? 0 : -EINVAL;
+
+	memset(rn, 0, sizeof(*rn));
+	rn->resume_step = -1;
+	if (r == 0)
+		r = get_u64(o, "run", &rn->run, 0);
+	if (r == 0)
+		r = get_i64(o, "resume_step", &rn->resume_step, 1);
+	if (r == 0 && (rn->resume_step < -1 || rn->run == 0))
+		r = -EINVAL;
+	if (r == 0)
+		r = get_str(o, "by", rn->by, sizeof(rn->by), 1);
+	if (r == 0)
+		r = get_u64(o, "at_ms", &rn->at_ms, 1);
+	json_object_put(o);
+	return r;
+}
+
+int dec_launch_format(const struct dec_launch *l, char *buf, size_t len)
+{
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+
+	jint(o, "run", (int64_t)l->run);
+	for (int i = 0; i < l->nlaunchers && i < DEC_MAX_LAUNCHERS; i++)
+		json_object_array_add(a, json_object_new_string(l->launchers[i]));
+	json_object_object_add(o, "launchers", a);
+	return emit(o, buf, len);
+}
+
+int dec_launch_parse(const char *json, struct dec_launch *l)
+{
+	struct json_object *o = object_of(json), *a;
+	int r = o ? 0 : -EINVAL;
+
+	memset(l, 0, sizeof(*l));
+	if (r == 0)
+		r = get_u64(o, "run", &l->run, 0);
+	if (r == 0 && (!json_object_object_get_ex(o, "launchers", &a) ||
+		       !json_object_is_type(a, json_type_array) ||
+		       json_object_array_length(a) > DEC_MAX_LAUNCHERS))
+		r = -EINVAL;
+	for (size_t i = 0; r == 0 && i < json_object_array_length(a); i++) {
+		struct json_object *x = json_object_array_get_idx(a, i);
+		const char *v = json_object_get_string(x);
+
+		if (!json_object_is_type(x, json_type_string) || strlen(v) >= 40)
+			r = -EINVAL;
+		else
+			snprintf(l->launchers[l->nlaunchers++], 40, "%s", v);
+	}
+	json_object_put(o);
+	return r;
+}
+
 /* ---- keys ---- */
+void dec_key_bind(char *buf, size_t len, uint64_t g, uint64_t n)
+{
+	snprintf(buf, len, "bind/%020" PRIu64 "/%020" PRIu64, g, n);
+}
+
+void dec_key_out(char *buf, size_t len, uint64_t g, const char *node)
+{
+	snprintf(buf, len, "out/%020" PRIu64 "/%s", g, node);
+}
+
+void dec_key_run(char *buf, size_t len, uint64_t r)
+{
+	snprintf(buf, len, "run/%020" PRIu64, r);
+}
+
+void dec_key_launch(char *buf, size_t len, const char *node)
+{
+	snprintf(buf, len, "launch/%s", node);
+}
+
 void dec_key_gen(char *buf, size_t len, uint64_t g)
 {
 	snprintf(buf, len, "gen/%020" PRIu64, g);

@@ -6,13 +6,20 @@
  * values; agent/decide.c observes the ranks and acts. Every value is JSON; every parser
  * rejects what is malformed (-EINVAL) and is fuzzed.
  *
- * Keys, under the job's prefix ("jobs/<uid>/<job>/"), each written once (create-only: the
- * first claimer wins):
+ * Keys, under the job's prefix ("jobs/<uid>/<job>/"):
+ *   run/<r>                 run r of the job began (claimed; docs/decisions.md: a relaunch is
+ *                           a new run, a restart a decision asked for is not)
+ *   launch/<node>           the node's latest launch of the job: its run, its launchers (put)
+ * and under the run's prefix ("jobs/<uid>/<job>/runs/<r>/"), each written once (create-only: the
+ * first claimer wins) but for the reports and members:
  *   gen/<g>                 the decision that began generation g (g >= 1)
- *   ckpt/<g>/<n>            checkpoint request n of generation g: the target step
- *   done/<g>/<n>            request n is complete: every member node's ranks saved it
- *   saved/<g>/<n>/<node>    a node's report on request n (rewritten as its ranks save)
+ *   ckpt/<g>/<n>            checkpoint request n of generation g
+ *   bind/<g>/<n>            its step, bound once every rank of the job acknowledged the request
+ *   done/<g>/<n>            request n is complete: every rank of the job's world saved it
+ *   saved/<g>/<n>/<node>    a node's report on request n (rewritten as its ranks ack and save)
  *   members/<node>          a node hosting ranks of the job (under that agent's lease)
+ *   out/<g>/<node>          a node lost with ranks of an older generation: the same fault as
+ *                           the one that began g, left out of g without a new one ({"ranks"})
  * Numbers are zero-padded to 20 digits so that keys sort as numbers.
  */
 #ifndef FTBPF_DECISIONS_H
@@ -52,6 +59,9 @@ struct dec_gen {
 	 * generation (a launcher's restarted workers), older ones end */
 	uint64_t at_ms;
 	char why[DEC_WHY_LEN];
+	/* the job's world size in this generation, its left-out nodes' ranks taken away (0:
+	 * unknown, as the ranks say) */
+	int world;
 };
 
 /* ckpt/<g>/<n>: every rank saves at step target */
@@ -67,8 +77,34 @@ struct dec_ckpt {
 /* saved/<g>/<n>/<node>: a node's ranks on request n */
 struct dec_report {
 	int ranks;	  /* live local ranks of the job */
-	int saved;	  /* of which saved the target */
+	int saved;	  /* ranks that saved the target (in this generation) */
 	int64_t max_step; /* the highest step a local rank reached */
+	int world;	  /* the job's world size as its ranks know it (0 unknown) */
+	int acked;	  /* ranks that acknowledged the request */
+	int64_t max_ack;  /* the highest step boundary by which one of them saw it (-1) */
+	int missed;	  /* ranks past the bound target that were never told to save it */
+};
+
+/* bind/<g>/<n>: the step of request n */
+struct dec_bind {
+	int64_t target;
+	uint64_t at_ms;
+};
+
+/* run/<r> */
+struct dec_run {
+	uint64_t run;
+	int64_t resume_step; /* the job's last complete checkpoint when it began (-1) */
+	char by[DEC_NODE_LEN];
+	uint64_t at_ms;
+};
+
+/* launch/<node>: what the node launched last, and in which run */
+#define DEC_MAX_LAUNCHERS 8
+struct dec_launch {
+	uint64_t run;
+	int nlaunchers;
+	char launchers[DEC_MAX_LAUNCHERS][40]; /* "pid:start_ns" of each launcher */
 };
 
 /* done/<g>/<n> */
@@ -101,6 +137,12 @@ int dec_done_format(const struct dec_done *d, char *buf, size_t len);
 int dec_done_parse(const char *json, struct dec_done *d);
 int dec_member_format(const struct dec_member *m, char *buf, size_t len);
 int dec_member_parse(const char *json, struct dec_member *m);
+int dec_bind_format(const struct dec_bind *b, char *buf, size_t len);
+int dec_bind_parse(const char *json, struct dec_bind *b);
+int dec_run_format(const struct dec_run *r, char *buf, size_t len);
+int dec_run_parse(const char *json, struct dec_run *r);
+int dec_launch_format(const struct dec_launch *l, char *buf, size_t len);
+int dec_launch_parse(const char *json, struct dec_launch *l);
 
 /* Keys relative to a job's prefix. */
 void dec_key_gen(char *buf, size_t len, uint64_t g);
@@ -108,8 +150,13 @@ void dec_key_ckpt(char *buf, size_t len, uint64_t g, uint64_t n);
 void dec_key_done(char *buf, size_t len, uint64_t g, uint64_t n);
 void dec_key_report(char *buf, size_t len, uint64_t g, uint64_t n, const char *node);
 void dec_key_member(char *buf, size_t len, const char *node);
-/* The numbers of a key "gen/<g>" or "ckpt/<g>/<n>" or "done/<g>/<n>" (n NULL for gen): 0, or
- * -EINVAL when the key is not of that shape. */
+void dec_key_bind(char *buf, size_t len, uint64_t g, uint64_t n);
+/* out/<g>/<node>: a node lost with ranks of an older generation, left out of g as it runs */
+void dec_key_out(char *buf, size_t len, uint64_t g, const char *node);
+void dec_key_run(char *buf, size_t len, uint64_t r);
+void dec_key_launch(char *buf, size_t len, const char *node);
+/* The numbers of a key "gen/<g>", "run/<r>" (n NULL) or "ckpt/<g>/<n>", "bind/<g>/<n>",
+ * "done/<g>/<n>": 0, or -EINVAL when the key is not of that shape. */
 int dec_key_numbers(const char *key, const char *kind, uint64_t *g, uint64_t *n);
 /* A node name usable in a key: [A-Za-z0-9._:-], 1..31 bytes. */
 int dec_node_valid(const char *node);

@@ -50,6 +50,8 @@ struct rank {
 	int maps_scanned;	 /* its libraries were looked at for CUDA/NCCL probes */
 	uint64_t generation;	 /* the job's restart generation when it was adopted */
 	uint64_t dec_written;	 /* the decision version last written into its slot */
+	uint64_t dec_ack_id;	 /* the pending request written into its slot ... */
+	int64_t dec_ack_step;	 /* ... and the step boundary by which it sees it */
 	int preempted;		 /* it got a preemption signal from another process */
 	int fail_seen;		 /* its abnormal exit was taken into account */
 	uint64_t api_calls;	 /* probed CUDA/NCCL calls of its main thread */

@@ -405,6 +405,26 @@ int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t le
 	return r;
 }
 
+int etcd_delete_prefix(struct etcd_conn *c, const char *prefix)
+{
+	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body = NULL;
+	struct json_object *o = NULL;
+	const char *what = "";
+	int r = -ENOMEM;
+
+	if (k && e && asprintf(&body, "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, e) >= 0) {
+		r = call(c, "/v3/kv/deleterange", body, &o);
+		free(body);
+	}
+	free(k);
+	free(end);
+	free(e);
+	if (r == 0) /* a header with its revision, as a put's */
+		r = parsed(c, etcd_reply_put(o, &what), what);
+	json_object_put(o);
+	return r;
+}
+
 int etcd_lease_grant(struct etcd_conn *c, int ttl_s, int64_t *ret_id)
 {
 	char body[64];

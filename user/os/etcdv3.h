@@ -46,6 +46,8 @@ int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t
 /* Put (lease 0: none). 0 or -errno. */
 int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t lease);
 /* A lease of ttl_s seconds. 0 or -errno. */
+/* Delete every key under prefix. 0 or -errno. */
+int etcd_delete_prefix(struct etcd_conn *c, const char *prefix);
 int etcd_lease_grant(struct etcd_conn *c, int ttl_s, int64_t *ret_id);
 /* Renew a lease: 0, -ENOENT when it expired, or -errno. */
 int etcd_lease_keepalive(struct etcd_conn *c, int64_t id);

@@ -45,6 +45,9 @@ const struct ctl_cmd_info ctl_cmds[] = {
     {"decisions", CTL_CMD_DECISIONS, 0, "decisions [--json]",
      "the checkpoint and restart decisions of your\n"
      "jobs, agreed by the agents, oldest first"},
+    {"decisions_reset", CTL_CMD_DECISIONS_RESET, CTL_ARG_JOB, "decisions reset JOB",
+     "forget every decision of JOB (yours): its runs,\n"
+     "generations, restart budget, stop"},
     {"timer_acquire", CTL_CMD_TIMER_ACQUIRE, CTL_ARG_SCOPE, NULL, NULL},
     {"timer_release", CTL_CMD_TIMER_RELEASE, CTL_ARG_SCOPE, NULL, NULL},
     {"register", CTL_CMD_REGISTER, 0, NULL, NULL},

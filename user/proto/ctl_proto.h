@@ -20,9 +20,10 @@ enum ctl_cmd {
 	CTL_CMD_TIMER_RELEASE, /* {"v":1,"cmd":"timer_release","scope":S[,"pid":P]} */
 	/* {"v":1,"cmd":"register"[,"job":J][,"rank":R]}: the caller's slot fd comes with the reply */
 	CTL_CMD_REGISTER,
-	CTL_CMD_PEERS,	    /* {"v":1,"cmd":"peers"}: the heartbeat mesh's cluster view */
-	CTL_CMD_CHECKPOINT, /* {"v":1,"cmd":"checkpoint","job":J}: an agreed checkpoint now */
-	CTL_CMD_DECISIONS,  /* {"v":1,"cmd":"decisions"}: every decision, oldest first */
+	CTL_CMD_PEERS,		 /* {"v":1,"cmd":"peers"}: the heartbeat mesh's cluster view */
+	CTL_CMD_CHECKPOINT,	 /* {"v":1,"cmd":"checkpoint","job":J}: an agreed checkpoint now */
+	CTL_CMD_DECISIONS,	 /* {"v":1,"cmd":"decisions"}: every decision, oldest first */
+	CTL_CMD_DECISIONS_RESET, /* {"v":1,"cmd":"decisions_reset","job":J}: forget J's decisions */
 };
 
 /*

@@ -72,6 +72,8 @@ int tracker_slot_create(struct tracker *t, uint32_t tgid, uint64_t start_ns, int
 	s->version = FTBPF_SLOT_VERSION;
 	s->owner_start_ns = start_ns;
 	s->saved_step = -1;
+	s->saving_step = -1;
+	s->ack_step = -1;
 	s->dec.ckpt_step = -1;
 	s->dec.resume_step = -1;
 	if (slot_pin_path(t, tgid, path, sizeof(path)) == 0) {

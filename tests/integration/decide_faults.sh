@@ -1,0 +1,315 @@
+#!/bin/bash
+# time-limit: 900
+# Fault injection for the decisions (docs/decisions.md, invariants I1-I7): three agents in
+# network namespaces, a real etcd behind a delaying proxy, a launcher of two C ranks
+# (docs/examples/c_loop.c, 50 ms steps, WORLD_SIZE 6) on each node, and on node 2 a bystander
+# job of another id. Each run launches the job (a new run of it), sends a preemption signal to
+# one of its ranks and injects one fault at a random moment around it, for a random time:
+#   etcd_pause        etcd SIGSTOPped          etcd_restart   etcd killed -9, started again
+#   etcd_slow         writes delayed 200-900 ms by the proxy
+#   etcd_quota        etcd out of space (its quota filled): every write fails, then recovered
+#   cut_etcd          one node cut off from etcd only (nftables)
+#   cut_all           one node cut off from everything (its link down)
+#   agent_stop        one agent SIGSTOPped, shorter than its lease
+#   agent_kill        one agent killed -9 mid-decision, started again within a second
+#   agent_restart     one agent stopped and started again
+#   rank_stop         a rank SIGSTOPped around the target step
+#   two_preemptions   a second preemption signal on another node 10 ms after the first
+#   preempt_failure   a rank killed -9 (a failure) within 50 ms of the preemption signal
+#   clock_step        the agents' wall clock stepped by -120..+120 s (LD_PRELOAD shim)
+# After each run every invariant is checked on what the ranks wrote and what the agents
+# decided and logged: I1 (the bystander is never touched), I2 (a checkpoint is complete only
+# when all 6 ranks saved it; generations resume only from complete ones), I3 (every rank of a
+# generation starts from one step), I4 (nothing of generation G completes after G+1 is
+# decided), I5 (the preemption ends in a checkpoint, or an event says why not), I6 (no node is
+# lost to a pause, a restart or an etcd outage), I7 (the clock step changes nothing), the nodes
+# hold the same decisions, and every launcher ends. FAULT_RUNS runs per fault kind (1 here;
+# `make test-faults` runs 50 of each and writes the table to $FAULT_REPORT); FAULT_KINDS
+# selects kinds.
+. "$(dirname "$0")/lib.sh"
+command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
+. "$(dirname "$0")/cluster.sh"
+RUNS=${FAULT_RUNS:-1}
+KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step}
+NET=10.79.4
+# the agents' pins on a bpffs of the test's own: `ip netns exec` mounts a new /sys, where
+# /sys/fs/bpf is not, and an agent killed and started again must find its pinned maps (and its
+# ranks' slots) to go on with them (I6)
+mkdir -p "$T/bpffs" && mount -t bpf bpf "$T/bpffs" || { fail "cannot mount a bpffs"; finish; }
+PIN=$T/bpffs/p
+cluster_up dfif $NET 24797 || finish
+trap 'cluster_down; rm -rf "$PIN"; umount "$T/bpffs" 2>/dev/null; cleanup' EXIT
+ETCD_EP=$EP
+EPORT=24797
+PPORT=24799
+# etcd as cluster_up started it, with a quota: start it again after a kill
+etcd_start() {
+	etcd --name dfif --data-dir "$T/etcd" --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
+		--listen-peer-urls "http://127.0.0.1:$((EPORT + 10))" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 10))" \
+		--initial-cluster "dfif=http://127.0.0.1:$((EPORT + 10))" \
+		--quota-backend-bytes $((48 * 1024 * 1024)) >>"$T/etcd.log" 2>&1 &
+	ETCD=$!
+	wait_until 20 curl -sf "$ETCD_EP/version" -o /dev/null || fail "etcd did not start again: $(tail -3 "$T/etcd.log")"
+}
+kill -9 "$ETCD"; wait "$ETCD" 2>/dev/null
+etcd_start
+ec() { ETCDCTL_API=3 etcdctl --endpoints "$ETCD_EP" --command-timeout=5s "$@"; }
+# the delaying proxy: every agent talks to etcd through it
+echo 0 >"$T/delay_ms"
+/usr/bin/python3 "$ROOT/tests/workloads/delayproxy.py" "$NET.254" $PPORT "$NET.254" $EPORT "$T/delay_ms" \
+	>"$T/proxy.log" 2>&1 &
+WORKLOAD_PIDS+=($!)
+wait_until 10 curl -sf "http://$NET.254:$PPORT/version" -o /dev/null || fail "the proxy did not start"
+EP=http://$NET.254:$PPORT
+echo 0 >"$T/clock_shift"
+NODE_ENV="LD_PRELOAD=$B/workloads/clockshift.so FTBPF_CLOCK_SHIFT_FILE=$T/clock_shift"
+# a 5 s lease: an agent killed and started again (its BPF programs loaded again) is back well
+# within it
+NODE_FLAGS="--etcd-lease-ttl 5 --fence-after 6"
+for i in 1 2 3; do start_node $i $NODE_FLAGS; done
+wait_until 15 all_alive || fail "the mesh did not form"
+# the bystander: another job (another id) on node 2, for the whole suite
+mkdir -p "$T/by"
+FTBPF_SOCKET=$T/n2/s.sock ip netns exec dfif2 env FTBPF_JOB=bystander FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 \
+	"$B/examples/c_loop" --dir "$T/by" --rank 0 --step-ms 50 >/dev/null 2>&1 &
+BY=$!; WORKLOAD_PIDS+=($BY)
+
+rnd() { echo "$(($1 + RANDOM % ($2 - $1 + 1)))"; } # integer in [a, b]
+ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); } # ms -> seconds for sleep
+heal() {
+	local i
+	echo 0 >"$T/delay_ms"; echo 0 >"$T/clock_shift"
+	kill -CONT "$ETCD" 2>/dev/null
+	for i in 1 2 3; do
+		ip link set "veth-dfif$i" up 2>/dev/null
+		ip netns exec "dfif$i" nft delete table inet dfi 2>/dev/null
+		[ -n "${AG[$i]:-}" ] && kill -CONT "${AG[$i]}" 2>/dev/null
+		[ -n "${AG[$i]:-}" ] && kill -0 "${AG[$i]}" 2>/dev/null || start_node "$i" $NODE_FLAGS
+	done
+	kill -0 "$ETCD" 2>/dev/null || etcd_start
+}
+quota_fill() {
+	local n=0
+	head -c 1000000 /dev/urandom | base64 -w0 >"$T/junk"
+	while [ $n -lt 80 ] && ec put "/junk/$n" <"$T/junk" >/dev/null 2>&1; do n=$((n + 1)); done
+}
+quota_clear() {
+	local rev
+	ec del --prefix /junk/ >/dev/null 2>&1
+	rev=$(ec endpoint status -w json 2>/dev/null | jq '.[0].Status.header.revision')
+	[ -n "$rev" ] && ec compact "$rev" >/dev/null 2>&1
+	ec defrag >/dev/null 2>&1
+	ec alarm disarm >/dev/null 2>&1
+}
+# inject KIND NODE: the fault, around the preemption signal to rank 0 of NODE (in the
+# background: the caller waits for the launchers)
+inject() {
+	local kind=$1 n=$2 o=$(( $2 % 3 + 1 )) a b
+	case $kind in
+	etcd_pause)
+		sleep "$(ms "$(rnd 0 400)")"; kill -STOP "$ETCD"; sleep "$(ms "$(rnd 300 2000)")" &
+		b=$!; sleep 0.1; preempt "$n"; wait $b; kill -CONT "$ETCD" ;;
+	etcd_restart)
+		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; kill -9 "$ETCD"; wait "$ETCD" 2>/dev/null
+		sleep "$(ms "$(rnd 300 2500)")"; etcd_start ;;
+	etcd_slow)
+		echo "$(rnd 200 900)" >"$T/delay_ms"; sleep "$(ms "$(rnd 0 300)")"; preempt "$n"
+		sleep 3; echo 0 >"$T/delay_ms" ;;
+	etcd_quota)
+		quota_fill; preempt "$n"; sleep "$(ms "$(rnd 500 2500)")"; quota_clear ;;
+	cut_etcd)
+		ip netns exec "dfif$o" nft add table inet dfi
+		ip netns exec "dfif$o" nft add chain inet dfi out '{ type filter hook output priority 0; }'
+		sleep "$(ms "$(rnd 0 300)")"
+		ip netns exec "dfif$o" nft add rule inet dfi out ip daddr "$NET.254" tcp dport $PPORT drop
+		preempt "$n"; sleep "$(ms "$(rnd 500 5000)")"; ip netns exec "dfif$o" nft delete table inet dfi ;;
+	cut_all)
+		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; ip link set "veth-dfif$o" down
+		sleep "$(ms "$(rnd 500 5000)")"; ip link set "veth-dfif$o" up ;;
+	agent_stop)
+		kill -STOP "${AG[$o]}"; sleep "$(ms "$(rnd 0 500)")"; preempt "$n"
+		sleep "$(ms "$(rnd 200 1800)")"; kill -CONT "${AG[$o]}" ;;
+	agent_kill)
+		preempt "$n"; sleep "$(ms "$(rnd 0 200)")"; kill -9 "${AG[$o]}"; wait "${AG[$o]}" 2>/dev/null
+		sleep "$(ms "$(rnd 100 800)")"; start_node "$o" $NODE_FLAGS ;;
+	agent_restart)
+		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; kill -TERM "${AG[$o]}"; wait "${AG[$o]}" 2>/dev/null
+		start_node "$o" $NODE_FLAGS ;;
+	rank_stop)
+		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; a=$(worker "$ROUND" "$o" 1)
+		kill -STOP "$a"; sleep "$(ms "$(rnd 300 2000)")"; kill -CONT "$a" ;;
+	two_preemptions)
+		preempt "$n"; sleep 0.01; preempt "$o" 1 ;;
+	preempt_failure)
+		a=$(worker "$ROUND" "$o" 1); b=$(rnd 0 50)
+		if [ $((RANDOM % 2)) = 0 ]; then preempt "$n"; sleep "$(ms $b)"; kill -9 "$a"
+		else kill -9 "$a"; sleep "$(ms $b)"; preempt "$n"; fi ;;
+	clock_step)
+		a=$(rnd 5 120); [ $((RANDOM % 2)) = 0 ] && a=-$a
+		sleep "$(ms "$(rnd 0 500)")"; echo $((a * 1000)) >"$T/clock_shift"; preempt "$n" ;;
+	esac
+}
+preempt() { # NODE [RANK]: a preemption signal to that rank, written down for the check
+	kill -TERM "$(worker "$ROUND" "$1" "${2:-0}")" 2>/dev/null && echo "$1 $(date +%s.%N)" >>"$T/r$ROUND/preempted"
+}
+
+cat >"$T/check.py" <<'PY'
+# The invariants after one run: python3 check.py DIR RUN KIND T0 (T0: the run's start, epoch s)
+import glob, json, os, re, sys
+d, run, kind, t0 = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+T = os.path.dirname(d)
+bad = []
+dec = {}
+for i in (1, 2, 3):
+    try:
+        dec[i] = [x for x in json.load(open("%s/dec.%d" % (d, i)))["decisions"]
+                  if x.get("job") == "cjob" and x.get("run") == run]
+    except Exception as e:
+        dec[i] = None
+ref = [x for x in dec.values() if x is not None]
+key = lambda x: json.dumps({k: x.get(k) for k in ("kind", "generation", "checkpoint", "step", "cause", "stop", "resume_step")}, sort_keys=True)
+if not ref:
+    bad.append("agree: no node answered")
+else:
+    for i, x in dec.items():
+        if x is not None and sorted(map(key, x)) != sorted(map(key, ref[0])):
+            bad.append("agree: node %d holds other decisions" % i)
+D = ref[0] if ref else []
+gens = {x["generation"]: x for x in D if x["kind"] == "generation"}
+done = {(x["generation"], x["checkpoint"]): x["step"] for x in D if x["kind"] == "checkpoint_complete"}
+logs = {}
+for f in glob.glob("%s/n*/log.*" % d):
+    logs[f] = open(f, errors="replace").read().splitlines()
+saved = {}
+starts = {}
+for f, lines in logs.items():
+    for l in lines:
+        m = re.match(r"SAVED (\d+) generation (\d+)", l)
+        if m:
+            saved.setdefault(int(m.group(1)), set()).add(f)
+        m = re.match(r"START pid \d+ generation (\d+) from step (\d+)", l)
+        if m:
+            starts.setdefault(int(m.group(1)), set()).add(int(m.group(2)))
+# I2: complete only when every rank of the world (6) saved that step
+for (g, n), step in done.items():
+    if len(saved.get(step, ())) < 6:
+        bad.append("I2: checkpoint %d/%d (step %d) complete, saved by %d of 6 ranks" % (g, n, step, len(saved.get(step, ()))))
+okresume = set(done.values()) | {-1} | {s - 1 for s in starts.get(0, ())}  # the run's own start
+for g, x in gens.items():
+    if x["resume_step"] not in okresume and x["resume_step"] not in [y["resume_step"] for y in gens.values() if y["generation"] < g]:
+        bad.append("I2: generation %d resumes from step %d, never complete" % (g, x["resume_step"]))
+# I3: every rank of a generation starts from one step
+for g, s in starts.items():
+    if len(s) > 1:
+        bad.append("I3: generation %d started from steps %s" % (g, sorted(s)))
+    if g in gens and s != {gens[g]["resume_step"] + 1} and g > 0:
+        bad.append("I3: generation %d started from %s, decided resume %d" % (g, sorted(s), gens[g]["resume_step"]))
+# the events each agent logged during the run (from its log's line count at the start)
+events = {}
+for i in (1, 2, 3):
+    ev = []
+    try:
+        start = int(open("%s/evstart.%d" % (d, i)).read().split()[0])
+    except (OSError, ValueError, IndexError):
+        start = 0
+    for n, l in enumerate(open("%s/n%d/events.jsonl" % (T, i), errors="replace")):
+        if n < start:
+            continue
+        try:
+            ev.append(json.loads(l))
+        except ValueError:
+            pass
+    events[i] = ev
+# I4: nothing of generation G completes after G+1 is decided (each agent's own log)
+for i in (1, 2, 3):
+    top = -1
+    for e in events[i]:
+        if e.get("type") != "decision" or e.get("job") != "cjob" or e.get("run") != run:
+            continue
+        if e.get("kind") == "generation":
+            top = max(top, e["generation"])
+        elif e.get("kind") == "checkpoint_complete" and e["generation"] < top:
+            bad.append("I4: node %d logged checkpoint_complete of generation %d after generation %d" % (i, e["generation"], top))
+# I5: each preemption signal ends in a checkpoint, or an event says why not
+ck_pre = [x for x in D if x["kind"] == "checkpoint_complete" and any(
+    y["kind"] == "checkpoint" and y["generation"] == x["generation"] and y["checkpoint"] == x["checkpoint"]
+    and y["cause"] == "preemption" for y in D)]
+said = ("preemption_ignored", "preemption_not_checkpointed", "decision_unavailable")
+if os.path.exists("%s/preempted" % d):
+    for l in open("%s/preempted" % d):
+        node = int(l.split()[0])
+        if ck_pre:
+            continue
+        if any(e.get("type") in said and e.get("job") == "cjob"
+               for e in events[1] + events[2] + events[3]):
+            continue
+        bad.append("I5: the preemption on node %d ended in no checkpoint and no event says why" % node)
+# I6: a pause, a restart or an outage of etcd never loses a node
+if kind in ("etcd_pause", "etcd_restart", "etcd_slow", "etcd_quota", "agent_stop", "agent_kill",
+            "agent_restart", "rank_stop", "clock_step", "two_preemptions"):
+    for g, x in gens.items():
+        if x["cause"] == "node_dead":
+            bad.append("I6: generation %d: a node was lost (%s) in a %s run" % (g, x.get("why"), kind))
+# I7: the clock step: no hold, no fence, no failure
+if kind == "clock_step":
+    for i in (1, 2, 3):
+        for e in events[i]:
+            if e.get("type") in ("fenced", "decision_hold"):
+                bad.append("I7: node %d: %s after a clock step" % (i, e["type"]))
+# I1: the bystander (job "bystander" on node 2) never touched
+for i in (1, 2, 3):
+    for e in events[i]:
+        if e.get("job") == "bystander" and e.get("type") in ("action", "decision", "fenced", "decision_hold"):
+            bad.append("I1: node %d: %s for the bystander job" % (i, e["type"]))
+            break
+if open("%s/launchers" % d).read().strip() != "ok":
+    bad.append("liveness: " + open("%s/launchers" % d).read().strip())
+for b in sorted(set(bad)):
+    print(b)
+PY
+
+RESULTS=$T/results; : >"$RESULTS"
+ROUND=0
+for kind in $KINDS; do
+	v=0
+	for n in $(seq "$RUNS"); do
+		ROUND=$((ROUND + 1)); R=$T/r$ROUND; mkdir -p "$R"
+		T0=$(date +%s.%N)
+		for i in 1 2 3; do wc -l <"$T/n$i/events.jsonl" >"$R/evstart.$i" 2>/dev/null || echo 0 >"$R/evstart.$i"; done
+		run $ROUND 50 0 1 2 3
+		if ! wait_until 30 started $ROUND 1 2 3; then
+			fail "$kind run $n: the job did not start"; heal; v=$((v + 1)); continue
+		fi
+		RUNNO=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .run] | max')
+		sleep "$(ms "$(rnd 500 1500)")"
+		inject "$kind" "$(rnd 1 3)" >>"$R/inject.log" 2>&1 # (the launchers run meanwhile)
+		end=$((SECONDS + 60)); stuck=""
+		for i in 1 2 3; do
+			while kill -0 "${LA[$i]}" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+			if kill -0 "${LA[$i]}" 2>/dev/null; then
+				stuck="$stuck node $i's launcher did not end within 60 s;"
+				kill -9 "${LA[$i]}" $(cat "$R/n$i/pids."* 2>/dev/null) 2>/dev/null
+			fi
+			wait "${LA[$i]}" 2>/dev/null
+		done
+		heal
+		echo "${stuck:-ok}" >"$R/launchers"
+		wait_until 10 all_alive >/dev/null
+		sleep 1
+		for i in 1 2 3; do f $i decisions --json >"$R/dec.$i" 2>/dev/null; done
+		kill -0 $BY 2>/dev/null || echo "I1: the bystander job's rank ended" >"$R/by"
+		/usr/bin/python3 "$T/check.py" "$R" "$RUNNO" "$kind" "$T0" >"$R/violations" 2>&1
+		cat "$R/by" >>"$R/violations" 2>/dev/null
+		if [ -s "$R/violations" ]; then
+			v=$((v + 1))
+			fail "$kind run $n (run $RUNNO): $(tr '\n' ';' <"$R/violations")"
+		fi
+	done
+	echo "$kind $RUNS $v" >>"$RESULTS"
+	[ $v = 0 ] && pass "$kind: $RUNS runs, 0 with a violation"
+done
+log "fault kind / runs / runs with a violation:"
+column -t "$RESULTS" | sed "s/^/[$NAME]   /"
+[ -n "${FAULT_REPORT:-}" ] && cp "$RESULTS" "$FAULT_REPORT"
+finish

@@ -1,0 +1,374 @@
+/*
+ * The decision policy's rules for the invariants of docs/decisions.md (I1-I7), job and run
+ * identity and acknowledged targets (user/lib/decide_policy.c), as test_decide_policy.c tests
+ * the others: pure, with the clock given.
+ */
+#include "decide_fixture.h"
+
+/* rule I2: complete only when every rank of the job's world (WORLD_SIZE, all nodes) saved the
+ * bound step: a node lost mid-checkpoint does not drop out of the count; a rank that saved and
+ * then ended still counts; a save of an older generation does not */
+static void test_complete_world(void)
+{
+	struct dp_local l;
+
+	reset();
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.bound = 1;
+	rec.bind_target = 12;
+	member("n1", 2, 0); /* n2's member key is gone: its agent died */
+	for (int i = 0; i < 2; i++) {
+		rk[i].world_size = 4;
+		rk[i].saved = rk[i].step = 12;
+	}
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.world, 4);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l)); /* 2 of 4: n2's ranks never saved */
+	report("n2", 2, 2);			      /* n2 reported its saves before it died */
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	rk[1].exited = 1; /* saved, then ended */
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.saved, 2);
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	rk[0].saved_here = 0; /* saved in an older generation (a fencing token that is stale) */
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.saved, 1);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	rec.bound = 0; /* never before the step is bound */
+	rk[0].saved_here = 1;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+}
+
+/* rule: a generation that leaves nodes out runs with a smaller world (their ranks taken away),
+ * whatever WORLD_SIZE its launchers kept: its checkpoints can complete */
+static void test_generation_world(void)
+{
+	struct dp_local l;
+	struct dec_gen g;
+
+	reset();
+	member("n1", 2, 0);
+	member("n2", 2, 0);
+	member("n3", 2, 0);
+	for (int i = 0; i < 2; i++)
+		rk[i].world_size = 6;
+	dp_local(rk, 2, -1, &l);
+	dp_step_rate(&mem, &l, &now);
+	dp_vanished(&cfg, &rec, &mem, &now);
+	rec.nmem = 2; /* n3 is gone */
+	dp_vanished(&cfg, &rec, &mem, &now);
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.world, 4);
+	/* generation 1: the 4 ranks of n1 and n2 save: complete */
+	rec.gen = 1;
+	rec.g = g;
+	rec.ck_n = 1;
+	rec.bound = 1;
+	rec.bind_target = 20;
+	for (int i = 0; i < 2; i++) {
+		rk[i].generation = 1;
+		rk[i].saved = rk[i].step = 20;
+	}
+	dp_local(rk, 2, 20, &l);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	report("n2", 2, 2);
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+}
+
+/* rule: acknowledged targets (seed 002): the step binds only once every rank of the world saw
+ * the request (its own acknowledgement at a step boundary, or the boundary by which it must
+ * have, read by its agent right after writing it), at the highest such boundary + 1 */
+static void test_bind(void)
+{
+	struct dp_local l;
+	int64_t t = -1;
+
+	reset();
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	member("n1", 2, 0);
+	member("n3", 2, 0);
+	for (int i = 0; i < 2; i++)
+		rk[i].world_size = 4;
+	rk[0].ack = 40;
+	dp_local(rk, 2, -1, &l);
+	CU_ASSERT_FALSE(dp_all_acked(&cfg, &rec, &l, &t));
+	rk[1].ack = 41;
+	dp_local(rk, 2, -1, &l);
+	CU_ASSERT_EQUAL(l.acked, 2);
+	CU_ASSERT_EQUAL(l.max_ack, 41);
+	CU_ASSERT_FALSE(dp_all_acked(&cfg, &rec, &l, &t)); /* n3's agent is paused: no report */
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_FALSE(claimed("bind/"));
+	report("n3", 2, 0);
+	rec.rep[0].r.acked = 2;
+	rec.rep[0].r.max_ack = 44; /* it was late: its ranks ran on to step 43 */
+	CU_ASSERT_TRUE(dp_all_acked(&cfg, &rec, &l, &t));
+	CU_ASSERT_EQUAL(t, 45);
+	out.nwrites = 0;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_TRUE(claimed("bind/00000000000000000000/00000000000000000001"));
+	/* ranks past the proposal (the request's own target) are not missing it: nothing is
+	 * counted against a step that is not bound */
+	rec.ck.target = 30;
+	CU_ASSERT_EQUAL(dp_request_target(&rec), -1);
+	/* the slot: pending (no step) until bound */
+	{
+		struct ftbpf_slot_decision x;
+
+		dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+		CU_ASSERT_EQUAL(x.ckpt_state, FTBPF_CK_PENDING);
+		CU_ASSERT_EQUAL(x.ckpt_step, -1);
+		rec.bound = 1;
+		rec.bind_target = 45;
+		dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+		CU_ASSERT_EQUAL(x.ckpt_state, FTBPF_CK_REQUESTED);
+		CU_ASSERT_EQUAL(x.ckpt_step, 45);
+	}
+}
+
+/* rule I3: every rank of a generation resumes from the step it began with, even when a later
+ * checkpoint completes in it; a rank starting while a decision is being made waits for it */
+static void test_resume_per_generation(void)
+{
+	struct ftbpf_slot_decision x;
+
+	reset();
+	rec.run = 2;
+	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2)); /* the run's record not seen yet */
+	rec.run_known = 1;
+	CU_ASSERT_FALSE(dp_settling(&cfg, &rec, &mem, rk, 2));
+	rk[1].exited = 1; /* a local failure not yet decided */
+	rk[1].wait_status = 1 << 8;
+	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2));
+	rk[1].exited = 0;
+	mem.claimed_gen_ms = now.mono_ms; /* a generation claimed */
+	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2));
+	mem.claimed_gen_ms = 0;
+	rec.run_resume = 7;
+	dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+	CU_ASSERT_EQUAL(x.resume_step, 7); /* generation 0: where the run began */
+	rec.gen = 2;
+	rec.g.generation = 2;
+	rec.g.resume_step = 30;
+	rec.last_complete = 60; /* an operator's checkpoint completed in generation 2 */
+	rk[0].generation = 2;
+	dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+	CU_ASSERT_EQUAL(x.resume_step, 30);
+}
+
+/* rule: a completed preemption begins the next generation (not charged to the budget): its
+ * ranks exit by themselves (not signalled), the requeued ones resume from the saved step */
+static void test_preemption_generation(void)
+{
+	struct dp_local l = {.ranks = 2, .max_step = 51};
+	struct dec_gen g;
+
+	reset();
+	cfg.max_restarts = 0;
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	rec.bound = 1;
+	rec.bind_target = 50;
+	rec.ck_done = 1;
+	rec.done_at_ms = now.wall_ms - 5;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_PREEMPTION);
+	CU_ASSERT_EQUAL(g.resume_step, 50);
+	CU_ASSERT_FALSE(g.stop);
+	rec.gen = 1;
+	rec.g = g;
+	out.nacts = 0;
+	dp_observe(&mem, &rec, &now, &out);
+	dp_apply_generation(&cfg, &rec, &mem, rk, 2, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 0);
+	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_RESTART);
+}
+
+/* rule I5: no preemption is lost - one during an operator's checkpoint is that checkpoint; one
+ * while the store is unreachable is claimed when it is back; one overtaken by a failure is said */
+static void test_preemption_pending(void)
+{
+	struct dp_local l = {.ranks = 2, .max_step = 20};
+	struct dp_now t = now;
+	struct dec_gen g;
+	int64_t step;
+
+	reset();
+	rec.ck_n = 1; /* an operator's checkpoint in progress */
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_OPERATOR;
+	CU_ASSERT_EQUAL(dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t,
+					      &step, &out),
+			-EBUSY);
+	CU_ASSERT_NOT_EQUAL(mem.preempt_ms, 0);
+	rec.bound = 1;
+	rec.bind_target = 22;
+	rec.ck_done = 1;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_PREEMPTION);
+	CU_ASSERT_EQUAL(g.resume_step, 22);
+	CU_ASSERT_EQUAL(mem.preempt_ms, 0);
+	/* unreachable: an event now, a claim when it is back */
+	reset();
+	rec.reachable = 0;
+	CU_ASSERT_EQUAL(dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t,
+					      &step, &out),
+			-EAGAIN);
+	CU_ASSERT_EQUAL(count(DP_ACT_UNAVAILABLE), 1);
+	rec.reachable = 1;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_TRUE(claimed("ckpt/"));
+	/* a failure generation first: said why */
+	reset();
+	dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t, &step, &out);
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.cause = DEC_CAUSE_RANK_DIED;
+	out.nacts = 0;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_PREEMPTION_LOST), 1);
+	CU_ASSERT_EQUAL(mem.preempt_ms, 0);
+	/* the store away for longer than any grace: said, not claimed late */
+	reset();
+	rec.reachable = 0;
+	dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &t, &step, &out);
+	rec.reachable = 1;
+	t.mono_ms += 121000;
+	out.nacts = 0;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_PREEMPTION_LOST), 1);
+	CU_ASSERT_FALSE(claimed("ckpt/"));
+}
+
+/* rule: one fault, one generation - a node lost with ranks of an older generation (a host
+ * dying: its ranks' peers failed first and began the generation) is not a new fault */
+static void test_one_fault_one_generation(void)
+{
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.cause = DEC_CAUSE_RANK_DIED;
+	member("n1", 2, 1);
+	member("n3", 2, 0); /* its agent died before it saw generation 1 */
+	dp_vanished(&cfg, &rec, &mem, &now);
+	rec.nmem = 1;
+	dp_vanished(&cfg, &rec, &mem, &now);
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&(struct dec_gen){0}), -ENOENT); /* no second generation */
+	CU_ASSERT_TRUE(claimed("out/00000000000000000001/n3"));	     /* left out of generation 1 */
+	CU_ASSERT_STRING_EQUAL(out.writes[0].value, "{\"ranks\":2}");
+	/* generation 1 runs without n3's 2 ranks: a world of 6 is 4 */
+	{
+		struct dp_local l;
+
+		strcpy(rec.out[0], "n3");
+		rec.out_ranks[0] = 2;
+		rec.nout = 1;
+		rec.ck_n = 1;
+		rec.bound = 1;
+		rec.bind_target = 9;
+		for (int i = 0; i < 2; i++) {
+			rk[i].world_size = 6;
+			rk[i].generation = 1;
+			rk[i].saved = rk[i].step = 9;
+		}
+		dp_local(rk, 2, 9, &l);
+		report("n2", 2, 2);
+		CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+		rec.nout = rec.nrep = rec.ck_n = 0;
+		out.nwrites = 0;
+		dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out); /* not in the store yet */
+		CU_ASSERT_EQUAL(out.nwrites, 1);			 /* claimed again */
+		rec.nout = 1;
+		dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out); /* in it: nothing more */
+		CU_ASSERT_EQUAL(out.nwrites, 1);
+	}
+	/* a node in the current generation that is lost is a new fault */
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	member("n1", 2, 1);
+	member("n3", 2, 1);
+	dp_vanished(&cfg, &rec, &mem, &now);
+	dp_vanished(&cfg, &rec, &mem, &now);
+	rec.nmem = 1;
+	dp_vanished(&cfg, &rec, &mem, &now);
+	CU_ASSERT_EQUAL(mem.nlost, 1);
+}
+
+/* rule: a run - a relaunch is a new run (its budget, history, stop), the restarts its launcher
+ * makes (the same launcher, or a restart count) stay in it; a node joins the latest run */
+static void test_run_choose(void)
+{
+	struct dec_launch mine = {.run = 3, .nlaunchers = 1};
+	int fresh;
+
+	strcpy(mine.launchers[0], "100:5");
+	CU_ASSERT_EQUAL(dp_run_choose(NULL, 0, "100:5", -1, &fresh), 1); /* the first launch */
+	CU_ASSERT_TRUE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(NULL, 3, "100:5", -1, &fresh), 3); /* joins the run */
+	CU_ASSERT_FALSE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 3, "100:5", -1, &fresh), 3); /* its launcher */
+	CU_ASSERT_FALSE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 3, "200:9", -1, &fresh), 4); /* a relaunch */
+	CU_ASSERT_TRUE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 3, "200:9", 1, &fresh), 3); /* a requeue */
+	CU_ASSERT_FALSE(fresh);
+	CU_ASSERT_EQUAL(dp_run_choose(&mine, 4, "200:9", -1, &fresh),
+			4); /* another node began it */
+	CU_ASSERT_FALSE(fresh);
+}
+
+/* rule I1: a job local to its host (torchrun's defaults: master 127.0.0.1:29500 on every
+ * host) never shares decisions with another host's */
+static void test_job_key(void)
+{
+	char k[128];
+
+	dp_job_key("torch:127.0.0.1:29500", "10.0.0.1:7946", k, sizeof(k));
+	CU_ASSERT_STRING_EQUAL(k, "torch:127.0.0.1:29500@10.0.0.1:7946");
+	dp_job_key("torch:localhost:29500", "h2", k, sizeof(k));
+	CU_ASSERT_STRING_EQUAL(k, "torch:localhost:29500@h2");
+	dp_job_key("torch::29500", "h2", k, sizeof(k)); /* no MASTER_ADDR */
+	CU_ASSERT_STRING_EQUAL(k, "torch::29500@h2");
+	dp_job_key("torch:10.1.2.3:29500", "h2", k, sizeof(k)); /* a real master: shared */
+	CU_ASSERT_STRING_EQUAL(k, "torch:10.1.2.3:29500");
+	dp_job_key("torch:myrun", "h2", k, sizeof(k)); /* a run id */
+	CU_ASSERT_STRING_EQUAL(k, "torch:myrun");
+	dp_job_key("torch:127.0.0.1:29500@h1", "h2", k, sizeof(k)); /* scoped already */
+	CU_ASSERT_STRING_EQUAL(k, "torch:127.0.0.1:29500@h1");
+	dp_job_key("slurm:77:0", "h2", k, sizeof(k));
+	CU_ASSERT_STRING_EQUAL(k, "slurm:77:0");
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("decide_policy: invariants", NULL, NULL);
+	CU_add_test(s, "I2: complete by the world size", test_complete_world);
+	CU_add_test(s, "a generation's world", test_generation_world);
+	CU_add_test(s, "acknowledged targets", test_bind);
+	CU_add_test(s, "I3: resume per generation", test_resume_per_generation);
+	CU_add_test(s, "a completed preemption begins a generation", test_preemption_generation);
+	CU_add_test(s, "I5: preemptions not lost", test_preemption_pending);
+	CU_add_test(s, "one fault, one generation", test_one_fault_one_generation);
+	CU_add_test(s, "runs", test_run_choose);
+	CU_add_test(s, "I1: host-local jobs", test_job_key);
+	CU_basic_set_mode(CU_BRM_NORMAL);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return (int)failures;
+}

@@ -1,0 +1,943 @@
+/* The decision policy, pure: see decide_policy.h and docs/decisions.md. */
+#include "lib/decide_policy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CLAIM_RETRY_MS 1000 /* a claim not seen in the store by then is made again */
+/* a preemption is agreed on this long after its signal at most (a scheduler's grace is 30 s to
+ * 2 min): later, an event says it ended in no checkpoint */
+#define DP_PREEMPT_WAIT_MS 120000
+
+/* ---- out ---- */
+static struct dp_act *act(struct dp_out *out, enum dp_act_kind kind, int rank, int sig,
+			  const char *why)
+{
+	struct dp_act *a;
+
+	if (out->nacts == DP_MAX_ACTS)
+		return NULL;
+	a = &out->acts[out->nacts++];
+	a->kind = kind;
+	a->rank = rank;
+	a->sig = sig;
+	snprintf(a->why, sizeof(a->why), "%s", why ? why : "");
+	return a;
+}
+
+/* A write of rel; its value is formatted into the returned slot (NULL: no room). */
+static struct dp_write *write_of(struct dp_out *out, int claim, int leased)
+{
+	struct dp_write *w;
+
+	if (out->nwrites == DP_MAX_PUTS)
+		return NULL;
+	w = &out->writes[out->nwrites];
+	memset(w, 0, sizeof(*w));
+	w->claim = claim;
+	w->leased = leased;
+	return w;
+}
+
+static void commit_write(struct dp_out *out)
+{
+	out->nwrites++;
+}
+
+/* ---- small rules ---- */
+static int loopback(const char *addr, size_t n)
+{
+	return n == 0 || (n >= 4 && !strncmp(addr, "127.", 4)) ||
+	       (n == 3 && !strncmp(addr, "::1", 3)) || (n == 5 && !strncmp(addr, "[::1]", 5)) ||
+	       (n == 9 && !strncmp(addr, "localhost", 9));
+}
+
+void dp_job_key(const char *id, const char *node, char *buf, size_t len)
+{
+	const char *a = id + 6, *port = strrchr(id, ':');
+
+	snprintf(buf, len, "%s", id);
+	if (strncmp(id, "torch:", 6) || strchr(id, '@') || !port || port < a)
+		return;
+	if (loopback(a, (size_t)(port - a)))
+		snprintf(buf, len, "%s@%s", id, node);
+}
+
+int dp_abnormal_exit(const struct dp_config *c, const struct dp_rank *k)
+{
+	int sig = k->wait_status & 0x7f, code = (k->wait_status >> 8) & 0xff;
+
+	if (!k->exited || k->killed_by_agent)
+		return 0;
+	if (sig)
+		return !(k->preempted && (c->preempt_mask & (1ull << sig)));
+	return code != 0 && code != c->restart_exit_code && code != c->stop_exit_code;
+}
+
+int dp_started_since(const struct dp_rank *k, uint64_t mono_ms)
+{
+	if (!k->started_known)
+		return 0;
+	return k->start_ms + 10 >= mono_ms;
+}
+
+int dp_excluded(const struct dec_gen *g, const char *node)
+{
+	for (int i = 0; i < g->nexcluded; i++)
+		if (!strcmp(g->excluded[i], node))
+			return 1;
+	return 0;
+}
+
+int dp_left_out(const struct dp_records *r, const char *node)
+{
+	if (r->gen && dp_excluded(&r->g, node))
+		return 1;
+	for (int i = 0; i < r->nout; i++)
+		if (!strcmp(r->out[i], node))
+			return 1;
+	return 0;
+}
+
+const struct dp_node_member *dp_member(const struct dp_records *r, const char *node)
+{
+	for (int i = 0; i < r->nmem; i++)
+		if (!strcmp(r->mem[i].node, node))
+			return &r->mem[i];
+	return NULL;
+}
+
+uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
+			 const struct dp_memory *m, const struct dp_rank *k)
+{
+	if (r->gen && r->g.stop)
+		return FTBPF_ACT_STOP;
+	if (m->fenced || k->generation < r->gen)
+		return FTBPF_ACT_RESTART;
+	/* a completed preemption checkpoint (after its grace): the ranks that were asked */
+	if (r->ck_done && r->ck.cause == DEC_CAUSE_PREEMPTION &&
+	    (c->preempt_grace_s <= 0 || m->final_claimed) && !dp_started_since(k, m->done_ms))
+		return FTBPF_ACT_RESTART;
+	return FTBPF_ACT_NONE;
+}
+
+int dp_settling(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		const struct dp_rank *ranks, int n)
+{
+	if (m->claimed_gen_ms || (r->run && !r->run_known))
+		return 1;
+	for (int i = 0; i < n; i++) /* a failure here that no generation deals with yet */
+		if (ranks[i].registered && ranks[i].generation == r->gen &&
+		    !(r->gen && r->g.stop) && dp_abnormal_exit(c, &ranks[i]))
+			return 1;
+	return 0;
+}
+
+void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+	     const struct dp_rank *k, struct ftbpf_slot_decision *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->generation = r->gen;
+	x->ckpt_step = r->ck_n && r->bound ? r->bind_target : -1;
+	x->ckpt_id = r->ck_n;
+	x->ckpt_state = !r->ck_n     ? FTBPF_CK_NONE
+			: r->ck_done ? FTBPF_CK_COMPLETE
+			: r->bound   ? FTBPF_CK_REQUESTED
+				     : FTBPF_CK_PENDING;
+	/* I3: every rank of a generation resumes from the step the generation began with */
+	x->resume_step = r->gen ? r->g.resume_step : r->run_resume;
+	x->cause = r->gen ? (uint32_t)r->g.cause : FTBPF_CAUSE_NONE;
+	x->nexcluded = r->gen ? (uint32_t)r->g.nexcluded : 0;
+	for (uint32_t i = 0; i < x->nexcluded; i++)
+		memcpy(x->excluded[i], r->g.excluded[i], DEC_NODE_LEN);
+	x->action = dp_told_to_exit(c, r, m, k);
+	x->exit_code =
+	    (uint32_t)(x->action == FTBPF_ACT_STOP ? c->stop_exit_code : c->restart_exit_code);
+}
+
+int64_t dp_request_target(const struct dp_records *r)
+{
+	return r->ck_n && !r->ck_done && r->bound ? r->bind_target : -1;
+}
+
+void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->max_step = l->max_ack = -1;
+	for (int i = 0; i < n; i++) {
+		const struct dp_rank *k = &ranks[i];
+		int saved = target >= 0 && k->has_slot && k->saved >= target && k->saved_here;
+
+		if (k->world_size > l->world)
+			l->world = k->world_size;
+		if (k->exited) {
+			l->saved += saved; /* it saved, then ended: its save counts (I2) */
+			continue;
+		}
+		l->live++;
+		if (!k->has_slot)
+			continue;
+		l->ranks++;
+		l->saved += saved;
+		if (k->step > l->max_step)
+			l->max_step = k->step;
+		if (k->ack >= 0) {
+			l->acked++;
+			if (k->ack > l->max_ack)
+				l->max_ack = k->ack;
+		}
+		if (target >= 0 && k->step > target && k->saving < target && !saved)
+			l->missed++;
+	}
+}
+
+void dp_step_rate(struct dp_memory *m, const struct dp_local *l, const struct dp_now *now)
+{
+	if (l->world > 0)
+		m->world = l->world;
+	if (l->max_step < 0)
+		return;
+	if (m->step_prev_ms && now->mono_ms > m->step_prev_ms + 500 &&
+	    (uint64_t)l->max_step >= m->step_prev) {
+		double rate = (double)((uint64_t)l->max_step - m->step_prev) * 1000.0 /
+			      (double)(now->mono_ms - m->step_prev_ms);
+
+		m->steps_per_s = m->steps_per_s ? 0.7 * m->steps_per_s + 0.3 * rate : rate;
+	}
+	if (!m->step_prev_ms || now->mono_ms > m->step_prev_ms + 500) {
+		m->step_prev = (uint64_t)l->max_step;
+		m->step_prev_ms = now->mono_ms;
+	}
+}
+
+int dp_margin(const struct dp_config *c, const struct dp_memory *m)
+{
+	double latency = c->shared ? 1.0 : 0.5;
+	double x = m->steps_per_s * latency * (double)(1 << (m->retargets > 6 ? 6 : m->retargets));
+
+	return x + 1 > c->margin ? (int)(x + 1) : c->margin;
+}
+
+/* The nodes counted for the request: members with ranks the generation does not leave out. */
+static int counted(const struct dp_config *c, const struct dp_records *r,
+		   const struct dp_node_member *m)
+{
+	(void)c;
+	return m->m.ranks > 0 && !m->m.excluded && !dp_left_out(r, m->node);
+}
+
+static const struct dec_report *report_of(const struct dp_records *r, const char *node)
+{
+	for (int k = 0; k < r->nrep; k++)
+		if (!strcmp(r->rep[k].node, node))
+			return &r->rep[k].r;
+	return NULL;
+}
+
+/* The world size of the current generation, from what its ranks report (0 unknown): the
+ * generation's own (its left-out nodes' ranks taken away), less the ranks of nodes lost since
+ * as part of the fault that began it, when the ranks still say more. */
+static int gen_world(const struct dp_records *r, int w)
+{
+	int base = w;
+
+	if (r->gen && r->g.world > 0 && (base <= 0 || r->g.world < base))
+		base = r->g.world;
+	for (int i = 0; base > 0 && i < r->nout; i++)
+		base -= r->out_ranks[i];
+	if (base < 0)
+		base = 0;
+	return w > 0 && base > w ? w : base;
+}
+
+/* The job's world size: as its nodes' ranks report it (WORLD_SIZE), or smaller when the
+ * generation left nodes out and their ranks' launchers were not told (0 unknown). */
+static int world_of(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
+{
+	int w = l->world;
+
+	for (int k = 0; k < r->nrep; k++)
+		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.world > w)
+			w = r->rep[k].r.world;
+	return gen_world(r, w);
+}
+
+/* The ranks node had when it was left out (a lost node's, or its member record's). */
+static int ranks_of(const struct dp_records *r, const struct dp_memory *m, const char *node)
+{
+	const struct dp_node_member *x = dp_member(r, node);
+
+	for (int i = 0; i < m->nlost; i++)
+		if (!strcmp(m->lost[i], node))
+			return m->lost_ranks[i];
+	return x ? x->m.ranks : 0;
+}
+
+int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
+{
+	int all = 1, nodes = 0, world = world_of(c, r, l), saved = l->saved;
+
+	if (!r->ck_n || !r->bound)
+		return 0;
+	if (world > 0) { /* I2: every rank of the world, on every node, live or not */
+		for (int k = 0; k < r->nrep; k++)
+			if (strcmp(r->rep[k].node, c->node))
+				saved += r->rep[k].r.saved;
+		return saved >= world;
+	}
+	for (int i = 0; i < r->nmem; i++) {
+		const struct dp_node_member *m = &r->mem[i];
+		const struct dec_report *x = report_of(r, m->node);
+		int ok = x && x->ranks > 0 && x->saved >= x->ranks;
+
+		if (!counted(c, r, m))
+			continue;
+		nodes++;
+		if (!strcmp(m->node, c->node))
+			ok = l->ranks > 0 && l->saved >= l->ranks;
+		all &= ok;
+	}
+	return nodes && all;
+}
+
+int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
+		 int64_t *ret_target)
+{
+	int world = world_of(c, r, l), acked = l->acked, all = 1, nodes = 0;
+	int64_t top = l->max_ack;
+
+	for (int k = 0; k < r->nrep; k++) {
+		const struct dec_report *x = &r->rep[k].r;
+
+		if (!strcmp(r->rep[k].node, c->node))
+			continue;
+		acked += x->acked;
+		if (x->max_ack > top)
+			top = x->max_ack;
+	}
+	if (world > 0) {
+		all = acked >= world;
+		nodes = 1;
+	} else {
+		for (int i = 0; i < r->nmem; i++) {
+			const struct dp_node_member *m = &r->mem[i];
+			const struct dec_report *x = report_of(r, m->node);
+
+			if (!counted(c, r, m))
+				continue;
+			nodes++;
+			if (!strcmp(m->node, c->node))
+				all &= l->ranks > 0 && l->acked >= l->ranks;
+			else
+				all &= x && x->ranks > 0 && x->acked >= x->ranks;
+		}
+	}
+	*ret_target = (top < 0 ? 0 : top) + 1;
+	return nodes && all;
+}
+
+uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
+		       int restart_count, int *ret_new)
+{
+	*ret_new = 0;
+	if (mine && mine->run <= cur)
+		for (int i = 0; i < mine->nlaunchers; i++)
+			if (!strcmp(mine->launchers[i], launcher))
+				return mine->run; /* its launcher restarted it: the same run */
+	if (cur && restart_count > 0)
+		return cur; /* a requeue (TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT) */
+	if (cur && !(mine && mine->run == cur))
+		return cur; /* this node has not launched in the latest run: it joins it */
+	*ret_new = 1;	    /* a relaunch here (or the first launch anywhere) */
+	return cur + 1;
+}
+
+static int in_list(const struct dec_gen *g, const char *node)
+{
+	return dp_excluded(g, node);
+}
+
+void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		  const struct dp_now *now, struct dec_gen *g)
+{
+	if (g->cause == DEC_CAUSE_NODE_DEAD && *g->node)
+		snprintf(g->excluded[g->nexcluded++], DEC_NODE_LEN, "%s", g->node);
+	for (int i = 0; i < m->nlost && g->nexcluded < DEC_MAX_EXCLUDED; i++)
+		if (!in_list(g, m->lost[i]) && strcmp(m->lost[i], c->node) &&
+		    now->mono_ms - m->lost_ms[i] >= (uint64_t)(c->recovery_wait_s * 1000))
+			snprintf(g->excluded[g->nexcluded++], DEC_NODE_LEN, "%s", m->lost[i]);
+	for (int i = 0; i < r->nmem && g->nexcluded < DEC_MAX_EXCLUDED; i++)
+		if (r->mem[i].m.excluded && !in_list(g, r->mem[i].node))
+			snprintf(g->excluded[g->nexcluded++], DEC_NODE_LEN, "%s", r->mem[i].node);
+	/* a node that decides alone has nowhere else to run: it never leaves itself out */
+	if (*g->node && g->cause != DEC_CAUSE_NODE_DEAD && g->nexcluded < DEC_MAX_EXCLUDED &&
+	    c->shared && !in_list(g, g->node)) {
+		int faults = 1;
+
+		for (int i = 0; i < r->nfault; i++)
+			faults += !strcmp(r->fault_node[i], g->node);
+		if (faults >= c->node_fault_limit)
+			snprintf(g->excluded[g->nexcluded++], DEC_NODE_LEN, "%s", g->node);
+	}
+}
+
+int dp_is_preemption(const struct dp_config *c, const struct dp_records *r,
+		     const struct dp_memory *m, const struct dp_rank *ranks, int n, int k, int sig,
+		     uint32_t sender_pid, uint32_t agent_pid)
+{
+	/* from outside: not the agent, not the process itself (raise(), or the kernel's timer
+	 * enforcement, which signals from the process's own context) */
+	if (sig <= 0 || sig > 63 || !(c->preempt_mask & (1ull << sig)) || sender_pid == 0 ||
+	    sender_pid == agent_pid || sender_pid == (uint32_t)ranks[k].pid)
+		return 0;
+	/* not a preemption: the launcher the agent stopped (a failed health check, left out)
+	 * passing the SIGTERM on to its workers */
+	if (m->stopped_launcher && sender_pid == m->stopped_launcher)
+		return -1;
+	/* not a preemption: a launcher ending its workers after a failure, or after ranks were
+	 * told to exit (a decided restart or stop, a completed preemption: a launcher takes their
+	 * exit 42 for a failure too) */
+	for (int i = 0; i < n; i++) {
+		const struct dp_rank *x = &ranks[i];
+
+		if (x->exited ? x->generation == r->gen && dp_abnormal_exit(c, x)
+			      : dp_told_to_exit(c, r, m, x) != FTBPF_ACT_NONE)
+			return -1;
+	}
+	return 1;
+}
+
+/* ---- claims ---- */
+void dp_claim_ckpt(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		   int64_t target, enum dec_cause cause, const char *why, const struct dp_now *now,
+		   struct dp_out *out)
+{
+	struct dec_ckpt ck = {.generation = r->gen,
+			      .id = r->ck_n + 1,
+			      .target = target,
+			      .cause = cause,
+			      .at_ms = now->wall_ms};
+	struct dp_write *w;
+
+	if (m->claimed_ck_ms && now->mono_ms - m->claimed_ck_ms < CLAIM_RETRY_MS)
+		return;
+	if (!(w = write_of(out, 1, 0)))
+		return;
+	snprintf(ck.by, sizeof(ck.by), "%s", c->node);
+	snprintf(ck.why, sizeof(ck.why), "%s", why);
+	dec_key_ckpt(w->rel, sizeof(w->rel), ck.generation, ck.id);
+	if (dec_ckpt_format(&ck, w->value, sizeof(w->value)) == 0) {
+		commit_write(out);
+		m->claimed_ck_ms = now->mono_ms;
+	}
+}
+
+void dp_claim_gen(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		  enum dec_cause cause, const char *node, uint64_t fault_wall_ms, const char *why,
+		  const struct dp_now *now, struct dp_out *out)
+{
+	struct dec_gen g = {.generation = r->gen + 1,
+			    .cause = cause,
+			    .resume_step = r->last_complete,
+			    .at_ms = fault_wall_ms};
+	struct dp_write *w;
+
+	if (m->claimed_gen_ms && now->mono_ms - m->claimed_gen_ms < CLAIM_RETRY_MS)
+		return;
+	if (!(w = write_of(out, 1, 0)))
+		return;
+	if (r->ck_done && r->bound && r->bind_target > g.resume_step)
+		g.resume_step = r->bind_target; /* the last complete one */
+	snprintf(g.node, sizeof(g.node), "%s", node ? node : "");
+	snprintf(g.by, sizeof(g.by), "%s", c->node);
+	snprintf(g.why, sizeof(g.why), "%s", why);
+	g.stop =
+	    cause != DEC_CAUSE_PREEMPTION &&
+	    dec_budget_spent(r->fail_at, r->nfail, g.at_ms, c->max_restarts, c->restart_window_s);
+	dp_leave_out(c, r, m, now, &g);
+	/* the world it runs with: the last one, less the ranks of the nodes it newly leaves out */
+	g.world = gen_world(r, m->world);
+	for (int i = 0; g.world > 0 && i < g.nexcluded; i++)
+		if (!dp_left_out(r, g.excluded[i]))
+			g.world -= ranks_of(r, m, g.excluded[i]);
+	if (g.world < 0)
+		g.world = 0;
+	dec_key_gen(w->rel, sizeof(w->rel), g.generation);
+	if (dec_gen_format(&g, w->value, sizeof(w->value)) == 0) {
+		commit_write(out);
+		m->claimed_gen_ms = now->mono_ms;
+	}
+}
+
+/* ---- one look ---- */
+static void forget_lost(struct dp_memory *m, int i)
+{
+	m->nlost--;
+	m->lost_ms[i] = m->lost_ms[m->nlost];
+	m->lost_wall[i] = m->lost_wall[m->nlost];
+	m->lost_gen[i] = m->lost_gen[m->nlost];
+	m->lost_ranks[i] = m->lost_ranks[m->nlost];
+	memcpy(m->lost[i], m->lost[m->nlost], DEC_NODE_LEN);
+}
+
+static void forget_suspect(struct dp_memory *m, int i)
+{
+	m->nsuspect--;
+	m->suspect_ms[i] = m->suspect_ms[m->nsuspect];
+	memcpy(m->suspect[i], m->suspect[m->nsuspect], DEC_NODE_LEN);
+}
+
+void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp_now *now,
+		struct dp_out *out)
+{
+	if (r->gen > m->seen_gen) {
+		m->seen_gen = r->gen;
+		m->gen_seen_ms = now->mono_ms;
+		m->claimed_gen_ms = 0;
+		act(out, DP_ACT_LOG_DECISION, -1, 0, "generation");
+		/* the losses it left out are dealt with (a node lost again later is a new loss) */
+		for (int i = 0; i < m->nlost;)
+			if (dp_excluded(&r->g, m->lost[i]))
+				forget_lost(m, i);
+			else
+				i++;
+	}
+	if (r->ck_n && r->gen * 1000000 + r->ck_n > m->seen_ck) {
+		m->seen_ck = r->gen * 1000000 + r->ck_n;
+		m->claimed_ck_ms = 0;
+		m->req_ms = m->req_ms ? m->req_ms : now->mono_ms;
+		act(out, DP_ACT_LOG_DECISION, -1, 0, "checkpoint");
+	}
+	if (r->ck_done && r->gen * 1000000 + r->ck_n > m->seen_done) {
+		m->seen_done = r->gen * 1000000 + r->ck_n;
+		if (!m->done_ms)
+			m->done_ms = now->mono_ms;
+		act(out, DP_ACT_LOG_DECISION, -1, 0, "checkpoint_complete");
+	}
+}
+
+static int other_members(const struct dp_config *c, const struct dp_records *r)
+{
+	for (int i = 0; i < r->nmem; i++)
+		if (r->mem[i].m.ranks > 0 && strcmp(r->mem[i].node, c->node))
+			return 1;
+	return 0;
+}
+
+int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+	     struct dp_rank *ranks, int n, struct dp_out *out)
+{
+	if (!c->shared)
+		return 0;
+	if (r->reachable) {
+		if (m->held)
+			act(out, DP_ACT_HOLD, -1, 0, "the store is reachable again");
+		m->fenced = m->held = 0;
+		return 0;
+	}
+	if (m->fenced)
+		return 1;
+	if (!other_members(c, r))
+		return 0;
+	if (!m->held && r->unreachable_ms >= (uint64_t)(c->hold_after_s * 1000)) {
+		m->held = 1; /* I6: before the others may act without us (our lease runs out) */
+		act(out, DP_ACT_HOLD, -1, 1, "the store cannot be reached");
+	}
+	if (r->unreachable_ms < (uint64_t)(c->fence_after_s * 1000))
+		return m->held;
+	m->fenced = 1;
+	act(out, DP_ACT_FENCED, -1, 0, "");
+	for (int i = 0; i < n; i++)
+		if (!ranks[i].exited) {
+			ranks[i].killed_by_agent = 1;
+			act(out, DP_ACT_SIGNAL, i, 15, "fenced");
+		}
+	return 1;
+}
+
+void dp_member_record(const struct dp_config *c, const struct dp_records *r,
+		      const struct dp_memory *m, const struct dp_local *l, int64_t lease,
+		      struct dp_out *out)
+{
+	struct dec_member me = {.ranks = l->ranks,
+				.generation = r->gen,
+				.excluded = m->health_failed,
+				.lease = lease,
+				.lease_ttl_s = c->lease_ttl_s};
+	struct dp_write *w;
+
+	if (!l->ranks && !dp_member(r, c->node))
+		return;
+	if (!(w = write_of(out, 0, 1)))
+		return;
+	dec_key_member(w->rel, sizeof(w->rel), c->node);
+	if (dec_member_format(&me, w->value, sizeof(w->value)) == 0)
+		commit_write(out);
+}
+
+/* Node is lost since now; gen: the generation its ranks were in. A node lost with ranks of an
+ * older generation than the current one is part of the fault that began it (a host dying: its
+ * ranks' peers failed first), not a new one: one fault, one generation (a node that rejoined
+ * since, with ranks of this generation, is a new loss). */
+static void lost_node(struct dp_memory *m, const struct dp_records *r, const char *node,
+		      uint64_t gen, int ranks, uint64_t mono_ms, uint64_t wall_ms)
+{
+	if (dp_left_out(r, node) && gen < r->gen)
+		return; /* dealt with */
+	for (int i = 0; i < m->nlost; i++)
+		if (!strcmp(m->lost[i], node))
+			return;
+	if (m->nlost < DP_MAX_NODES) {
+		snprintf(m->lost[m->nlost], DEC_NODE_LEN, "%s", node);
+		m->lost_gen[m->nlost] = gen;
+		m->lost_ranks[m->nlost] = ranks;
+		m->lost_wall[m->nlost] = wall_ms;
+		m->lost_ms[m->nlost++] = mono_ms;
+	}
+}
+
+void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		 const struct dp_now *now)
+{
+	int n = 0;
+
+	for (int i = 0; i < m->nprev; i++)
+		if (!dp_member(r, m->prev_mem[i]) && strcmp(m->prev_mem[i], c->node))
+			lost_node(m, r, m->prev_mem[i], m->prev_gen[i], m->prev_ranks[i],
+				  now->mono_ms, now->wall_ms);
+	for (int i = 0; i < r->nmem && n < DP_MAX_NODES; i++)
+		if (r->mem[i].m.ranks > 0) {
+			m->prev_gen[n] = r->mem[i].m.generation;
+			m->prev_ranks[n] = r->mem[i].m.ranks;
+			snprintf(m->prev_mem[n++], DEC_NODE_LEN, "%s", r->mem[i].node);
+		}
+	m->nprev = n;
+	/* a lost node that is back (its member key again: its agent reaches the store) is not
+	 * lost any more (with a shared store: the mesh alone does not make a node lost) */
+	for (int i = 0; i < m->nlost;) {
+		if (c->shared && dp_member(r, m->lost[i])) {
+			forget_lost(m, i);
+			continue;
+		}
+		i++;
+	}
+}
+
+static int suspected(const struct dp_memory *m, const char *node)
+{
+	for (int i = 0; i < m->nsuspect; i++)
+		if (!strcmp(m->suspect[i], node))
+			return 1;
+	return 0;
+}
+
+void dp_peer_dead(struct dp_memory *m, const struct dp_records *r, const char *node,
+		  const struct dp_now *now)
+{
+	const struct dp_node_member *x = dp_member(r, node);
+
+	/* the node's lease has the last word (the mesh may have taken another's word, or lost
+	 * only UDP): suspect it, and read its lease. Only etcd holds other nodes' members, with
+	 * leases: a node deciding alone has no member to lose. */
+	if (x && x->m.ranks > 0 && x->m.lease > 0 && m->nsuspect < DP_MAX_NODES &&
+	    !suspected(m, node)) {
+		snprintf(m->suspect[m->nsuspect], DEC_NODE_LEN, "%s", node);
+		m->suspect_ms[m->nsuspect++] = now->mono_ms;
+	}
+}
+
+void dp_peer_alive(struct dp_memory *m, const char *node)
+{
+	for (int s = 0; s < m->nsuspect; s++)
+		if (!strcmp(m->suspect[s], node)) {
+			forget_suspect(m, s);
+			break;
+		}
+	for (int l = 0; l < m->nlost; l++)
+		if (!strcmp(m->lost[l], node)) {
+			forget_lost(m, l);
+			break;
+		}
+}
+
+/*
+ * I6: a node is lost when its lease expired, never sooner: an agent paused or restarted for
+ * less than the lease's TTL keeps its node (the mesh's suspicion only makes us read the lease
+ * until it expires or the mesh sees the node again).
+ */
+void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
+			 const struct dp_lease *leases, const struct dp_now *now)
+{
+	struct dp_lease l[DP_MAX_NODES];
+	int n = m->nsuspect;
+
+	memcpy(l, leases, sizeof(l[0]) * (size_t)n);
+	for (int i = 0; i < m->nsuspect;) {
+		const struct dp_node_member *x = dp_member(r, m->suspect[i]);
+
+		if (!x || x->m.lease <= 0 || now->mono_ms - m->suspect_ms[i] > 60000) {
+			l[i] = l[m->nsuspect - 1];
+			forget_suspect(m, i); /* gone (dp_vanished has it), or given up */
+			continue;
+		}
+		if (l[i].known && l[i].at_mono >= m->suspect_ms[i] && l[i].left_s < 0) {
+			/* lost since the mesh said so */
+			lost_node(m, r, m->suspect[i], x->m.generation, x->m.ranks,
+				  m->suspect_ms[i],
+				  now->wall_ms - (now->mono_ms - m->suspect_ms[i]));
+			l[i] = l[m->nsuspect - 1];
+			forget_suspect(m, i);
+			continue;
+		}
+		i++;
+	}
+}
+
+void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+			 struct dp_rank *ranks, int n, struct dp_out *out)
+{
+	int left_out = r->gen && dp_excluded(&r->g, c->node), older = 0;
+	uint64_t since = m->gen_seen_ms ? m->gen_seen_ms : UINT64_MAX; /* unseen: none is new */
+
+	uint64_t prev = m->applied_gen;
+
+	if (m->applied_gen >= r->gen)
+		return;
+	m->applied_gen = r->gen;
+	/* I7: ranks started since the fault are of the new generation, on this host's monotonic
+	 * clock: since it saw the decision, or since a rank here of the generation it ends failed
+	 * on its own (what a launcher restarts its ranks after, before the decision reached us;
+	 * not a failure of an earlier generation, already dealt with) */
+	for (int i = 0; i < n; i++)
+		if (ranks[i].exited && ranks[i].exit_ms && ranks[i].generation >= prev &&
+		    ranks[i].generation < r->gen && ranks[i].exit_ms < since &&
+		    dp_abnormal_exit(c, &ranks[i]))
+			since = ranks[i].exit_ms;
+	m->final_claimed = 0;
+	m->req_ms = m->done_ms = 0;
+	m->retargets = 0;
+	m->launcher_stopped = 0;
+	for (int i = 0; i < n; i++) {
+		struct dp_rank *k = &ranks[i];
+
+		if (k->exited || k->generation >= r->gen)
+			continue;
+		if (!r->g.stop && dp_started_since(k, since)) {
+			/* restarted after the fault: of the new generation */
+			k->generation = r->gen;
+			continue;
+		}
+		if (r->g.cause == DEC_CAUSE_PREEMPTION)
+			continue; /* they saved and exit by themselves (their slot says so) */
+		k->killed_by_agent = 1;
+		act(out, DP_ACT_SIGNAL, i, 15, r->g.stop ? "stop" : "restart");
+		older = 1;
+	}
+	/* left out, or the end: stop the launcher of the ranks that were in the job, if ended
+	 * here now (a node that comes back later, with ranks of the new generation, rejoins; an
+	 * agent restarted after the decision has nothing to stop) */
+	if (older && (left_out || r->g.stop))
+		act(out, DP_ACT_STOP_LAUNCHER, -1, 0, left_out ? "left_out" : "stop");
+	else if (!r->g.stop && c->health_check && r->g.cause != DEC_CAUSE_PREEMPTION)
+		act(out, DP_ACT_HEALTH_CHECK, -1, 0, "");
+}
+
+void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		 struct dp_rank *ranks, int n, int hard, const char *hard_why,
+		 const struct dp_now *now, struct dp_out *out)
+{
+	char why[DEC_WHY_LEN];
+
+	for (int i = 0; i < n; i++) {
+		struct dp_rank *k = &ranks[i];
+		int sig = k->wait_status & 0x7f;
+
+		/* claimed until a generation that deals with it is in the store (a claim that
+		 * expired while the store was away is made again: a failure is not one-shot) */
+		if (k->generation != r->gen || !k->registered || !dp_abnormal_exit(c, k))
+			continue;
+		k->fail_seen = 1;
+		snprintf(why, sizeof(why), "rank %d (pid %d) on %s ended: %s %d", k->rank, k->pid,
+			 c->node, sig ? "signal" : "exit code",
+			 sig ? sig : (k->wait_status >> 8) & 0xff);
+		dp_claim_gen(c, r, m, DEC_CAUSE_RANK_DIED, c->node,
+			     k->exit_wall_ms ? k->exit_wall_ms : now->wall_ms, why, now, out);
+		return;
+	}
+	if (hard && m->applied_gen == r->gen) {
+		m->hang_claimed = r->gen + 1;
+		snprintf(why, sizeof(why), "hard timeout on %.31s: %.60s", c->node,
+			 hard_why ? hard_why : "");
+		dp_claim_gen(c, r, m, DEC_CAUSE_HANG, c->node, now->wall_ms, why, now, out);
+		return;
+	}
+	/* members lost: their lease expired, or the mesh declared them dead and their lease
+	 * confirmed it (both witnessed by the store: no wait for a refutation) */
+	for (int i = 0; i < m->nlost; i++) {
+		if (!strcmp(m->lost[i], c->node) ||
+		    now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000))
+			continue;
+		if (m->lost_gen[i] < r->gen) {
+			/* lost with ranks of an older generation: part of the fault that began this
+			 * one (a host dying: its ranks' peers failed first). One fault, one
+			 * generation: it is left out of this one as it runs */
+			struct dp_write *w;
+
+			if (!dp_left_out(r, m->lost[i]) && (w = write_of(out, 1, 0))) {
+				dec_key_out(w->rel, sizeof(w->rel), r->gen, m->lost[i]);
+				snprintf(w->value, sizeof(w->value), "{\"ranks\":%d}",
+					 m->lost_ranks[i]);
+				commit_write(out);
+			}
+			continue;
+		}
+		snprintf(why, sizeof(why), "node %s was lost", m->lost[i]);
+		dp_claim_gen(c, r, m, DEC_CAUSE_NODE_DEAD, m->lost[i], m->lost_wall[i], why, now,
+			     out);
+		return;
+	}
+}
+
+/* The request is complete (and its grace over): a preemption's ranks exit now, and the next
+ * generation begins there, so that every rank of it resumes from that step (I3). */
+static void preemption_done(const struct dp_config *c, const struct dp_records *r,
+			    struct dp_memory *m, const struct dp_now *now, struct dp_out *out)
+{
+	char why[DEC_WHY_LEN];
+
+	snprintf(why, sizeof(why), "preempted: every rank saved step %lld",
+		 (long long)r->bind_target);
+	m->preempt_ms = 0;
+	dp_claim_gen(c, r, m, DEC_CAUSE_PREEMPTION, "",
+		     r->done_at_ms ? r->done_at_ms : now->wall_ms, why, now, out);
+}
+
+void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *r,
+			    struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
+			    struct dp_out *out)
+{
+	struct dec_report rep = {.ranks = l->ranks,
+				 .saved = l->saved,
+				 .max_step = l->max_step,
+				 .world = l->world,
+				 .acked = l->acked,
+				 .max_ack = l->max_ack,
+				 .missed = l->missed};
+	struct dp_write *w;
+	int64_t target;
+
+	if (!r->ck_n || r->ck_done) {
+		if (!r->ck_done || r->ck.cause != DEC_CAUSE_PREEMPTION)
+			return;
+		/* a preemption with a grace period: a last save before it ends */
+		if (!m->final_claimed && c->preempt_grace_s > 0 && m->req_ms && m->done_ms) {
+			uint64_t took = m->done_ms - m->req_ms;
+			uint64_t at = m->req_ms + (uint64_t)(c->preempt_grace_s * 1000);
+
+			at = at > 2 * took ? at - 2 * took : m->done_ms;
+			if (now->mono_ms >= at) {
+				m->final_claimed = 1;
+				m->retargets = 0;
+				dp_claim_ckpt(c, r, m, dec_target(l->max_step, dp_margin(c, m)),
+					      DEC_CAUSE_PREEMPTION,
+					      "final save before the grace ends", now, out);
+			}
+			return;
+		}
+		if (c->preempt_grace_s <= 0 || m->final_claimed)
+			preemption_done(c, r, m, now, out);
+		return;
+	}
+	if ((l->ranks || l->saved) && (w = write_of(out, 0, 0))) {
+		dec_key_report(w->rel, sizeof(w->rel), r->gen, r->ck_n, c->node);
+		if (dec_report_format(&rep, w->value, sizeof(w->value)) == 0)
+			commit_write(out);
+	}
+	if (!r->bound) { /* acknowledged by every rank: none is past the step bound now */
+		if (dp_all_acked(c, r, l, &target) && (w = write_of(out, 1, 0))) {
+			struct dec_bind b = {target, now->wall_ms};
+
+			dec_key_bind(w->rel, sizeof(w->rel), r->gen, r->ck_n);
+			if (dec_bind_format(&b, w->value, sizeof(w->value)) == 0)
+				commit_write(out);
+		}
+		return;
+	}
+	if (l->missed) { /* a rank ran past it (it waited too long for the step): a new request */
+		m->retargets++;
+		dp_claim_ckpt(c, r, m, dec_target(l->max_step, dp_margin(c, m)), r->ck.cause,
+			      "re-targeted: a rank was past the step", now, out);
+		return;
+	}
+	if (dp_complete(c, r, l) && (w = write_of(out, 1, 0))) {
+		struct dec_done done = {r->bind_target, now->wall_ms};
+
+		dec_key_done(w->rel, sizeof(w->rel), r->gen, r->ck_n);
+		if (dec_done_format(&done, w->value, sizeof(w->value)) == 0)
+			commit_write(out);
+	}
+}
+
+int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
+			  struct dp_memory *m, const struct dp_local *l, enum dec_cause cause,
+			  const char *why, const struct dp_now *now, int64_t *ret_step,
+			  struct dp_out *out)
+{
+	if (cause == DEC_CAUSE_PREEMPTION && !m->preempt_ms) {
+		m->preempt_ms = now->mono_ms; /* I5: until a checkpoint is complete for it */
+		m->preempt_gen = r->gen;
+		m->preempt_ck = r->ck_n && !r->ck_done ? r->ck_n : r->ck_n + 1; /* one that began */
+	}
+	if (r->ck_n && !r->ck_done)
+		return -EBUSY; /* one is in progress: a signal joins it (and waits for its end) */
+	if (!r->reachable) {
+		act(out, DP_ACT_UNAVAILABLE, -1, 0, "the decision store cannot be reached");
+		return -EAGAIN;
+	}
+	if (cause == DEC_CAUSE_PREEMPTION) {
+		m->req_ms = now->mono_ms;
+		m->done_ms = 0;
+		m->final_claimed = 0;
+	}
+	m->retargets = 0;
+	m->claimed_ck_ms = 0;
+	*ret_step = dec_target(l->max_step, dp_margin(c, m));
+	dp_claim_ckpt(c, r, m, *ret_step, cause, why, now, out);
+	return 0;
+}
+
+void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r,
+			   struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
+			   struct dp_out *out)
+{
+	char why[DEC_WHY_LEN];
+	int64_t step;
+
+	if (!m->preempt_ms)
+		return;
+	if (now->mono_ms - m->preempt_ms > DP_PREEMPT_WAIT_MS) { /* its grace is long over */
+		act(out, DP_ACT_PREEMPTION_LOST, -1, 0,
+		    "no checkpoint could be agreed within 120 s of the signal");
+		m->preempt_ms = 0;
+		return;
+	}
+	if (r->gen > m->preempt_gen) { /* the job restarts without the checkpoint */
+		snprintf(why, sizeof(why),
+			 "generation %llu (%s) was decided first: the job resumes from step %lld",
+			 (unsigned long long)r->gen, dec_cause_name(r->g.cause),
+			 (long long)r->g.resume_step);
+		if (r->g.cause != DEC_CAUSE_PREEMPTION)
+			act(out, DP_ACT_PREEMPTION_LOST, -1, 0, why);
+		m->preempt_ms = 0;
+		return;
+	}
+	if (r->ck_n >= m->preempt_ck && r->ck_done) { /* complete (an operator's too): its own */
+		m->final_claimed = 1;
+		preemption_done(c, r, m, now, out);
+		return;
+	}
+	if (!r->ck_n || (r->ck_done && r->ck_n < m->preempt_ck))
+		dp_request_checkpoint(c, r, m, l, DEC_CAUSE_PREEMPTION, "preemption signal", now,
+				      &step, out);
+}

@@ -1,0 +1,319 @@
+/*
+ * The decision policy, pure: no I/O, no clock of its own, no process. The agent
+ * (agent/decide*.c) gathers the inputs - what the store holds for a job (struct dp_records),
+ * what the job's local ranks do (struct dp_rank, read from their slots and the kernel's
+ * events), the clocks (struct dp_now) - calls the rules below, and carries out what they
+ * return (struct dp_out: records to claim or put, signals, the launcher, events). What the
+ * decider remembers of a job between two looks is struct dp_memory; only these rules change
+ * it. Every rule named in docs/decisions.md is one function here with a unit test
+ * (tests/unit/test_decide_policy.c).
+ */
+#ifndef FTBPF_DECIDE_POLICY_H
+#define FTBPF_DECIDE_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftbpf/slot.h"
+#include "lib/decisions.h"
+
+#define DP_MAX_NODES 64
+#define DP_MAX_GENS  256
+#define DP_MAX_ACTS  512
+#define DP_MAX_PUTS  8
+
+/* The clocks of one look: intervals use mono (I7); wall only stamps records that other hosts
+ * read (when a fault happened). */
+struct dp_now {
+	uint64_t mono_ms;
+	uint64_t wall_ms;
+};
+
+struct dp_config {
+	char node[DEC_NODE_LEN]; /* this node */
+	int shared;		 /* the store is shared with other nodes (etcd) */
+	uint64_t preempt_mask;	 /* signals that mean preemption (bit n: signal n) */
+	int margin;		 /* checkpoint_margin */
+	int restart_exit_code, stop_exit_code;
+	double preempt_grace_s;
+	int max_restarts; /* per restart_window_s; -1 no limit */
+	double restart_window_s;
+	int node_fault_limit;
+	double recovery_wait_s;
+	double fence_after_s;
+	int lease_ttl_s;
+	int health_check; /* a health check is configured */
+	/* cut off from the shared store this long, a node holds its ranks (I6: before the others
+	 * may act without it, when its lease runs out); fence_after_s later it ends them */
+	double hold_after_s;
+};
+
+struct dp_node_report {
+	char node[DEC_NODE_LEN];
+	struct dec_report r;
+};
+
+struct dp_node_member {
+	char node[DEC_NODE_LEN];
+	struct dec_member m;
+};
+
+/* What another agent's lease had left, as read from the store (lease_left). */
+struct dp_lease {
+	int known;	  /* 0: nothing recent (a read was asked for) */
+	int64_t left_s;	  /* -1: expired */
+	uint64_t at_mono; /* when it was read */
+};
+
+/* What the store holds for the job (read each look). */
+struct dp_records {
+	int reachable;		 /* the store answered recently */
+	uint64_t unreachable_ms; /* for how long it has not (mono), 0 reachable */
+	uint64_t run;		 /* the run these records are of (0: none yet) */
+	int64_t run_resume;	 /* where the run began: the job's last complete checkpoint */
+	int run_known;		 /* the run's record is in the store (else run_resume is not) */
+	uint64_t gen;		 /* the current generation (0: the first) */
+	struct dec_gen g;	 /* how it began (when gen > 0) */
+	uint64_t fail_at[DP_MAX_GENS]; /* when each failure generation was decided (wall) */
+	int nfail;
+	char fault_node[DP_MAX_GENS][DEC_NODE_LEN];
+	int nfault;
+	uint64_t ck_n; /* the current generation's latest checkpoint request, 0 none */
+	struct dec_ckpt ck;
+	int bound;	     /* its step is bound (bind/G/N) */
+	int64_t bind_target; /* ... at this step */
+	int ck_done;
+	uint64_t done_at_ms;   /* when it was complete (wall) */
+	int64_t last_complete; /* the generation's resume step, or a later complete one in it */
+	struct dp_node_report rep[DP_MAX_NODES]; /* reports on request ck_n */
+	int nrep;
+	struct dp_node_member mem[DP_MAX_NODES];
+	int nmem;
+	/* nodes left out of the current generation as it runs (out/G/NODE), and their ranks */
+	char out[DP_MAX_NODES][DEC_NODE_LEN];
+	int out_ranks[DP_MAX_NODES];
+	int nout;
+};
+
+/* One local rank of the job (the agent copies back generation, fail_seen, killed_by_agent,
+ * preempted). */
+struct dp_rank {
+	int pid, rank;
+	int exited;
+	int wait_status;       /* as waitpid's */
+	uint64_t exit_wall_ms; /* when it ended (wall), 0 unknown */
+	int has_slot, registered;
+	int world_size;	     /* as its launcher said (WORLD_SIZE), <= 0 unknown */
+	int64_t step, saved; /* from its slot: the step reached, the last step saved (-1) */
+	int saved_here;	     /* saved was saved in the generation it runs in (or unknown) */
+	int64_t saving;	     /* from its slot: should_save said 1 for this step (-1) */
+	int64_t ack;	     /* the step boundary by which it saw the pending request (-1 not) */
+	int started_known;
+	uint64_t start_ms;   /* when its process started (mono, I7) */
+	uint64_t exit_ms;    /* when it ended (mono), 0 unknown */
+	uint64_t generation; /* the generation it runs in */
+	int preempted, killed_by_agent, fail_seen;
+};
+
+/* The local ranks as one report. */
+struct dp_local {
+	int ranks, saved, live;
+	int64_t max_step;
+	int world;	 /* the job's world size (0 unknown) */
+	int acked;	 /* ranks that acknowledged the pending request */
+	int64_t max_ack; /* the highest boundary by which one saw it (-1) */
+	int missed;	 /* ranks past the bound target never told to save it */
+};
+
+/* What the decider remembers of one job between looks. */
+struct dp_memory {
+	uint64_t applied_gen;			/* whose consequences were carried out here */
+	uint64_t seen_gen, seen_ck, seen_done;	/* decisions already logged */
+	uint64_t claimed_gen_ms, claimed_ck_ms; /* a claim in flight (mono) */
+	uint64_t req_ms, done_ms;		/* the current request: seen, completed (mono) */
+	int final_claimed;
+	uint64_t step_prev, step_prev_ms;
+	int world; /* the job's world size as the local ranks last said it (0 unknown) */
+	double steps_per_s;
+	int retargets;
+	int fenced;
+	char prev_mem[DP_MAX_NODES][DEC_NODE_LEN]; /* members at the last look, with ranks */
+	uint64_t prev_gen[DP_MAX_NODES];
+	int prev_ranks[DP_MAX_NODES];
+	int nprev;
+	char lost[DP_MAX_NODES][DEC_NODE_LEN]; /* members lost (their lease, confirmed) */
+	uint64_t lost_ms[DP_MAX_NODES];	       /* since (mono) */
+	uint64_t lost_wall[DP_MAX_NODES];      /* since (wall: the fault's time in gen/) */
+	uint64_t lost_gen[DP_MAX_NODES];
+	int lost_ranks[DP_MAX_NODES]; /* the ranks it had */
+	int nlost;
+	char suspect[DP_MAX_NODES][DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
+	uint64_t suspect_ms[DP_MAX_NODES];
+	int nsuspect;
+	int health_failed;
+	int launcher_stopped;
+	uint32_t stopped_launcher; /* the pid of the launcher the agent stopped here (0 none) */
+	uint64_t hang_claimed;	   /* the generation a hard timeout was claimed for */
+	int held;	      /* the ranks wait at a step boundary (the store is unreachable) */
+	uint64_t gen_seen_ms; /* when the current generation was first seen here (mono) */
+	/* I5: a preemption not yet in a request (the store unreachable, an operator's request
+	 * in progress, a claim that expired): claimed when it can be, or said why not */
+	uint64_t preempt_ms; /* since (mono), 0 none */
+	uint64_t preempt_gen;
+	uint64_t preempt_ck; /* the first request that can be its checkpoint */
+};
+
+/* ---- what a look asks the agent to do ---- */
+enum dp_act_kind {
+	DP_ACT_SIGNAL,		/* signal ranks[rank] (SIGTERM: SIGKILL after the grace) */
+	DP_ACT_STOP_LAUNCHER,	/* stop the launcher of the job's ranks here */
+	DP_ACT_HEALTH_CHECK,	/* start the health check */
+	DP_ACT_LOG_DECISION,	/* log the current decision of kind why ("generation", ...) */
+	DP_ACT_FENCED,		/* log: the job is fenced here */
+	DP_ACT_UNAVAILABLE,	/* log: a trigger found the store unreachable (why) */
+	DP_ACT_HOLD,		/* log: the ranks wait (sig 1) or go on (sig 0) */
+	DP_ACT_PREEMPTION_LOST, /* log: a preemption ends in no checkpoint (why) */
+};
+
+struct dp_act {
+	enum dp_act_kind kind;
+	int rank; /* index into the ranks given */
+	int sig;
+	char why[DEC_WHY_LEN];
+};
+
+struct dp_write {
+	int claim;  /* create-only (first claimer wins); else a put */
+	int leased; /* a put that vanishes with this agent */
+	char rel[DEC_KEY_LEN];
+	char value[DEC_VALUE_MAX];
+};
+
+struct dp_out {
+	struct dp_act acts[DP_MAX_ACTS];
+	int nacts;
+	struct dp_write writes[DP_MAX_PUTS];
+	int nwrites;
+};
+
+/* ---- rules (each tested on its own) ---- */
+/* The job's name in the store: its id, and for a job local to its host (torchrun's master on a
+ * loopback address, the same on every host) "@node" after it, so that it never shares
+ * decisions with another host's job of the same id (I1). An id already scoped (with '@') is
+ * kept. */
+void dp_job_key(const char *id, const char *node, char *buf, size_t len);
+/* A rank's abnormal end, on its own: not by our action, not a preemption that killed it, not
+ * the exit codes the decisions asked for. */
+int dp_abnormal_exit(const struct dp_config *c, const struct dp_rank *k);
+/* Did the rank's process start at or after mono_ms (a launcher's restarted worker)? Start times
+ * are in clock ticks (10 ms). */
+int dp_started_since(const struct dp_rank *k, uint64_t mono_ms);
+/* What rank k is told to do: FTBPF_ACT_NONE, _RESTART or _STOP. */
+uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
+			 const struct dp_memory *m, const struct dp_rank *k);
+/* Is a decision being made here that a rank starting now must wait for (settling in its slot):
+ * a generation claimed, a failure of a local rank not yet decided, the run's record not seen? */
+int dp_settling(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		const struct dp_rank *ranks, int n);
+/* The decision as the rank's slot holds it (seq not set). */
+void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+	     const struct dp_rank *k, struct ftbpf_slot_decision *ret);
+/* The step the ranks' saves and misses are counted against: the bound step of the request in
+ * progress, else -1 (nothing is saved against a proposal). */
+int64_t dp_request_target(const struct dp_records *r);
+/* The local ranks' report on a request at target (target < 0: none). */
+void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
+/* The job's step rate, updated from the highest step reached (and its world size). */
+void dp_step_rate(struct dp_memory *m, const struct dp_local *l, const struct dp_now *now);
+/* How many steps past the highest a target must be: the step rate times the store's latency,
+ * doubled at every re-target, at least the configured margin. */
+int dp_margin(const struct dp_config *c, const struct dp_memory *m);
+/* Does the generation leave node out? */
+int dp_excluded(const struct dec_gen *g, const char *node);
+/* Is node left out of the current generation (by its record, or since: out/G/NODE)? */
+int dp_left_out(const struct dp_records *r, const char *node);
+const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
+/* Is the checkpoint request complete (I2): every rank of the job's world saved its bound step
+ * (its world size known), else every member node (not left out) reported all of its ranks
+ * saved (l: this node's own ranks, fresher than its report)? */
+int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l);
+/* Has every rank acknowledged the pending request (by its world size, or every member node's
+ * ranks)? 1, and *ret_target: the step to bind (the highest acknowledged boundary + 1). */
+int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
+		 int64_t *ret_target);
+/* Which run a new launch of the job on this node belongs to (docs/decisions.md, "Job and run"):
+ * mine: this node's last launch (NULL none), cur: the job's latest run (0 none), launcher: the
+ * new ranks' launcher ("pid:start"), restart_count: TORCHELASTIC_RESTART_COUNT or
+ * SLURM_RESTART_COUNT (-1 unknown). Returns the run; *ret_new 1 when it is a new one to claim. */
+uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
+		       int restart_count, int *ret_new);
+/* Who a new generation leaves out (into g): the lost node, other lost nodes after
+ * recovery_wait, nodes that failed their health check, a node at node_fault_limit faults. */
+void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		  const struct dp_now *now, struct dec_gen *g);
+/* Is a signal to rank k a preemption? 1 yes, 0 not one (not preempting, from the agent or the
+ * process itself), -1 a signal a launcher sends to ranks told to exit (counted). */
+int dp_is_preemption(const struct dp_config *c, const struct dp_records *r,
+		     const struct dp_memory *m, const struct dp_rank *ranks, int n, int k, int sig,
+		     uint32_t sender_pid, uint32_t agent_pid);
+
+/* ---- one look at a job, in order ---- */
+/* New decisions in the store: logged once; claims in flight settled. */
+void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp_now *now,
+		struct dp_out *out);
+/* Fence the job here: the shared store unreachable for fence_after while other nodes have
+ * ranks of the job. 1 fenced (its ranks are signalled once), 0 not. */
+int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+	     struct dp_rank *ranks, int n, struct dp_out *out);
+/* This node's member record. */
+void dp_member_record(const struct dp_config *c, const struct dp_records *r,
+		      const struct dp_memory *m, const struct dp_local *l, int64_t lease,
+		      struct dp_out *out);
+/* Members that vanished (their lease expired) are lost; a lost node whose member is back is
+ * not. */
+void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		 const struct dp_now *now);
+/* The mesh declared node dead: suspect it (its lease has the last word). */
+void dp_peer_dead(struct dp_memory *m, const struct dp_records *r, const char *node,
+		  const struct dp_now *now);
+/* The mesh sees node alive again. */
+void dp_peer_alive(struct dp_memory *m, const char *node);
+/* Suspects whose lease (leases[i] for suspect i) shows they stopped renewing are lost. */
+void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
+			 const struct dp_lease *leases, const struct dp_now *now);
+/* A new generation here: older ranks end, the launcher stops when left out or stopped, else
+ * the health check runs. */
+void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+			 struct dp_rank *ranks, int n, struct dp_out *out);
+/* Failures into a claim for the next generation: a rank's abnormal end, the hard timeout
+ * (hard: the job is past it), a lost node. */
+void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		 struct dp_rank *ranks, int n, int hard, const char *hard_why,
+		 const struct dp_now *now, struct dp_out *out);
+/* The checkpoint in progress: report, bind, re-target, complete; the final save of a grace; a
+ * completed preemption begins the next generation (its ranks exit, resume from that step). */
+void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *r,
+			    struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
+			    struct dp_out *out);
+/* A preemption signal or an operator's request: claim a checkpoint. 0 claimed (or joined),
+ * -EBUSY one is in progress, -EAGAIN the store is unreachable. */
+int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
+			  struct dp_memory *m, const struct dp_local *l, enum dec_cause cause,
+			  const char *why, const struct dp_now *now, int64_t *ret_step,
+			  struct dp_out *out);
+
+/* A preemption waiting for a request (I5): claimed now if it can be; an event says why not when
+ * the job restarts without it. */
+void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r,
+			   struct dp_memory *m, const struct dp_local *l, const struct dp_now *now,
+			   struct dp_out *out);
+
+/* The claims a rule makes (exposed for the tests). */
+void dp_claim_ckpt(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		   int64_t target, enum dec_cause cause, const char *why, const struct dp_now *now,
+		   struct dp_out *out);
+void dp_claim_gen(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+		  enum dec_cause cause, const char *node, uint64_t fault_wall_ms, const char *why,
+		  const struct dp_now *now, struct dp_out *out);
+
+#endif
