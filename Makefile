@@ -27,7 +27,7 @@ WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user
               user/os/elfsym.c
 # ftbpfd's own modules, and the etcd client (libcurl) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
-              user/os/etcdv3.c
+              user/os/etcdv3.c user/os/sockdiag.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)

@@ -9,7 +9,8 @@ static uint8_t key[MESH_KEY_BYTES];
 
 static struct part_packet sample(void)
 {
-	struct part_packet p = {.boot = 77, .seq = 5, .to_boot = 66, .sent_ms = 123456, .ttl_ms = 3000};
+	struct part_packet p = {
+	    .boot = 77, .seq = 5, .to_boot = 66, .sent_ms = 123456, .ttl_ms = 3000};
 	struct jv_part *pt = &p.part;
 
 	p.from = (struct mesh_addr){0x0a000002, 7946};
@@ -20,16 +21,25 @@ static struct part_packet sample(void)
 	pt->world_size = 4;
 	pt->nchunks = 1;
 	pt->addrs[pt->naddrs++] = 0x0a000002;
-	pt->ranks[pt->nranks++] = (struct jv_rank){.rank = 2, .pid = 42, .state = RS_BLOCKED,
-						    .syscall = 202, .score = 10,
-						    .progress_age_ms = 5000, .state_age_ms = 5000};
-	pt->ranks[pt->nranks++] = (struct jv_rank){.rank = 3, .pid = 43, .state = RS_STOPPED,
-						    .flags = JV_R_CULPRIT | JV_R_COMM, .syscall = -1,
-						    .score = 95, .comm_id = 0xabcdef, .comm_seq = 41,
-						    .progress_age_ms = 6000};
+	pt->ranks[pt->nranks++] = (struct jv_rank){.rank = 2,
+						   .pid = 42,
+						   .state = RS_BLOCKED,
+						   .syscall = 202,
+						   .score = 10,
+						   .progress_age_ms = 5000,
+						   .state_age_ms = 5000};
+	pt->ranks[pt->nranks++] = (struct jv_rank){.rank = 3,
+						   .pid = 43,
+						   .state = RS_STOPPED,
+						   .flags = JV_R_CULPRIT | JV_R_COMM,
+						   .syscall = -1,
+						   .score = 95,
+						   .comm_id = 0xabcdef,
+						   .comm_seq = 41,
+						   .progress_age_ms = 6000};
 	strcpy(pt->ranks[1].reason, "stopped (job-control signal)");
-	pt->edges[pt->nedges++] = (struct jv_edge){2, 3, {0x0a000002, 4000}, {0x0a000002, 4001},
-						   JV_EDGE_RECV};
+	pt->edges[pt->nedges++] =
+	    (struct jv_edge){2, 3, {0x0a000002, 4000}, {0x0a000002, 4001}, JV_EDGE_RECV};
 	pt->res[pt->nres++] = (struct jv_res){{0x0a000002, 4001}, 3};
 	return p;
 }
@@ -83,12 +93,12 @@ static void test_nonsense(void)
 
 	for (int i = 0; i < 9; i++)
 		cases[i] = sample();
-	cases[n++].part.ranks[0].rank = 4; /* not below the world size */
-	cases[n++].part.ranks[0].rank = 3; /* twice */
+	cases[n++].part.ranks[0].rank = 4;		/* not below the world size */
+	cases[n++].part.ranks[0].rank = 3;		/* twice */
 	cases[n++].part.ranks[1].comm_seq = 1ull << 50; /* more collectives than possible */
 	cases[n++].part.ranks[0].state = 77;
 	cases[n++].part.edges[0].from_rank = 1; /* an edge from a rank it does not hold */
-	cases[n++].part.res[0].rank = 0; /* an endpoint of a rank it does not hold */
+	cases[n++].part.res[0].rank = 0;	/* an endpoint of a rank it does not hold */
 	cases[n++].ttl_ms = 3600000;
 	strcpy(cases[n++].part.job, "bad\"job");
 	cases[n++].part.world_size = 0;

@@ -119,6 +119,8 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 		}
 		return;
 	}
+	if (!j->reported && j->xv.hold)
+		return; /* parts of other hosts are missing for a moment yet: one report, right */
 	if (!j->reported) {
 		j->reported = 1;
 		j->hung_seen_ns = now;

@@ -13,6 +13,7 @@
 #include "lib/container.h"
 #include "lib/detector.h"
 #include "lib/ident.h"
+#include "lib/jobview.h"
 
 struct ftbpf_slot;
 struct job;
@@ -69,8 +70,9 @@ struct job {
 	int action_done;
 	int failed_reported;
 	uint64_t hung_seen_ns;
-	uint64_t watched_ns; /* first evaluated by this agent (a hard action waits a grace) */
-	int restored;	     /* the saved state of an earlier agent was applied */
+	uint64_t watched_ns;  /* first evaluated by this agent (a hard action waits a grace) */
+	int restored;	      /* the saved state of an earlier agent was applied */
+	struct jv_verdict xv; /* the verdict over every host's part (agent/jobparts.c) */
 };
 
 struct ranks {
