@@ -117,6 +117,8 @@ $(BUILD)/libftbpf.a: $(BUILD)/obj/client/libftbpf.pic.o
 
 $(BUILD)/workloads/mesh_send: tests/workloads/mesh_send.c $(BUILD)/libftbpfcore.a | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $^ -o $@ -lsodium
+$(BUILD)/workloads/part_send: tests/workloads/part_send.c $(BUILD)/libftbpfcore.a | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $^ -o $@ -lsodium
 
 $(BUILD)/workloads/timer_client: tests/workloads/timer_client.c $(BUILD)/libftbpf.a | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $^ -o $@ -lpthread

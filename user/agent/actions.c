@@ -107,7 +107,7 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 
 	if (!j->watched_ns)
 		j->watched_ns = now;
-	if (j->res.failed && !j->failed_reported)
+	if (j->res.failed && !j->failed_reported && !j->xv.hold)
 		failed_report(ac, j);
 	if (!j->res.hung) {
 		/* progress resumed; a job whose ranks are all gone did not recover, it ended */

@@ -581,11 +581,13 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 		return;
 	}
 	v.valid = 1;
-	if (v.hung && !pb->hung_ns)
+	/* a verdict made without some hosts' parts waits a moment for them: the report goes
+	 * out once per stall, and should name the right rank */
+	if ((v.hung || v.failed) && !pb->hung_ns)
 		pb->hung_ns = now;
-	else if (!v.hung)
+	else if (!v.hung && !v.failed)
 		pb->hung_ns = 0;
-	v.hold = spans && v.hung && v.nmissing && !v.n_culprits && now - pb->hung_ns < HOLD;
+	v.hold = spans && (v.hung || v.failed) && v.nmissing && now - pb->hung_ns < HOLD;
 	j->xv = v;
 	apply(j, &v);
 	if (spans)
