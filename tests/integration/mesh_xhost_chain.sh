@@ -36,6 +36,7 @@ named() { # named JOB I...: hosts I... name rank 3 on host 3
 	local job=$1 i e; shift
 	for i in "$@"; do
 		e=$(xev $i hang | jq -c "select(.job==\"$job\")" | head -1)
+		[ -n "$e" ] || return 1
 		echo "$e" | jq -e ".culprit_ranks == [3] and .culprit_node == \"$NET.3:7946\" and .evidence == \"waits_for\"" >/dev/null 2>&1 || return 1
 	done
 }
@@ -64,6 +65,7 @@ down_named() {
 	local i e
 	for i in 1 2; do
 		e=$(xev $i hang | jq -c 'select(.job=="xchain2")' | head -1)
+		[ -n "$e" ] || return 1
 		echo "$e" | jq -e ".culprit_node == \"$NET.3:7946\" and (.missing_ranks | test(\"^3\"))" >/dev/null 2>&1 || return 1
 	done
 }

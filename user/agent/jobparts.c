@@ -27,6 +27,7 @@
 #define MAX_REMOTE    4096
 #define MAX_CHUNKS    8
 #define MAX_PARTS     (JV_MAX_PARTS)
+#define EDGES_EVERY   (1000 * MS) /* a stalled job's sockets are looked at this often */
 
 struct remote {
 	struct jv_part part; /* node: the sender's address */
@@ -43,12 +44,17 @@ struct sender {
 	struct mesh_replay r;
 };
 
-struct pub { /* what this host told about one job */
+struct pub { /* what this host told about one job, and its last waits-for edges */
 	uint32_t uid;
 	char job[FTBPF_JOB_LEN];
 	int publishing;
 	uint64_t sent_ns, bcast_ns, hung_ns, seen_ns;
 	uint32_t digest;
+	uint64_t edges_ns; /* when the sockets were last looked at (at most every EDGES_EVERY) */
+	int nedges[MAX_CHUNKS];
+	struct jv_edge edges[MAX_CHUNKS][JV_MAX_EDGES];
+	int nres;
+	struct jv_res res[JV_MAX_RES];
 };
 
 struct cnt {
@@ -546,9 +552,47 @@ static int needs_resolution(const struct jobparts *jp, const struct job *j)
 	return 0;
 }
 
+/* This host's part of j into jp->chunks and, with the other hosts' parts, jp->parts (*ret_n
+ * of them). The sockets are looked at every EDGES_EVERY while edges are wanted; in between
+ * the last edges and resolutions hold. Returns the number of chunks. */
+static int local_part(struct jobparts *jp, const struct job *j, struct pub *pb, int edges,
+		      int spans, uint64_t now, int *ret_n)
+{
+	int fresh = edges && now - pb->edges_ns >= EDGES_EVERY, nc, n;
+
+	if (fresh)
+		partlocal_refresh(&jp->pl, now);
+	nc = partlocal_build(&jp->pl, j, jp->node, now, fresh, jp->chunks, MAX_CHUNKS);
+	n = gather(jp, j, nc);
+	if (fresh) {
+		if (spans)
+			partlocal_resolve(&jp->pl, jp->parts + nc, n - nc, &jp->chunks[0]);
+		pb->edges_ns = now;
+		pb->nres = jp->chunks[0].nres;
+		memcpy(pb->res, jp->chunks[0].res, sizeof(pb->res));
+		for (int i = 0; i < nc; i++) {
+			pb->nedges[i] = jp->chunks[i].nedges;
+			memcpy(pb->edges[i], jp->chunks[i].edges, sizeof(pb->edges[i]));
+		}
+	} else if (edges && nc) {
+		jp->chunks[0].nres = pb->nres;
+		memcpy(jp->chunks[0].res, pb->res, sizeof(pb->res));
+		for (int i = 0; i < nc; i++) {
+			jp->chunks[i].nedges = pb->nedges[i];
+			memcpy(jp->chunks[i].edges, pb->edges[i], sizeof(pb->edges[i]));
+		}
+	} else {
+		pb->edges_ns = 0;
+	}
+	for (int i = 0; i < nc; i++) /* gather took them before the edges were settled */
+		jp->parts[i] = jp->chunks[i];
+	*ret_n = n;
+	return nc;
+}
+
 void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 {
-	int world = job_world(j), spans, stalled, nc, n, nh, edges;
+	int world = job_world(j), spans, stalled, nc, n = 0, nh, edges;
 	struct pub *pb = pub_of(jp, j);
 	struct jv_verdict v;
 
@@ -557,21 +601,19 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 	pb->seen_ns = now;
 	spans = jp->o.mesh && world > distinct_ranks(j);
 	stalled = (j->res.live && j->res.no_progress_ns >= PUBLISH_AFTER) || j->res.failed;
-	edges = stalled || (spans && needs_resolution(jp, j));
-	if (!spans && !stalled) {
+	edges = spans ? stalled || needs_resolution(jp, j)
+		      /* here alone: the graph adds only to weaker evidence than a death or
+		       * NCCL's, and a job too big for our parts is the detector's alone */
+		      : stalled && j->res.rule != DET_RULE_DEAD && j->res.rule != DET_RULE_NCCL &&
+			    j->nmembers <= MAX_CHUNKS * JV_MAX_RANKS;
+	if (!spans && !edges) {
 		j->xv.valid = 0;
 		snprintf(j->xv.culprit_node, sizeof(j->xv.culprit_node), "%s", jp->node);
 		return;
 	}
-	if (edges)
-		partlocal_refresh(&jp->pl, now);
-	nc = partlocal_build(&jp->pl, j, jp->node, now, edges, jp->chunks, MAX_CHUNKS);
+	nc = local_part(jp, j, pb, edges, spans, now, &n);
 	if (!nc)
 		return;
-	n = gather(jp, j, nc);
-	if (spans)
-		partlocal_resolve(&jp->pl, jp->parts + nc, n - nc, &jp->chunks[0]);
-	jp->parts[0] = jp->chunks[0];
 	nh = hosts_of(jp);
 	if (jobview_eval(jp->parts, n, 0, jp->hosts, nh, now, jp->o.dp, &v) < 0)
 		return;

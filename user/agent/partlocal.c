@@ -258,7 +258,7 @@ int partlocal_build(struct partlocal *pl, const struct job *j, const char *node,
 		}
 		pt = &chunks[nc - 1];
 		rank_of(k, now, &pt->ranks[pt->nranks++]);
-		if (with_edges && !pl->dump_err && waits(k))
+		if (with_edges && !pl->dump_err && waits(k) && pt->nedges < JV_MAX_EDGES)
 			rank_edges(pl, pt, k, now);
 	}
 	for (int i = 0; i < nc; i++) {
