@@ -149,6 +149,7 @@ static void test_remote_edges(void)
 	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
 	CU_ASSERT_TRUE(v.graph);
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "10.0.0.2:7946");
+	CU_ASSERT_TRUE(v.pending); /* host 2 may resolve it with its next part */
 	pt[1].res[pt[1].nres++] = (struct jv_res){{0x0a000002, 5002}, 2};
 	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
 	CU_ASSERT_EQUAL(v.n_culprits, 1);
@@ -163,6 +164,7 @@ static void test_remote_edges(void)
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "10.0.0.2:7946");
 	CU_ASSERT_EQUAL(v.nmissing, 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(v.missing, "last seen on 10.0.0.2:7946"));
+	CU_ASSERT_FALSE(v.pending); /* its part is stale: nothing more will come */
 	/* an endpoint on a host the mesh knows, without any part */
 	pt[0].edges[1].peer.ip = 0x0a000003;
 	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, hosts, 1, NOW, &P, &v), 0);

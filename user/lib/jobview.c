@@ -191,6 +191,9 @@ static void graph_verdict(const struct uni *u, const struct jv_part *parts, int 
 	} else {
 		const char *hn = host_name(parts, nparts, hosts, WF_HOST_OF(c));
 
+		/* a host that sent a part may resolve the endpoint with its next one */
+		out->pending = WF_HOST_OF(c) < nparts && !parts[WF_HOST_OF(c)].stale;
+
 		snprintf(out->culprit_node, sizeof(out->culprit_node), "%s", hn);
 		snprintf(out->culprit_state, sizeof(out->culprit_state), "unknown");
 		snprintf(out->why, sizeof(out->why),
