@@ -40,7 +40,7 @@ xf 2 status --json | jq -e "[.ranks[] | select(.job==\"$JOB\")] | length == 2" >
 named() {
 	local i e
 	for i in 1 2; do
-		e=$(xev $i hang | jq -c "select(.job==\"$JOB\")" | head -1)
+		e=$(xev $i hang | jq -c "select(.job==\"$JOB\")" | tail -1)
 		[ -n "$e" ] || return 1
 		echo "$e" | jq -e ".culprit_ranks == [3] and .culprit_node == \"$NET.2:7946\"" >/dev/null 2>&1 || return 1
 	done
@@ -49,8 +49,8 @@ wait_until 40 test -s "$T/mpi/fault.ts" || fail "no fault"
 T0=$(cat "$T/mpi/fault.ts")
 if wait_until $((SOFT + 12)) named; then
 	for i in 1 2; do
-		d=$(awk -v a="$T0" -v b="$(date -d "$(xev $i hang | jq -r .ts | head -1)" +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
-		awk -v d="$d" -v s=$SOFT 'BEGIN{exit !(d <= s + 2)}' && pass "host $i names rank 3 on host 2 after ${d}s: $(xev $i hang | head -1 | jq -r .why)" || fail "host $i late: ${d}s"
+		d=$(awk -v a="$T0" -v b="$(date -d "$(xev $i hang | jq -r .ts | tail -1)" +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
+		awk -v d="$d" -v s=$SOFT 'BEGIN{exit !(d <= s + 2)}' && pass "host $i names rank 3 on host 2 after ${d}s: $(xev $i hang | tail -1 | jq -r .why)" || fail "host $i late: ${d}s"
 	done
 else
 	fail "Open MPI: $(for i in 1 2; do xev $i hang | jq -c '{culprit_ranks, culprit_node, culprit_state, why, missing_ranks}'; done)"
