@@ -14,10 +14,13 @@ chain() { # chain JOB N PORT: a server that stops answering after 2 s, N ranks
 	mkdir -p "$T/$job"
 	"$B/workloads/sockchain" --serve --port $((port + n)) --fault-after 2 &
 	WORKLOAD_PIDS+=($!)
+	disown $!
 	for r in $(seq $((n - 1)) -1 0); do
 		FTBPF_JOB=$job FTBPF_RANK=$r FTBPF_WORLD_SIZE=$n "$B/workloads/sockchain" --rank "$r" \
 			--world "$n" --port "$port" --dir "$T/$job" &
 		WORKLOAD_PIDS+=($!)
+	disown $!
+		disown $!
 	done
 	wait_until 10 test -s "$T/$job/pid.0"
 }

@@ -23,12 +23,15 @@ chain() {
 	mkdir -p "$T/$job"
 	ip netns exec xhc3 "$B/workloads/sockchain" --serve --listen $NET.3 --port $((port + 4)) --fault-after 3 &
 	WORKLOAD_PIDS+=($!)
+	disown $!
 	for r in 3 2 1 0; do
 		h=$(host_of $r); nh=$(host_of $((r + 1)))
 		ip netns exec "xhc$h" env FTBPF_JOB=$job FTBPF_RANK=$r FTBPF_WORLD_SIZE=4 \
 			"$B/workloads/sockchain" --rank $r --world 4 --port "$port" --dir "$T/$job" \
 			--listen $NET.$h --next $NET.$nh &
 		WORKLOAD_PIDS+=($!)
+	disown $!
+		disown $!
 	done
 	wait_until 10 test -s "$T/$job/pid.0"
 }

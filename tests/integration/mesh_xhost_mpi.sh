@@ -29,6 +29,7 @@ ip netns exec xhm1 mpirun --allow-run-as-root --oversubscribe -np 4 --host $NET.
 	/usr/bin/python3 "$ROOT/tests/workloads/mpi_allreduce.py" --seconds 300 --dir "$T/mpi" \
 	--fault-rank 3 --fault-after 12 >"$T/mpi/out" 2>&1 &
 WORKLOAD_PIDS+=($!)
+disown $!
 if ! wait_until 60 bash -c "for r in 0 1 2 3; do test -s '$T/mpi/pid.'\$r || exit 1; done"; then
 	fail "mpirun across namespaces did not start its ranks: $(tail -5 "$T/mpi/out")"
 	finish

@@ -24,6 +24,7 @@ for r in 0 1 2; do
 		"$B/workloads/nccl_job" --rank $r --world 3 --dir "$T/$JOB" --init-delay-ms 1000 --interval-ms 20 "${a[@]}" \
 		>"$T/$JOB/out.$r" 2>&1 &
 	WORKLOAD_PIDS+=($!)
+	disown $!
 done
 wait_until 20 test -e "$T/$JOB/pid.2" || fail "job did not start: $(cat "$T/$JOB"/out.* | head -5)"
 named() {
