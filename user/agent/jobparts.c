@@ -629,8 +629,8 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 		pb->hung_ns = now;
 	else if (!v.hung && !v.failed)
 		pb->hung_ns = 0;
-	v.hold = spans && (v.hung || v.failed) && (v.nmissing || v.pending) &&
-		 now - pb->hung_ns < HOLD;
+	v.hold =
+	    spans && (v.hung || v.failed) && (v.nmissing || v.pending) && now - pb->hung_ns < HOLD;
 	j->xv = v;
 	apply(j, &v);
 	if (spans)

@@ -110,7 +110,7 @@ struct jv_verdict {
 	char missing[160]; /* ranks no fresh part covers, and where they were last seen */
 	int nmissing;
 	int pending; /* the graph leads to an endpoint of a host whose part did not say whose */
-	int hold; /* (the agent's) hung, but parts are missing for a moment yet: report later */
+	int hold;    /* (the agent's) hung, but parts are missing for a moment yet: report later */
 	struct det_job det; /* the detector's verdict on the union (culprits: union indices) */
 };
 
