@@ -5,7 +5,8 @@
 # transport and NCCL's bootstrap do): ranks 0-1 on host 1, rank 2 on host 2, rank 3 on host 3,
 # which asks a server that stops answering. Every rank is blocked reading a socket; the edge of
 # rank 2 names an endpoint on host 3 that host 3's agent resolves to its rank 3: all three
-# agents name rank 3 on host 3 within soft + 2 s. Then host 3's agent is down (killed) and a
+# agents name rank 3 on host 3 within soft + 2 s; at the hard timeout (terminate-culprit) only
+# host 3's agent acts, on its rank 3. Then host 3's agent is down (killed) and a
 # new job stalls the same way: hosts 1 and 2 still give a verdict, name host 3 as where the
 # ranks they wait on are, and say which part is missing.
 . "$(dirname "$0")/lib.sh"
@@ -14,7 +15,7 @@ command -v ip >/dev/null || { log "SKIP: no ip(8)"; finish; }
 SOFT=4
 NET=10.88.72
 xh_up xhc $NET 3 || finish
-for i in 1 2 3; do xh_agent $i; done
+for i in 1 2 3; do xh_agent $i --action terminate-culprit --hard-timeout 10 --grace 2; done
 wait_until 15 xh_all_alive && pass "three agents see each other" || fail "mesh not up"
 host_of() { case $1 in 0|1) echo 1 ;; 2) echo 2 ;; *) echo 3 ;; esac; }
 # chain JOB PORT: the server (host 3) stops answering 3 s after the first question
@@ -55,6 +56,19 @@ else
 	fail "cross-host chain: $(for i in 1 2 3; do xev $i hang | jq -c '{culprit_ranks, culprit_node, evidence, why, missing_ranks}'; done)"
 fi
 xev 3 hang | head -1 | jq -e '.culprit_here and ([.ranks[] | select(.culprit) | .rank] == [3])' >/dev/null && pass "host 3 flags its rank 3" || fail "host 3: $(xev 3 hang | head -1 | jq -c '{culprit_here, r: [.ranks[] | {rank, culprit}]}')"
+# the hard action: the job-wide verdict, acted on by the culprit's own host only
+P3=$(cat "$T/xchain/pid.3")
+acted() { [ -n "$(xev 3 action | jq -c "select(.pid==$P3 and .action==\"hard_timeout\")")" ]; }
+if wait_until 15 acted; then
+	pass "hard timeout: host 3 terminates its rank 3 ($(xev 3 action | jq -r "select(.pid==$P3) | \"SIG\(.signal_name) \(.result)\"" | head -1))"
+else
+	fail "no action on host 3: $(xev 3 hard_timeout) $(xev 3 action)"
+fi
+sleep 1
+for i in 1 2; do
+	[ -n "$(xev $i hard_timeout | jq -c 'select(.job=="xchain")')" ] && [ -z "$(xev $i action)" ] &&
+		pass "host $i: hard timeout seen, no rank of its own signalled" || fail "host $i: $(xev $i hard_timeout) $(xev $i action)"
+done
 xf 1 status --json | jq -e '.agent.counters.parts_accepted > 0 and .agent.counters.parts_bad_mac == 0' >/dev/null && pass "parts exchanged: $(xf 1 status --json | jq -c '.agent.counters | {parts_tx, parts_rx, parts_accepted}')" || fail "parts: $(xf 1 status --json | jq -c .agent.counters)"
 for p in "$T"/xchain/pid.*; do kill -9 "$(cat "$p")" 2>/dev/null; done
 
