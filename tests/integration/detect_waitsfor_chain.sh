@@ -19,7 +19,6 @@ chain() { # chain JOB N PORT: a server that stops answering after 2 s, N ranks
 		FTBPF_JOB=$job FTBPF_RANK=$r FTBPF_WORLD_SIZE=$n "$B/workloads/sockchain" --rank "$r" \
 			--world "$n" --port "$port" --dir "$T/$job" &
 		WORKLOAD_PIDS+=($!)
-	disown $!
 		disown $!
 	done
 	wait_until 10 test -s "$T/$job/pid.0"

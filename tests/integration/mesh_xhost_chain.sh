@@ -31,7 +31,6 @@ chain() {
 			"$B/workloads/sockchain" --rank $r --world 4 --port "$port" --dir "$T/$job" \
 			--listen $NET.$h --next $NET.$nh &
 		WORKLOAD_PIDS+=($!)
-	disown $!
 		disown $!
 	done
 	wait_until 10 test -s "$T/$job/pid.0"

@@ -29,7 +29,6 @@ ddp() {
 			/usr/bin/python3 "$ROOT/tests/workloads/ddp.py" --seconds 900 --dir "$T/$run" "$@" \
 			>"$T/$run/out.$r" 2>&1 &
 		WORKLOAD_PIDS+=($!)
-	disown $!
 		disown $!
 	done
 	wait_until 120 bash -c "for r in 0 1 2 3; do test -s '$T/$run/pid.'\$r || exit 1; done" ||

@@ -100,6 +100,9 @@ static void rank_of(const struct rank *k, uint64_t now, struct jv_rank *r)
 		r->flags |= JV_R_COMM;
 		r->comm_id = c->id;
 		r->comm_seq = c->seq;
+		r->comm_count = c->count;
+		r->comm_api = (uint8_t)(c->api < 256 ? c->api : 0);
+		r->comm_dtype = (uint8_t)(c->dtype < 256 ? c->dtype : 0);
 	}
 	snprintf(r->reason, sizeof(r->reason), "%.*s", (int)sizeof(r->reason) - 1, k->d.reason);
 }

@@ -73,6 +73,9 @@ static void uni_add(struct uni *u, const struct jv_part *pt, int pi, const struc
 		s->comm[0].seq = r->comm_seq;
 		s->comm[0].last_ns = at;
 		s->comm[0].rank = -1;
+		s->comm[0].api = r->comm_api;
+		s->comm[0].dtype = r->comm_dtype;
+		s->comm[0].count = r->comm_count;
 	}
 	d->state = r->state < RS__N ? (enum rank_state)r->state : RS_RUNNING;
 	d->syscall = r->syscall;

@@ -64,7 +64,9 @@ struct jv_rank {
 	uint32_t state_age_ms;
 	uint32_t exit_age_ms;
 	uint64_t comm_id, comm_seq; /* its latest NCCL communicator, collectives issued on it */
-	char reason[JV_TEXT_LEN];   /* its host's words; "" when the part did not carry them */
+	uint64_t comm_count;	    /* its latest collective there: elements, data type, call */
+	uint8_t comm_dtype, comm_api;
+	char reason[JV_TEXT_LEN]; /* its host's words; "" when the part did not carry them */
 };
 
 struct jv_part {

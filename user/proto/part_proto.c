@@ -10,8 +10,9 @@
  * 38 text length, 39 reserved, 40 to_boot, 48 sent_ms, 56 uid, 60 world_size, 64 ttl_ms,
  * 68 text_rank, 72 job (64 bytes, NUL-padded)
  * then naddrs x 4 (IPv4), nranks x 48, nedges x 24, nres x 12, the text, the MAC (32).
- * Rank: 0 rank, 4 pid, 8 state, 9 flags, 10 syscall, 12 score, 13..15 0, 16 exit_code,
- * 20 progress_age_ms, 24 state_age_ms, 28 exit_age_ms, 32 comm_id, 40 comm_seq
+ * Rank: 0 rank, 4 pid, 8 state, 9 flags, 10 syscall, 12 score, 13 comm_api, 14 comm_dtype,
+ * 15 0, 16 exit_code, 20 progress_age_ms, 24 state_age_ms, 28 exit_age_ms, 32 comm_id,
+ * 40 comm_seq, 48 comm_count
  * Edge: 0 from_rank, 4 to_rank, 8 peer.ip, 12 peer.port, 14 how, 15 0, 16 local.ip,
  * 20 local.port, 22 0
  * Resolution: 0 ip, 4 port, 6 0, 8 rank
@@ -144,12 +145,15 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 		b[9] = r->flags;
 		put16(b + 10, (uint16_t)r->syscall);
 		b[12] = r->score;
+		b[13] = r->comm_api;
+		b[14] = r->comm_dtype;
 		put32(b + 16, (uint32_t)r->exit_code);
 		put32(b + 20, r->progress_age_ms);
 		put32(b + 24, r->state_age_ms);
 		put32(b + 28, r->exit_age_ms);
 		put64(b + 32, r->comm_id);
 		put64(b + 40, r->comm_seq);
+		put64(b + 48, r->comm_count);
 	}
 	for (int i = 0; i < pt->nedges; i++, o += PART_EDGE_BYTES) {
 		const struct jv_edge *e = &pt->edges[i];
@@ -200,7 +204,8 @@ static int ranks_ok(const struct jv_part *pt)
 		    (pt->world_size > 0 && r->rank >= pt->world_size) || r->state >= RS__N ||
 		    (r->flags & ~(JV_R_EXITED | JV_R_KILLED | JV_R_CULPRIT | JV_R_COMM)) ||
 		    r->syscall < -1 || r->syscall > 1023 || r->score > 100 ||
-		    r->comm_seq >= PART_MAX_SEQ || (!(r->flags & JV_R_COMM) && r->comm_seq))
+		    r->comm_seq >= PART_MAX_SEQ ||
+		    (!(r->flags & JV_R_COMM) && (r->comm_seq || r->comm_count || r->comm_api)))
 			return 0;
 		for (int k = 0; k < i; k++)
 			if (pt->ranks[k].rank == r->rank)
@@ -276,12 +281,15 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 		r->flags = b[9];
 		r->syscall = (int16_t)get16(b + 10);
 		r->score = b[12];
+		r->comm_api = b[13];
+		r->comm_dtype = b[14];
 		r->exit_code = (int32_t)get32(b + 16);
 		r->progress_age_ms = get32(b + 20);
 		r->state_age_ms = get32(b + 24);
 		r->exit_age_ms = get32(b + 28);
 		r->comm_id = get64(b + 32);
 		r->comm_seq = get64(b + 40);
+		r->comm_count = get64(b + 48);
 	}
 	for (int i = 0; i < ne; i++, o += PART_EDGE_BYTES) {
 		struct jv_edge *e = &pt->edges[i];
