@@ -40,7 +40,7 @@ if wait_until $((SOFT + 20)) named; then
 else
 	fail "nccl: $(for i in 1 2; do xev $i hang | jq -c '{culprit_ranks, culprit_node, evidence, why}'; done)"
 fi
-xev 1 hang | head -1 | jq -e '.why | test("rank 2 issued 121 collectives on an NCCL communicator, the others 122")' >/dev/null &&
+xev 1 hang | head -1 | jq -e '.why | test("rank 2 issued 121 collectives on an NCCL communicator, the others 122: it never entered ncclAllReduce #122")' >/dev/null &&
 	pass "the evidence: 121 collectives against 122" || fail "why: $(xev 1 hang | head -1 | jq -r .why)"
 xf 1 status --json | jq -e "[.jobs[] | select(.job==\"$JOB\") | .ranks_elsewhere[] | select(.rank==2) | .nccl_seq] == [121]" >/dev/null &&
 	pass "host 1 shows rank 2's sequence number" || fail "ranks elsewhere: $(xf 1 status --json | jq -c '.jobs[] | .ranks_elsewhere')"
