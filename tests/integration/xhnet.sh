@@ -7,7 +7,20 @@
 declare -A XAG
 xh_down() {
 	local i
-	for i in "${!XAG[@]}"; do [ -n "${XAG[$i]}" ] && { kill -9 "${XAG[$i]}"; wait "${XAG[$i]}"; } 2>/dev/null; XAG[$i]=; done
+	# TERM first: a sanitizer build reports leaks at exit
+	for i in "${!XAG[@]}"; do [ -n "${XAG[$i]}" ] && kill "${XAG[$i]}" 2>/dev/null; done
+	for i in "${!XAG[@]}"; do
+		[ -n "${XAG[$i]}" ] || continue
+		timeout 5 tail --pid="${XAG[$i]}" -f /dev/null 2>/dev/null || kill -9 "${XAG[$i]}" 2>/dev/null
+		wait "${XAG[$i]}" 2>/dev/null
+		XAG[$i]=
+	done
+	if [ -n "${T:-}" ] && grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$T"/n*/out 2>/dev/null; then
+		echo "[$NAME] FAIL: an agent's sanitizer reported:"
+		grep -h -A12 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$T"/n*/out | head -40
+		FAILS=$((FAILS + 1))
+		XH_SAN=1
+	fi
 	[ -n "${XH:-}" ] || return 0
 	for i in $(seq "${XH_N:-3}"); do
 		ip netns pids "$XH$i" 2>/dev/null | xargs -r kill -9
@@ -20,7 +33,7 @@ xh_down() {
 xh_up() {
 	local i
 	XH=$1 XH_NET=$2 XH_N=$3
-	trap 'xh_down; cleanup' EXIT
+	trap 'xh_down; cleanup; [ -z "${XH_SAN:-}" ] || exit 1' EXIT
 	xh_down
 	ip link add "${XH}br" type bridge && ip link set "${XH}br" up || { fail "cannot make a bridge"; return 1; }
 	PEERS=
