@@ -215,7 +215,7 @@ done
 fi
 if want parts; then
 echo "== a job across hosts: every host's part of a stalled job (mesh_sim parts: agent/jobparts.c's policy, parts as proto/part_proto.c encodes them; 8 ranks per host, each waiting on a socket)"
-echo "   a healthy job sends no part; a stalled one: each host sends its part to the others after 1 s without progress, then every second"
+echo "   a healthy job sends no part; a stalled one: each host sends its part to the others after soft/4 (at least 1 s) without progress, then every second"
 PARTS_NS=${BENCH_PARTS_NODES:-100 1000}
 for n in $PARTS_NS; do
 	for loss in 0 0.05 0.20; do

@@ -259,7 +259,8 @@ static int cmp_dbl(const void *a, const void *b)
 
 /*
  * A stall of a job on all n hosts at t = 0. Each agent scans every 200 ms (its own phase) and
- * sees no progress from its skew (0..100 ms); after 1 s without progress it sends its part to
+ * sees no progress from its skew (0..100 ms); after soft / 4 (at least 1 s) without progress it
+ * sends its part to
  * every other host, then refreshes it every second (every host stalls: no answers needed).
  * Each packet is lost with probability loss, else arrives after 1..2*delay ms.
  */
@@ -272,7 +273,7 @@ static int parts_mode(int n, double secs, double loss, double soft)
 	       *pub = malloc(sizeof(double) * (size_t)n);
 	uint64_t packets = 0;
 	int size = part_bytes(), complete_at_soft = 0;
-	double worst = 0, bytes;
+	double worst = 0, bytes, after = soft * 250 > 1000 ? soft * 250 : 1000;
 
 	if (!first || !done || !phase || !pub)
 		abort();
@@ -282,8 +283,8 @@ static int parts_mode(int n, double secs, double loss, double soft)
 		double skew = rnd(&s) % 100;
 
 		phase[i] = rnd(&s) % 200;
-		/* the first scan at which it has seen no progress for 1 s */
-		pub[i] = phase[i] + 200 * ceil((skew + 1000 - phase[i]) / 200.0);
+		/* the first scan at which it has seen no progress for soft / 4 (at least 1 s) */
+		pub[i] = phase[i] + 200 * ceil((skew + after - phase[i]) / 200.0);
 	}
 	for (int i = 0; i < n; i++)
 		for (double t = pub[i]; t < secs * 1000; t += 1000)

@@ -17,17 +17,17 @@
 #include "proto/part_proto.h"
 #include "proto/swim.h"
 
-#define MS	      1000000ull
-#define PUBLISH_AFTER (1000 * MS)	     /* no progress here this long: tell the job's hosts */
-#define REFRESH	      (1000 * MS)	     /* an unchanged part again after this */
-#define REBROADCAST   (2000 * MS)	     /* to every member again while ranks are missing */
-#define TTL_MS	      3500		     /* a part not refreshed this long is stale */
-#define STALE_KEEP    (600 * CLOCK_NS_PER_S) /* where missing ranks were last seen */
-#define HOLD	      (1500 * MS)	     /* a hang report waits this long for missing parts */
-#define MAX_REMOTE    4096
-#define MAX_CHUNKS    8
-#define MAX_PARTS     (JV_MAX_PARTS)
-#define EDGES_EVERY   (1000 * MS) /* a stalled job's sockets are looked at this often */
+#define MS	    1000000ull
+#define PUBLISH_MIN (1000 * MS)		   /* publish after a quarter of soft, at least this */
+#define REFRESH	    (1000 * MS)		   /* an unchanged part again after this */
+#define REBROADCAST (2000 * MS)		   /* to every member again while ranks are missing */
+#define TTL_MS	    3500		   /* a part not refreshed this long is stale */
+#define STALE_KEEP  (600 * CLOCK_NS_PER_S) /* where missing ranks were last seen */
+#define HOLD	    (1500 * MS)		   /* a hang report waits this long for missing parts */
+#define MAX_REMOTE  4096
+#define MAX_CHUNKS  8
+#define MAX_PARTS   (JV_MAX_PARTS)
+#define EDGES_EVERY (1000 * MS) /* a stalled job's sockets are looked at this often */
 
 struct remote {
 	struct jv_part part; /* node: the sender's address */
@@ -389,7 +389,7 @@ static uint32_t digest(const struct jv_part *c, int nc)
 	for (int i = 0; i < nc; i++) {
 		for (int k = 0; k < c[i].nranks; k++) {
 			const struct jv_rank *r = &c[i].ranks[k];
-			uint32_t moving = r->progress_age_ms < PUBLISH_AFTER / MS;
+			uint32_t moving = r->progress_age_ms < PUBLISH_MIN / MS;
 
 			h = fnv(h, &r->rank, sizeof(r->rank));
 			h = fnv(h, &r->state, 1);
@@ -404,6 +404,11 @@ static uint32_t digest(const struct jv_part *c, int nc)
 			h = fnv(h, &c[i].res[k], sizeof(c[i].res[k]));
 	}
 	return h;
+}
+
+static uint64_t publish_after(const struct jobparts *jp)
+{
+	return jp->o.dp->soft_ns / 4 > PUBLISH_MIN ? jp->o.dp->soft_ns / 4 : PUBLISH_MIN;
 }
 
 static struct pub *pub_of(struct jobparts *jp, const struct job *j)
@@ -600,7 +605,10 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 		return;
 	pb->seen_ns = now;
 	spans = jp->o.mesh && world > distinct_ranks(j);
-	stalled = (j->res.live && j->res.no_progress_ns >= PUBLISH_AFTER) || j->res.failed;
+	/* no progress here for a quarter of the soft timeout (at least 1 s): the job's other
+	 * hosts hear of it well before a verdict is due, and a healthy job whose steps wait a
+	 * second on the device says nothing */
+	stalled = (j->res.live && j->res.no_progress_ns >= publish_after(jp)) || j->res.failed;
 	edges = spans ? stalled || needs_resolution(jp, j)
 		      /* here alone: the graph adds only to weaker evidence than a death or
 		       * NCCL's, and a job too big for our parts is the detector's alone */

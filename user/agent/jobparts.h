@@ -6,7 +6,8 @@
  * say the same thing on every host. A job that runs here only still gets the waits-for graph.
  *
  * Transport: a part is one UDP datagram to the job's hosts (every live mesh member the first
- * time in a stall), sent while the job makes no progress here (after publish_after) and when
+ * time in a stall), sent while the job makes no progress here (after a quarter of the soft
+ * timeout, at least 1 s) and when
  * it changes, refreshed every second, answered once by hosts that do not stall (so a host that
  * progresses says so). A healthy job costs nothing. See docs/cluster.md for the numbers.
  */
