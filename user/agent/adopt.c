@@ -310,17 +310,18 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	 * job, and must not have it inspected on their behalf). */
 	uid = cr.ruid;
 	if (procfs_creds_elevated(&cr) && cr.ruid != 0) {
-		ad->refused_elevated++;
-		log_info("pid %d (%.15s) of uid %u runs with uid %u / gid %u: a set-user-ID or "
-			 "set-group-ID program is not adopted",
-			 pid, st.comm, (unsigned)cr.ruid, (unsigned)cr.euid, (unsigned)cr.egid);
+		if (ad->refused_elevated++ % 64 == 0) /* a user may start many: said now and then */
+			log_info(
+			    "pid %d (%.15s) of uid %u runs with uid %u / gid %u: a set-user-ID or "
+			    "set-group-ID program is not adopted",
+			    pid, st.comm, (unsigned)cr.ruid, (unsigned)cr.euid, (unsigned)cr.egid);
 		close(pidfd);
 		return -EPERM;
 	}
 	if (uid != 0 && ranks_user_live(ad->ranks, uid) >= RANKS_PER_USER_MAX) {
-		ad->refused_user_full++;
-		log_warn("uid %u has %d live ranks already: pid %d not adopted", (unsigned)uid,
-			 RANKS_PER_USER_MAX, pid);
+		if (ad->refused_user_full++ % 64 == 0)
+			log_warn("uid %u has %d live ranks already: pid %d not adopted",
+				 (unsigned)uid, RANKS_PER_USER_MAX, pid);
 		close(pidfd);
 		return -EUSERS;
 	}
