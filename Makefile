@@ -206,7 +206,7 @@ integration: all
 ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
               timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics \
-              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables
+              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables detect_waitsfor_chain mesh_xhost_chain
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
