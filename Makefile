@@ -27,7 +27,7 @@ WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user
               user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c
 # ftbpfd's own modules, and the etcd client (libcurl) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
-              user/os/etcdv3.c user/os/peeruid.c
+              user/os/etcdv3.c user/os/peeruid.c user/os/sockdiag.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -128,6 +128,8 @@ $(BUILD)/libftbpf.a: $(BUILD)/obj/client/libftbpf.pic.o
 	rm -f $@ && ar rcs $@ $<
 
 $(BUILD)/workloads/mesh_send: tests/workloads/mesh_send.c $(BUILD)/libftbpfcore.a | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $^ -o $@ -lsodium
+$(BUILD)/workloads/part_send: tests/workloads/part_send.c $(BUILD)/libftbpfcore.a | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $^ -o $@ -lsodium
 
 $(BUILD)/workloads/timer_client: tests/workloads/timer_client.c $(BUILD)/libftbpf.a | $(BUILD)/workloads
@@ -237,7 +239,8 @@ ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
               timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics timers_torch_contract \
               sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables \
-              sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table ops_job_states
+              sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table ops_job_states \
+              detect_waitsfor_chain mesh_xhost_chain
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)

@@ -31,7 +31,7 @@ start_agent() {
 	echo "bench: agent did not start"; cat "$T/agent.out"; exit 1
 }
 stop_agent() { kill "$AG"; wait "$AG" 2>/dev/null; AG=; rm -rf "$PIN"; }
-# BENCH_ONLY=syscall|timers|decisions|gpu|ci|mesh|ranks|metrics|top runs one section
+# BENCH_ONLY=syscall|timers|decisions|gpu|ci|mesh|parts|ranks|metrics|top runs one section
 want() { [ -z "${BENCH_ONLY:-}" ] || [ "$BENCH_ONLY" = "$1" ]; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 measure() { "$B/bench_syscall" "$ITERS" 5 "$@"; }
@@ -211,6 +211,21 @@ for n in $MESH_NS; do
 			printf '   %-10s %s\n' "$cfg" "$("$B/mesh_sim" fp $n $secs $loss $([ $cfg = memberlist ] && echo memberlist))"
 		done
 	done
+done
+fi
+if want parts; then
+echo "== a job across hosts: every host's part of a stalled job (mesh_sim parts: agent/jobparts.c's policy, parts as proto/part_proto.c encodes them; 8 ranks per host, each waiting on a socket)"
+echo "   a healthy job sends no part; a stalled one: each host sends its part to the others after soft/4 (at least 1 s) without progress, then every second"
+PARTS_NS=${BENCH_PARTS_NODES:-100 1000}
+for n in $PARTS_NS; do
+	for loss in 0 0.05 0.20; do
+		printf '   %s\n' "$("$B/mesh_sim" parts $n 12 $loss 5)"
+	done
+	# the same parts through etcd (each host puts its part under its lease every second and
+	# watches the job's prefix): the same bytes into each host, but all of them through one
+	# server: n puts/s in, n * n watch events/s out (plus ~150 bytes of gRPC/JSON framing each)
+	sz=$("$B/mesh_sim" parts $n 2 0 5 | sed 's/.*part_bytes=\([0-9]*\).*/\1/')
+	awk -v n=$n -v sz="$sz" 'BEGIN { printf "   etcd instead: n=%d server_in=%.1f MB/s server_out=%.1f MB/s (%d watch events/s): the mesh spreads that over the %d hosts\n", n, n * (sz + 150) / 1e6, n * n * (sz + 150) / 1e6, n * n, n }'
 done
 fi
 # start_ranks64 SECONDS: a 64-rank ring job under a fresh agent, all ranks adopted

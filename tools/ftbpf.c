@@ -167,6 +167,29 @@ static int status_has_jobs(struct json_object *o)
 	       json_object_is_type(jobs, json_type_array) && json_object_array_length(jobs) > 0;
 }
 
+/* A job's ranks on other hosts (the job across hosts), and the ranks no host reported. */
+static void print_elsewhere(struct json_object *j)
+{
+	struct json_object *re;
+
+	if (gi(j, "hosts", 0) > 1)
+		printf("  across %lld hosts: %lld of %lld ranks known\n",
+		       (long long)gi(j, "hosts", 0), (long long)gi(j, "job_ranks", 0),
+		       (long long)gi(j, "world_size", 0));
+	if (gs(j, "missing_ranks"))
+		printf("  missing: ranks %s\n", gs(j, "missing_ranks"));
+	if (!json_object_object_get_ex(j, "ranks_elsewhere", &re))
+		return;
+	for (size_t i = 0; i < json_object_array_length(re); i++) {
+		struct json_object *x = json_object_array_get_idx(re, i);
+
+		printf("  rank %lld on %s pid %lld %-9s %s%s\n", (long long)gi(x, "rank", -1),
+		       gs(x, "node"), (long long)gi(x, "pid", 0), gs(x, "state"),
+		       gs(x, "reason") ? gs(x, "reason") : "",
+		       gb(x, "culprit") ? "  <- culprit" : "");
+	}
+}
+
 static void print_status(struct json_object *o)
 {
 	struct json_object *agent, *jobs, *ranks;
@@ -202,6 +225,10 @@ static void print_status(struct json_object *o)
 					    k ? ", " : "",
 					    json_object_get_int(json_object_array_get_idx(c, k)));
 			}
+			if (gs(j, "culprit_node") && strcmp(cul, "-"))
+				snprintf(cul + strlen(cul), sizeof(cul) - strlen(cul), " on %s%s",
+					 gs(j, "culprit_node"),
+					 gb(j, "culprit_here") ? " (this host)" : "");
 			/* the job's name in full: it is what `ftbpf status JOB` and
 			 * `ftbpf checkpoint JOB` take */
 			printf("%-*s %5lld %5lld %-10s %11.1fs  %s\n", w, gs(j, "job"),
@@ -213,6 +240,7 @@ static void print_status(struct json_object *o)
 				printf("  run %lld (a relaunch; the previous run: %s)\n",
 				       (long long)gi(j, "run", 1),
 				       gs(j, "previous_run") ? gs(j, "previous_run") : "?");
+			print_elsewhere(j);
 			if (json_object_object_get_ex(j, "checkpoint", &c) && c)
 				printf("  generation %lld, checkpoint #%lld at step %lld: %s "
 				       "(%lld of %lld ranks here saved)\n",
@@ -326,7 +354,7 @@ static void print_python(struct json_object *o)
 
 static void print_explain(struct json_object *o)
 {
-	struct json_object *r, *job, *th, *ch, *sigs, *jr;
+	struct json_object *r, *job = NULL, *th, *ch, *sigs, *jr;
 
 	if (json_object_object_get_ex(o, "rank", &r))
 		printf("rank %lld of job %s, pid %lld (%s), uid %lld\n  state: %s, %s\n"
@@ -337,6 +365,17 @@ static void print_explain(struct json_object *o)
 		       gb(r, "culprit") ? "YES" : "no");
 	if (json_object_object_get_ex(o, "job", &job) && gs(job, "why"))
 		printf("  job verdict: %s: %s\n", gs(job, "state"), gs(job, "why"));
+	if (job && gs(job, "culprit_node") && gs(job, "culprit_state")) {
+		struct json_object *cr = NULL;
+
+		json_object_object_get_ex(job, "culprit_ranks", &cr);
+		printf("  job-wide culprit: rank %d on %s (%s)%s\n",
+		       cr && json_object_array_length(cr)
+			   ? json_object_get_int(json_object_array_get_idx(cr, 0))
+			   : -1,
+		       gs(job, "culprit_node"), gs(job, "culprit_state"),
+		       gb(job, "culprit_here") ? ", this host" : "");
+	}
 	if (json_object_object_get_ex(o, "threads", &th)) {
 		printf("\nthreads:\n");
 		for (size_t i = 0; i < json_object_array_length(th); i++) {
@@ -382,6 +421,18 @@ static void print_explain(struct json_object *o)
 
 			printf("  rank %lld pid %lld %-9s %s%s\n", (long long)gi(x, "rank", -1),
 			       (long long)gi(x, "pid", 0), gs(x, "state"), gs(x, "reason"),
+			       gb(x, "culprit") ? "  <- culprit" : "");
+		}
+	}
+	if (json_object_object_get_ex(o, "ranks_elsewhere", &jr) && json_object_array_length(jr)) {
+		printf("\nranks of the job on other hosts:\n");
+		for (size_t i = 0; i < json_object_array_length(jr); i++) {
+			struct json_object *x = json_object_array_get_idx(jr, i);
+
+			printf("  rank %lld on %s pid %lld %-9s %s%s\n",
+			       (long long)gi(x, "rank", -1), gs(x, "node"),
+			       (long long)gi(x, "pid", 0), gs(x, "state"),
+			       gs(x, "reason") ? gs(x, "reason") : "",
 			       gb(x, "culprit") ? "  <- culprit" : "");
 		}
 	}

@@ -203,7 +203,7 @@ static void open_detail(struct ui *u)
 {
 	const struct top_row *r = top_model_selected(u->m);
 
-	if (!r)
+	if (!r || r->elsewhere) /* its pid is another host's: nothing to explain here */
 		return;
 	u->view = V_DETAIL;
 	u->detail_pid = r->pid;

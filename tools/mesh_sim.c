@@ -8,6 +8,11 @@
  *                                           and time when each live node declares it dead
  *   mesh_sim fp N SECONDS LOSS [memberlist] no failure: false dead declarations (and
  *                                           suspicions) per node-hour; load per node
+ *   mesh_sim parts N SECONDS LOSS SOFT      a job of 8 ranks on each of N hosts stalls: each
+ *                                           agent sends its part (agent/jobparts.c's policy,
+ *                                           parts encoded by proto/part_proto.c) for SECONDS;
+ *                                           when each host holds every other host's part, its
+ *                                           verdict time at soft timeout SOFT, bytes per host
  * Output: one line of key=value pairs (bench.sh formats them).
  */
 #include <math.h>
@@ -15,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/part_proto.h"
 #include "proto/swim.h"
 
 #define BASE_IP 0x0a000001u
@@ -218,6 +224,115 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The wire size of one host's part of a job of 8 ranks per host, each waiting on one socket
+ * (an edge), two endpoints resolved for others, a 40-character reason: what jobparts sends. */
+static int part_bytes(void)
+{
+	static const uint8_t key[MESH_KEY_BYTES];
+	uint8_t buf[PART_MAX_PACKET];
+	struct part_packet p = {.ttl_ms = 3500, .text_rank = 7};
+
+	p.from = (struct mesh_addr){BASE_IP, PORT};
+	p.to = (struct mesh_addr){BASE_IP + 1, PORT};
+	snprintf(p.part.job, sizeof(p.part.job), "torch:10.0.0.1:29500");
+	p.part.world_size = 8000;
+	p.part.nchunks = 1;
+	p.part.naddrs = 1;
+	p.part.nranks = 8;
+	p.part.nedges = 8;
+	p.part.nres = 2;
+	for (int r = 0; r < 8; r++) {
+		p.part.ranks[r] = (struct jv_rank){.rank = r, .state = RS_BLOCKED, .syscall = 202};
+		p.part.edges[r] =
+		    (struct jv_edge){.from_rank = r, .to_rank = -1, .how = JV_EDGE_RECV};
+	}
+	memset(p.part.ranks[7].reason, 'x', 40);
+	return part_encode(&p, key, buf, sizeof(buf)) + 28; /* and IPv4 + UDP headers */
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A stall of a job on all n hosts at t = 0. Each agent scans every 200 ms (its own phase) and
+ * sees no progress from its skew (0..100 ms); after soft / 4 (at least 1 s) without progress it
+ * sends its part to
+ * every other host, then refreshes it every second (every host stalls: no answers needed).
+ * Each packet is lost with probability loss, else arrives after 1..2*delay ms.
+ */
+static int parts_mode(int n, double secs, double loss, double soft)
+{
+	struct sim s = {.rng = 12345, .delay_ms = 2};
+	double *first = malloc(sizeof(double) * (size_t)n * (size_t)n),
+	       *done = calloc((size_t)n, sizeof(double));
+	double *phase = malloc(sizeof(double) * (size_t)n),
+	       *pub = malloc(sizeof(double) * (size_t)n);
+	uint64_t packets = 0;
+	int size = part_bytes(), complete_at_soft = 0;
+	double worst = 0, bytes, after = soft * 250 > 1000 ? soft * 250 : 1000;
+
+	if (!first || !done || !phase || !pub)
+		abort();
+	for (int i = 0; i < n * n; i++)
+		first[i] = -1;
+	for (int i = 0; i < n; i++) {
+		double skew = rnd(&s) % 100;
+
+		phase[i] = rnd(&s) % 200;
+		/* the first scan at which it has seen no progress for soft / 4 (at least 1 s) */
+		pub[i] = phase[i] + 200 * ceil((skew + after - phase[i]) / 200.0);
+	}
+	for (int i = 0; i < n; i++)
+		for (double t = pub[i]; t < secs * 1000; t += 1000)
+			for (int j = 0; j < n; j++) {
+				double at;
+
+				if (j == i)
+					continue;
+				packets++;
+				if ((double)rnd(&s) / 4294967296.0 < loss)
+					continue;
+				at = t + 1 + rnd(&s) % (2 * s.delay_ms);
+				if (first[(size_t)j * n + i] < 0 || at < first[(size_t)j * n + i])
+					first[(size_t)j * n + i] = at;
+			}
+	for (int j = 0; j < n; j++) {
+		for (int i = 0; i < n; i++) {
+			double f = first[(size_t)j * n + i];
+
+			if (i == j)
+				continue;
+			if (f < 0) {
+				done[j] = 1e12;
+				break;
+			}
+			if (f > done[j])
+				done[j] = f;
+		}
+		complete_at_soft += done[j] <= soft * 1000;
+		if (done[j] > worst)
+			worst = done[j];
+	}
+	qsort(done, (size_t)n, sizeof(*done), cmp_dbl);
+	bytes = (double)packets * size;
+	/* the verdict: at the first scan after the soft timeout at which the view is complete */
+	printf("n=%d ranks=%d loss=%.2f part_bytes=%d complete_view_p50_s=%.2f p99_s=%.2f "
+	       "last_s=%.2f complete_at_soft=%d/%d verdict_last_s=%.2f bytes_per_host_s=%.0f "
+	       "packets_per_host_s=%.0f\n",
+	       n, 8 * n, loss, size, done[n / 2] / 1000, done[(int)(n * 0.99)] / 1000, worst / 1000,
+	       complete_at_soft, n, (worst > soft * 1000 ? worst : soft * 1000) / 1000 + 0.2,
+	       bytes / n / (secs - 1), (double)packets / n / (secs - 1));
+	free(first);
+	free(done);
+	free(phase);
+	free(pub);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n, memberlist;
@@ -280,7 +395,9 @@ int main(int argc, char **argv)
 		sim_free(s);
 		return 0;
 	}
-	fprintf(stderr,
-		"usage: mesh_sim detect N TRIALS [memberlist] | fp N SECONDS LOSS [memberlist]\n");
+	if (argc >= 6 && !strcmp(argv[1], "parts"))
+		return parts_mode(atoi(argv[2]), atof(argv[3]), atof(argv[4]), atof(argv[5]));
+	fprintf(stderr, "usage: mesh_sim detect N TRIALS [memberlist] | fp N SECONDS LOSS "
+			"[memberlist] | parts N SECONDS LOSS SOFT\n");
 	return 2;
 }

@@ -345,6 +345,32 @@ static void test_disconnected_and_bad_input(void)
 	top_model_fini(&m);
 }
 
+/* A job's ranks on other hosts are rows too, their host in front of the reason. */
+static void test_ranks_elsewhere(void)
+{
+	struct top_model mm, *m = &mm;
+	struct json_object *o = json_tokener_parse(
+	    "{\"ok\":true,\"agent\":{\"pid\":7},\"ranks\":[{\"job\":\"j\",\"rank\":0,"
+	    "\"pid\":11,\"state\":\"blocked\",\"hung\":true}],\"jobs\":[{\"job\":\"j\","
+	    "\"state\":\"hung\",\"ranks_elsewhere\":[{\"rank\":3,\"node\":\"10.0.0.2:7946\","
+	    "\"pid\":55,\"state\":\"stopped\",\"reason\":\"stopped (job-control signal)\","
+	    "\"culprit\":true},{\"rank\":2,\"node\":\"10.0.0.2:7946\",\"pid\":54,"
+	    "\"state\":\"blocked\"}]}]}");
+
+	top_model_init(m);
+	CU_ASSERT_EQUAL(top_model_update(m, o, 1.0), 0);
+	CU_ASSERT_EQUAL(m->nrows, 3);
+	CU_ASSERT_FALSE(m->rows[0].elsewhere);
+	CU_ASSERT_TRUE(m->rows[1].elsewhere);
+	CU_ASSERT_EQUAL(m->rows[1].rank, 3);
+	CU_ASSERT_TRUE(m->rows[1].culprit);
+	CU_ASSERT_TRUE(m->rows[1].hung);
+	CU_ASSERT_STRING_EQUAL(m->rows[1].reason, "on 10.0.0.2:7946: stopped (job-control signal)");
+	CU_ASSERT_STRING_EQUAL(m->rows[2].reason, "on 10.0.0.2:7946: -");
+	json_object_put(o);
+	top_model_fini(m);
+}
+
 static void test_events_ring(void)
 {
 	struct top_model m;
@@ -470,6 +496,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("top_model", NULL, NULL);
 	CU_add_test(s, "rows and sorting", test_rows_and_sorting);
+	CU_add_test(s, "ranks on other hosts", test_ranks_elsewhere);
 	CU_add_test(s, "filters and selection", test_filter_and_selection);
 	CU_add_test(s, "the selection follows a culprit until the user moves",
 		    test_selection_follows_culprit);

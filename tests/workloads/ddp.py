@@ -1,8 +1,9 @@
 """A real 2-rank torch DDP job over gloo (Debian's python3-torch), for the integration tests.
 
 Launched once per rank with MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE set (as torchrun
-would). Trains a small model for --seconds; optionally rank --fault-rank sleeps forever after
---fault-after seconds, which leaves the other rank blocked in the all-reduce.
+would). Trains a small model for --seconds; optionally rank --fault-rank sleeps (--fault sleep)
+or spins (--fault spin) forever after --fault-after seconds, which leaves the other ranks blocked
+in the all-reduce.
 """
 import argparse
 import os
@@ -43,6 +44,9 @@ def main():
                 f.write("%.3f\n" % time.time())
             if a.fault == "sleep":
                 time.sleep(3600)
+            if a.fault == "spin":
+                while True:
+                    pass
         x = torch.randn(32, 64)
         loss = model(x).pow(2).mean()
         opt.zero_grad()

@@ -123,7 +123,7 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 
 	if (!j->watched_ns)
 		j->watched_ns = now;
-	if (j->res.failed && !j->failed_reported && !j->hard_killed)
+	if (j->res.failed && !j->failed_reported && !j->hard_killed && !j->xv.hold)
 		failed_report(ac, j);
 	if (!j->res.live && j->nmembers && !j->end_reported) {
 		/* the run ended: how, once (preempted, stopped, killed, failed, finished...) */
@@ -146,6 +146,8 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 		}
 		return;
 	}
+	if (!j->reported && j->xv.hold)
+		return; /* parts of other hosts are missing for a moment yet: one report, right */
 	if (!j->reported) {
 		j->reported = 1;
 		j->hung_seen_ns = now;

@@ -31,6 +31,7 @@
 #include "agent/metrics.h"
 
 #include <systemd/sd-daemon.h>
+#include "agent/jobparts.h"
 #include "agent/jobstate.h"
 #include "agent/kevents.h"
 #include "agent/mesh.h"
@@ -61,6 +62,7 @@ struct agent {
 	struct gpuprobe *gp;	 /* NULL when CUDA/NCCL probes are off or impossible */
 	struct inspector *ins;	 /* files and memory of ranks, off the loop; NULL: none */
 	struct mesh *mesh;	 /* NULL when the heartbeat mesh is off */
+	struct jobparts *jp;	 /* the job across hosts (and the waits-for graph) */
 	struct metrics *metrics; /* NULL when metrics_listen is empty */
 	struct eventlog *el;
 	struct ctl_server *ctl;
@@ -135,6 +137,7 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	view_ctl_counters(c, ctl_counters(a->ctl), ctl_clients(a->ctl));
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
+	jobparts_counters(a->jp, c);
 	if (a->metrics) {
 		uint64_t refused, timed_out, unauthorized;
 
@@ -187,8 +190,11 @@ static void scan(struct agent *a)
 	watch_sample(&a->w, now);
 	for (int j = 0; j < a->ranks.njobs; j++)
 		if (!a->ranks.jobs[j]->timers_only && /* timers alone: never judged */
-		    watch_judge(&a->w, a->ranks.jobs[j], now) == 0)
+		    watch_judge(&a->w, a->ranks.jobs[j], now) == 0) {
+			jobparts_job(a->jp, a->ranks.jobs[j], now);
 			actions_job(&a->ac, a->ranks.jobs[j], now);
+		}
+	jobparts_tick(a->jp, now);
 	if (a->dc)
 		decide_tick(a->dc);
 	timersvc_check(a->ts);
@@ -252,6 +258,8 @@ static void on_mesh_event(void *ctx, const char *type, const struct swim_member 
 	struct agent *a = ctx;
 
 	eventlog_emit(a->el, view_peer(type, m));
+	if (a->jp)
+		jobparts_peer_event(a->jp, type, m);
 	if (a->dc && (!strcmp(type, "peer_dead") || !strcmp(type, "peer_alive"))) {
 		char addr[32];
 
@@ -641,6 +649,19 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	    open_scan_timer(a, err, errlen) < 0 || open_watchdog(a, err, errlen) < 0 ||
 	    open_signals(a, err, errlen) < 0 || (*cfg->mesh_bind && open_mesh(a, err, errlen) < 0))
 		goto fail;
+	{
+		struct jobparts_opts jo;
+
+		node_name(a);
+		jo = (struct jobparts_opts){&a->ranks, a->mesh, a->el, &a->w.dp, a->node};
+
+		a->jp = jobparts_new(&jo);
+		a->h.jp = a->jp;
+		if (!a->jp) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+	}
 	if (*cfg->metrics_listen) {
 		struct metrics_opts mo = {.listen = cfg->metrics_listen,
 					  .token_file = cfg->metrics_token_file,
@@ -701,6 +722,7 @@ void agent_free(struct agent *a)
 	inspector_free(a->ins); /* its last answers go to the control socket and the log */
 	metrics_close(a->metrics);
 	ctl_free(a->ctl);
+	jobparts_free(a->jp);
 	mesh_close(a->mesh);
 	decider_free(a->dc);
 	store_close(a->st); /* its threads end here */

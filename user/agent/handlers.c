@@ -11,6 +11,7 @@
 #include "agent/ctl.h"
 #include "agent/decide.h"
 #include "agent/eventlog.h"
+#include "agent/jobparts.h"
 #include "agent/mesh.h"
 #include "agent/pystacks.h"
 #include "agent/timersvc.h"
@@ -51,6 +52,10 @@ static struct json_object *do_status(struct handlers *h, const struct ctl_reques
 
 			if (h->dc)
 				decide_job_json(h->dc, h->ranks->jobs[j], jo);
+			if (h->jp)
+				json_object_object_add(
+				    jo, "ranks_elsewhere",
+				    jobparts_remote_ranks(h->jp, h->ranks->jobs[j], now));
 			json_object_array_add(jobs, jo);
 		}
 	for (int i = 0; i < h->ranks->n; i++)
@@ -89,6 +94,9 @@ static struct json_object *do_explain(struct handlers *h, const struct ctl_reque
 			json_object_array_add(job_ranks,
 					      view_rank(&h->vs, k->job->members[i], now));
 	json_object_object_add(o, "job_ranks", job_ranks);
+	if (h->jp)
+		json_object_object_add(o, "ranks_elsewhere",
+				       jobparts_remote_ranks(h->jp, k->job, now));
 	/* the Python stacks are read off the loop: the reply goes out when they are in */
 	if (pystacks_explain(h->vs.ins, h->ctl, k, o))
 		return NULL;

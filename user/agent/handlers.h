@@ -17,6 +17,7 @@ struct ctl_server;
 struct mesh;
 struct eventlog;
 struct decider;
+struct jobparts;
 struct ctl_request;
 struct ctl_peer;
 
@@ -27,7 +28,8 @@ struct handlers {
 	struct ctl_server *ctl;
 	struct mesh *mesh; /* NULL: the mesh is off */
 	struct eventlog *el;
-	struct decider *dc; /* NULL: decisions are off */
+	struct decider *dc;  /* NULL: decisions are off */
+	struct jobparts *jp; /* the job across hosts */
 	struct view_src vs;
 	/* the agent's own part of `status` (version, features, counters): a new object */
 	struct json_object *(*agent_json)(void *ctx, uint64_t now);

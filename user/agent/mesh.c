@@ -20,6 +20,7 @@
 #include "os/clock.h"
 #include "os/log.h"
 #include "os/loop.h"
+#include "proto/part_proto.h"
 
 #define TICK_MS	    50
 #define MESH_SOCKET 0 /* our two descriptors in the event loop */
@@ -42,6 +43,8 @@ struct mesh {
 	int logged;
 	void (*on_event)(void *ctx, const char *type, const struct swim_member *m);
 	void *ctx;
+	void (*on_part)(void *ctx, const uint8_t *buf, size_t len);
+	void *part_ctx;
 };
 
 static uint64_t now_ms(void)
@@ -234,6 +237,10 @@ static void on_readable(struct mesh *m)
 		if (n < 0)
 			return;
 		m->cnt.rx++;
+		if (m->on_part && part_is_part(buf, (size_t)n)) {
+			m->on_part(m->part_ctx, buf, (size_t)n);
+			continue;
+		}
 		r = mesh_decode(buf, (size_t)n, m->key, &p);
 		if (r == MESH_OK)
 			r = mesh_check_dest(&p, &m->self, swim_boot(m->swim), wall_ms());
@@ -282,6 +289,42 @@ void mesh_set_health(struct mesh *m, const struct mesh_health *h)
 	m->have_health = 1;
 	m->health = *h;
 	swim_set_health(m->swim, h);
+}
+
+void mesh_set_part_handler(struct mesh *m, void (*fn)(void *ctx, const uint8_t *buf, size_t len),
+			   void *ctx)
+{
+	m->on_part = fn;
+	m->part_ctx = ctx;
+}
+
+int mesh_send_raw(struct mesh *m, const struct mesh_addr *to, const uint8_t *buf, size_t len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+
+	sa.sin_addr.s_addr = htonl(to->ip);
+	sa.sin_port = htons(to->port);
+	if (sendto(m->fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		m->cnt.tx_errors++;
+		return -errno;
+	}
+	m->cnt.tx++;
+	return 0;
+}
+
+void mesh_part_key(const struct mesh *m, uint8_t key[MESH_KEY_BYTES])
+{
+	part_derive_key(m->key, key);
+}
+
+const struct swim *mesh_swim(const struct mesh *m)
+{
+	return m->swim;
+}
+
+const struct mesh_addr *mesh_self(const struct mesh *m)
+{
+	return &m->self;
 }
 
 static void health_json(struct json_object *o, const struct mesh_health *h)

@@ -35,6 +35,16 @@ struct mesh *mesh_open(const struct mesh_opts *o, char *err, size_t errlen);
 void mesh_close(struct mesh *m); /* sends LEAVE first */
 /* Our health summary; spread only when it changed. */
 void mesh_set_health(struct mesh *m, const struct mesh_health *h);
+/* Job parts (proto/part_proto.h) arrive on the mesh's socket: fn gets each datagram that
+ * says it is one (agent/jobparts.c checks the rest). */
+void mesh_set_part_handler(struct mesh *m, void (*fn)(void *ctx, const uint8_t *buf, size_t len),
+			   void *ctx);
+/* Send a datagram from the mesh's socket. 0 or -errno. */
+int mesh_send_raw(struct mesh *m, const struct mesh_addr *to, const uint8_t *buf, size_t len);
+/* The parts' key (derived from the cluster key). */
+void mesh_part_key(const struct mesh *m, uint8_t key[MESH_KEY_BYTES]);
+const struct swim *mesh_swim(const struct mesh *m);
+const struct mesh_addr *mesh_self(const struct mesh *m);
 /* {"self":..., "incarnation":N, "local_health":N, "peers":[...], "counters":{...}} (new object) */
 struct json_object *mesh_json(const struct mesh *m);
 

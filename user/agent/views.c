@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "agent/ctl.h"
+#include "agent/jobparts.h"
 #include "agent/timersvc.h"
 #include "ftbpf/slot.h"
 #include "lib/config.h"
@@ -298,8 +299,11 @@ struct json_object *view_job_failed(const struct job *j)
 	if (k) {
 		jint(o, "culprit_pid", k->pid);
 		jint(o, "culprit_rank", k->id.rank);
+	} else if (j->xv.valid && j->xv.n_culprits) {
+		jint(o, "culprit_rank", j->xv.culprit_ranks[0]);
 	}
 	jint(o, "live", j->res.live);
+	jobparts_job_json(o, j);
 	return o;
 }
 
@@ -600,6 +604,7 @@ struct json_object *view_hang(const struct view_src *v, const struct job *j, uin
 	}
 	json_object_object_add(o, "culprits", c);
 	json_object_object_add(o, "culprit_ranks", cr);
+	jobparts_job_json(o, j); /* the job-wide culprit, its host and state */
 	json_object_object_add(o, "ranks", arr);
 	return o;
 }
@@ -681,6 +686,7 @@ struct json_object *view_job(const struct job *j)
 	jstr(o, "why", job_why(j, why, sizeof(why)));
 	jint(o, "run", j->run);
 	jstr(o, "previous_run", *j->prev_state ? j->prev_state : NULL);
+	jobparts_job_json(o, j);
 	return o;
 }
 

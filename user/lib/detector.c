@@ -395,6 +395,7 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 	}
 	if (first_dead >= 0) {
 		out->failed = 1;
+		out->rule = DET_RULE_DEAD;
 		add_culprit(out, first_dead);
 		d[first_dead].culprit = 1;
 		snprintf(out->why, sizeof(out->why), "rank %d (pid %d) was the first to die: %s",
@@ -407,7 +408,7 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 	out->hard = out->no_progress_ns >= p->hard_ns;
 
 	if (first_dead < 0 && nccl_culprits(d, s, n, out)) {
-		/* named from NCCL sequence numbers */
+		out->rule = DET_RULE_NCCL;
 	} else if (first_dead < 0) {
 		/* Majority posture among all ranks (an early normal exit is a posture too). */
 		int best_cnt = 0, best_key = -1;
@@ -437,6 +438,7 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 				if (state_key(d[i].state, d[i].syscall) != best_key &&
 				    d[i].score == top)
 					add_culprit(out, i);
+			out->rule = DET_RULE_MAJORITY;
 			snprintf(out->why, sizeof(out->why),
 				 "%d of %d ranks are %s; rank %d is not: %s", best_cnt, n,
 				 det_state_name(best_key / 1024), s[out->culprits[0]].rank,
@@ -444,16 +446,19 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 		} else if (n == 1 && s[0].world_size <= 1) {
 			/* a job of one rank: whatever it waits for, it is the job's own doing */
 			add_culprit(out, 0);
+			out->rule = DET_RULE_ONLY;
 			snprintf(out->why, sizeof(out->why), "rank %d, the job's only rank, is %s",
 				 s[0].rank, d[0].reason);
 		} else if (maxs > mins || (maxs >= 60 && n > 0)) {
 			for (int i = 0; i < n; i++)
 				if (d[i].score == maxs)
 					add_culprit(out, i);
+			out->rule = DET_RULE_SCORE;
 			snprintf(out->why, sizeof(out->why),
 				 "rank %d is where no other rank waits: %s",
 				 s[out->culprits[0]].rank, d[out->culprits[0]].reason);
 		} else {
+			out->rule = DET_RULE_ELSEWHERE;
 			snprintf(out->why, sizeof(out->why),
 				 "every rank here is %s: the cause may be outside this host",
 				 n ? d[0].reason : "idle");

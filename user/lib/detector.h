@@ -119,12 +119,25 @@ struct det_rank {
 
 #define DET_MAX_CULPRITS 8
 
+/* Which evidence named the culprit (det_job.rule): the job-wide view (lib/jobview.c) weighs
+ * the waits-for graph against it. */
+enum det_rule {
+	DET_RULE_NONE = 0,  /* no culprit named */
+	DET_RULE_DEAD,	    /* the first rank to die */
+	DET_RULE_NCCL,	    /* lagging NCCL sequence numbers */
+	DET_RULE_MAJORITY,  /* not where the majority is */
+	DET_RULE_ONLY,	    /* the job's only rank */
+	DET_RULE_SCORE,	    /* the most suspicious state */
+	DET_RULE_ELSEWHERE, /* every rank waits alike: the cause may be outside */
+};
+
 struct det_job {
 	int live, exited, hung, hard;
 	int failed; /* a rank died abnormally (signal or non-zero exit) */
 	uint64_t no_progress_ns;
 	int n_culprits;
 	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */
+	enum det_rule rule;
 	char why[512];
 };
 

@@ -173,6 +173,25 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 			fprintf(f, ",uid=\"%lld\",rank=\"%d\"} 1\n", (long long)num(j, "uid", -1),
 				json_object_get_int(json_object_array_get_idx(c, k)));
 		}
+	} /* the job-wide culprit and the host it runs on (the job across hosts) */
+	header(f, "ftbpf_job_culprit_node", "gauge",
+	       "1 for each culprit rank of the job's hang or failure, with the host that runs it");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *j = json_object_array_get_idx(jobs, i),
+				   *c = get(j, "culprit_ranks");
+
+		for (size_t k = 0;
+		     str(j, "culprit_node") && is_array(c) && k < json_object_array_length(c);
+		     k++) {
+			fputs("ftbpf_job_culprit_node{training_job=", f);
+			label(f, str(j, "job"));
+			fprintf(f, ",uid=\"%lld\",rank=\"%d\",node=", (long long)num(j, "uid", -1),
+				json_object_get_int(json_object_array_get_idx(c, k)));
+			label(f, str(j, "culprit_node"));
+			fputs(",state=", f);
+			label(f, str(j, "culprit_state") ? str(j, "culprit_state") : "");
+			fputs("} 1\n", f);
+		}
 	}
 }
 

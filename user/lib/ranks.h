@@ -15,6 +15,7 @@
 #include "lib/container.h"
 #include "lib/detector.h"
 #include "lib/ident.h"
+#include "lib/jobview.h"
 
 struct ftbpf_slot;
 struct job;
@@ -94,7 +95,8 @@ struct job {
 	char kill_why[512];		     /* the verdict when the hard action killed it */
 	int kill_culprits[DET_MAX_CULPRITS]; /* ... its culprits' ranks */
 	int nkill_culprits;
-	int timers_only; /* its one member registered for timers only */
+	int timers_only;      /* its one member registered for timers only */
+	struct jv_verdict xv; /* the verdict over every host's part (agent/jobparts.c) */
 };
 
 struct ranks {

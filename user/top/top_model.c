@@ -126,6 +126,53 @@ static void job_from_json(struct top_job *j, struct json_object *o)
 	j->no_progress_s = ctl_get_dbl(o, "no_progress_s", 0);
 }
 
+/* A job's ranks on other hosts (the agent's "ranks_elsewhere"): rows of their own, their host
+ * in front of the reason; no syscall rate, no pid to act on here. */
+static size_t elsewhere_count(struct json_object *jobs, size_t nj)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nj; i++) {
+		struct json_object *re;
+
+		if (json_object_object_get_ex(json_object_array_get_idx(jobs, i), "ranks_elsewhere",
+					      &re) &&
+		    json_object_is_type(re, json_type_array))
+			n += json_object_array_length(re);
+	}
+	return n;
+}
+
+static void elsewhere_rows(struct top_row *r, struct json_object *jobs, size_t nj)
+{
+	for (size_t i = 0; i < nj; i++) {
+		struct json_object *j = json_object_array_get_idx(jobs, i), *re;
+
+		if (!json_object_object_get_ex(j, "ranks_elsewhere", &re) ||
+		    !json_object_is_type(re, json_type_array))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(re); k++, r++) {
+			struct json_object *x = json_object_array_get_idx(re, k);
+
+			memset(r, 0, sizeof(*r));
+			copy_str(r->job, sizeof(r->job), ctl_get_str(j, "job"));
+			r->rank = (int)ctl_get_int(x, "rank", -1);
+			r->pid = (int)ctl_get_int(x, "pid", 0);
+			copy_str(r->state, sizeof(r->state), ctl_get_str(x, "state"));
+			snprintf(r->reason, sizeof(r->reason), "on %.40s: %.140s",
+				 ctl_get_str_or(x, "node", "?"), ctl_get_str_or(x, "reason", "-"));
+			r->state_for_s = ctl_get_dbl(x, "no_progress_s", 0);
+			r->sysc_rate = r->gpu_age_s = r->ping_age_s = r->timer_left_s = -1;
+			r->step = -1;
+			r->hung = !strcmp(ctl_get_str_or(j, "state", ""), "hung") &&
+				  !ctl_get_bool(x, "exited");
+			r->culprit = ctl_get_bool(x, "culprit");
+			r->exited = ctl_get_bool(x, "exited");
+			r->elsewhere = 1;
+		}
+	}
+}
+
 static void cluster_from_json(struct top_model *m, struct json_object *cl)
 {
 	struct json_object *peers;
@@ -203,7 +250,7 @@ int top_model_update(struct top_model *m, struct json_object *status, double now
 	struct top_job *jv = NULL;
 	struct top_prev *prev = NULL;
 	int *view = NULL;
-	size_t nr, nj;
+	size_t nr, nj, nl;
 
 	if (!status || !ctl_get_bool(status, "ok") ||
 	    !json_object_object_get_ex(status, "agent", &agent) ||
@@ -212,8 +259,9 @@ int top_model_update(struct top_model *m, struct json_object *status, double now
 	    !json_object_object_get_ex(status, "jobs", &jobs) ||
 	    !json_object_is_type(jobs, json_type_array))
 		return -EINVAL;
-	nr = json_object_array_length(ranks);
+	nl = nr = json_object_array_length(ranks);
 	nj = json_object_array_length(jobs);
+	nr += elsewhere_count(jobs, nj);
 	rows = calloc(nr ? nr : 1, sizeof(*rows));
 	view = calloc(nr ? nr : 1, sizeof(*view));
 	prev = calloc(nr ? nr : 1, sizeof(*prev));
@@ -229,6 +277,10 @@ int top_model_update(struct top_model *m, struct json_object *status, double now
 		struct top_row *r = &rows[i];
 		const struct top_prev *p;
 
+		if (i >= nl) { /* ranks of this host's jobs on other hosts: after ours */
+			elsewhere_rows(rows + nl, jobs, nj);
+			break;
+		}
 		row_from_json(r, json_object_array_get_idx(ranks, i));
 		p = prev_find(m, r->pid);
 		if (p && now_s > m->prev_t && r->syscalls >= p->syscalls)

@@ -57,6 +57,7 @@ struct top_row {
 	int timers;
 	double timer_left_s;
 	int hung, culprit, exited;
+	int elsewhere; /* a rank of the job on another host (its host leads the reason) */
 };
 
 struct top_job {

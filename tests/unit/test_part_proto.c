@@ -1,0 +1,135 @@
+/* Job parts on the wire: round trip, MAC, and the field checks a peer's nonsense fails. */
+#include <CUnit/Basic.h>
+#include <sodium.h>
+#include <string.h>
+
+#include "proto/part_proto.h"
+
+static uint8_t key[MESH_KEY_BYTES];
+
+static struct part_packet sample(void)
+{
+	struct part_packet p = {
+	    .boot = 77, .seq = 5, .to_boot = 66, .sent_ms = 123456, .ttl_ms = 3000};
+	struct jv_part *pt = &p.part;
+
+	p.from = (struct mesh_addr){0x0a000002, 7946};
+	p.to = (struct mesh_addr){0x0a000001, 7946};
+	p.text_rank = 3;
+	strcpy(pt->job, "torch:10.0.0.1:29500");
+	pt->uid = 1000;
+	pt->world_size = 4;
+	pt->nchunks = 1;
+	pt->addrs[pt->naddrs++] = 0x0a000002;
+	pt->ranks[pt->nranks++] = (struct jv_rank){.rank = 2,
+						   .pid = 42,
+						   .state = RS_BLOCKED,
+						   .syscall = 202,
+						   .score = 10,
+						   .progress_age_ms = 5000,
+						   .state_age_ms = 5000};
+	pt->ranks[pt->nranks++] = (struct jv_rank){.rank = 3,
+						   .pid = 43,
+						   .state = RS_STOPPED,
+						   .flags = JV_R_CULPRIT | JV_R_COMM,
+						   .syscall = -1,
+						   .score = 95,
+						   .comm_id = 0xabcdef,
+						   .comm_seq = 41,
+						   .progress_age_ms = 6000};
+	strcpy(pt->ranks[1].reason, "stopped (job-control signal)");
+	pt->edges[pt->nedges++] =
+	    (struct jv_edge){2, 3, {0x0a000002, 4000}, {0x0a000002, 4001}, JV_EDGE_RECV};
+	pt->res[pt->nres++] = (struct jv_res){{0x0a000002, 4001}, 3};
+	return p;
+}
+
+static void test_roundtrip(void)
+{
+	struct part_packet p = sample(), q;
+	uint8_t buf[PART_MAX_PACKET], other[MESH_KEY_BYTES];
+	int len = part_encode(&p, key, buf, sizeof(buf));
+
+	CU_ASSERT_TRUE(len > PART_HDR_BYTES);
+	CU_ASSERT_TRUE(part_is_part(buf, (size_t)len));
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_OK);
+	CU_ASSERT_EQUAL(q.from.ip, p.from.ip);
+	CU_ASSERT_EQUAL(q.to_boot, 66);
+	CU_ASSERT_EQUAL(q.seq, 5);
+	CU_ASSERT_STRING_EQUAL(q.part.job, p.part.job);
+	CU_ASSERT_EQUAL(q.part.nranks, 2);
+	CU_ASSERT_EQUAL(q.part.ranks[1].comm_seq, 41);
+	CU_ASSERT_EQUAL(q.part.ranks[0].syscall, 202);
+	CU_ASSERT_STRING_EQUAL(q.part.ranks[1].reason, "stopped (job-control signal)");
+	CU_ASSERT_STRING_EQUAL(q.part.ranks[0].reason, "");
+	CU_ASSERT_EQUAL(q.part.edges[0].peer.port, 4001);
+	CU_ASSERT_EQUAL(q.part.edges[0].local.port, 4000);
+	CU_ASSERT_EQUAL(q.part.res[0].rank, 3);
+	/* 8 ranks and 8 edges fit one datagram with room to spare */
+	CU_ASSERT_TRUE(PART_HDR_BYTES + 4 * JV_MAX_ADDRS + JV_MAX_RANKS * PART_RANK_BYTES +
+			   JV_MAX_EDGES * PART_EDGE_BYTES + JV_MAX_RES * PART_RES_BYTES +
+			   PART_MAX_TEXT + MESH_MAC_BYTES <=
+		       PART_MAX_PACKET);
+	/* another key; a flipped byte; a truncation */
+	part_derive_key(key, other);
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, other, &q), PART_E_MAC);
+	buf[100] ^= 1;
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_MAC);
+	buf[100] ^= 1;
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len - 1, key, &q), PART_E_SIZE);
+	buf[2] = 9;
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_VERSION);
+	buf[0] = 'X';
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_MAGIC);
+}
+
+/* Encoded with the right key, but nonsense: each is refused at the field checks. */
+static void test_nonsense(void)
+{
+	struct part_packet q;
+	uint8_t buf[PART_MAX_PACKET];
+	struct part_packet cases[9];
+	int n = 0;
+
+	for (int i = 0; i < 9; i++)
+		cases[i] = sample();
+	cases[n++].part.ranks[0].rank = 4;		/* not below the world size */
+	cases[n++].part.ranks[0].rank = 3;		/* twice */
+	cases[n++].part.ranks[1].comm_seq = 1ull << 50; /* more collectives than possible */
+	cases[n++].part.ranks[0].state = 77;
+	cases[n++].part.edges[0].from_rank = 1; /* an edge from a rank it does not hold */
+	cases[n++].part.res[0].rank = 0;	/* an endpoint of a rank it does not hold */
+	cases[n++].ttl_ms = 3600000;
+	strcpy(cases[n++].part.job, "bad\"job");
+	cases[n++].part.world_size = 0;
+	for (int i = 0; i < n; i++) {
+		int len = part_encode(&cases[i], key, buf, sizeof(buf));
+
+		CU_ASSERT_TRUE(len > 0);
+		CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_FIELD);
+	}
+	/* counts over their maxima are not encoded */
+	cases[0] = sample();
+	cases[0].part.nranks = JV_MAX_RANKS + 1;
+	CU_ASSERT_EQUAL(part_encode(&cases[0], key, buf, sizeof(buf)), -1);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+
+	if (sodium_init() < 0 || CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	part_derive_key((const uint8_t *)"unit-test-key-0123456789abcdefgh", key);
+	s = CU_add_suite("part_proto", NULL, NULL);
+	CU_add_test(s, "encode/decode, MAC, size, version", test_roundtrip);
+	CU_add_test(s, "a peer's nonsense is refused", test_nonsense);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	{
+		int f = (int)CU_get_number_of_failures();
+
+		CU_cleanup_registry();
+		return f ? 1 : 0;
+	}
+}

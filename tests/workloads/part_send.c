@@ -1,0 +1,101 @@
+/*
+ * part_send: sends hostile job parts (proto/part_proto.h) to an agent, for the tests.
+ *   part_send KEYFILE TARGET MODE FROM JOB WORLD RANK
+ *   garbage  "FP" and random bytes
+ *   forged   a part claiming RANK under another key
+ *   replay   a valid part (claiming RANK), sent twice: the second is a replay
+ *   claim    a valid part from FROM claiming RANK of JOB, stopped: what a peer that reports
+ *            ranks it does not own says
+ *   range    a valid part claiming a rank beyond the world size
+ *   seq      a valid part with an impossible NCCL sequence number
+ * Valid parts are made with the cluster key: what a peer holding it could send.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/part_proto.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int main(int argc, char **argv)
+{
+	uint8_t mk[MESH_KEY_BYTES], key[MESH_KEY_BYTES], buf[PART_MAX_PACKET];
+	struct part_packet p = {.seq = 1, .ttl_ms = 3000, .text_rank = -1};
+	struct jv_rank *r;
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char err[256];
+	const char *mode;
+	int len, fd, sends = 1;
+
+	if (argc < 8 || mesh_load_key(argv[1], mk, err, sizeof(err)) < 0 ||
+	    mesh_parse_addr(argv[2], &p.to) < 0 || mesh_parse_addr(argv[4], &p.from) < 0) {
+		fprintf(stderr, "usage: part_send KEYFILE TARGET garbage|forged|replay|claim|range|"
+				"seq FROM JOB WORLD RANK\n");
+		return 2;
+	}
+	mode = argv[3];
+	part_derive_key(mk, key);
+	p.boot = now_ms() << 8;
+	p.seq = (uint64_t)now_ms();
+	p.sent_ms = now_ms();
+	snprintf(p.part.job, sizeof(p.part.job), "%s", argv[5]);
+	p.part.world_size = atoi(argv[6]);
+	p.part.nchunks = 1;
+	p.part.nranks = 1;
+	r = &p.part.ranks[0];
+	r->rank = atoi(argv[7]);
+	r->pid = 4242;
+	r->state = RS_STOPPED;
+	r->flags = JV_R_CULPRIT;
+	r->syscall = -1;
+	r->score = 95;
+	r->progress_age_ms = 60000;
+	r->state_age_ms = 60000;
+	if (!strcmp(mode, "range")) {
+		r->rank = p.part.world_size + 3;
+	} else if (!strcmp(mode, "seq")) {
+		r->flags |= JV_R_COMM;
+		r->comm_id = 1;
+		r->comm_seq = 1ull << 50;
+	} else if (!strcmp(mode, "forged")) {
+		if (getrandom(key, sizeof(key), 0) != sizeof(key))
+			return 1;
+	} else if (!strcmp(mode, "replay")) {
+		sends = 2;
+	} else if (strcmp(mode, "claim") && strcmp(mode, "garbage")) {
+		fprintf(stderr, "part_send: unknown mode %s\n", mode);
+		return 2;
+	}
+	len = part_encode(&p, key, buf, sizeof(buf));
+	if (len < 0)
+		return 1;
+	if (!strcmp(mode, "garbage")) {
+		len = 300;
+		if (getrandom(buf + 2, (size_t)len - 2, 0) != len - 2)
+			return 1;
+		buf[0] = 'F';
+		buf[1] = 'P';
+	}
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	sa.sin_addr.s_addr = htonl(p.to.ip);
+	sa.sin_port = htons(p.to.port);
+	for (int i = 0; i < sends; i++)
+		if (sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&sa, sizeof(sa)) != len) {
+			perror("sendto");
+			return 1;
+		}
+	return 0;
+}

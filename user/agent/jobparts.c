@@ -1,0 +1,819 @@
+/* The job as one object across hosts: see jobparts.h. */
+#include "agent/jobparts.h"
+
+#include <arpa/inet.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/eventlog.h"
+#include "agent/mesh.h"
+#include "agent/partlocal.h"
+#include "lib/jsonx.h"
+#include "lib/ranks.h"
+#include "os/clock.h"
+#include "os/log.h"
+#include "proto/part_proto.h"
+#include "proto/swim.h"
+
+#define MS	    1000000ull
+#define PUBLISH_MIN (1000 * MS)		   /* publish after a quarter of soft, at least this */
+#define REFRESH	    (1000 * MS)		   /* an unchanged part again after this */
+#define REBROADCAST (2000 * MS)		   /* to every member again while ranks are missing */
+#define TTL_MS	    3500		   /* a part not refreshed this long is stale */
+#define STALE_KEEP  (600 * CLOCK_NS_PER_S) /* where missing ranks were last seen */
+#define HOLD	    (1500 * MS)		   /* a hang report waits this long for missing parts */
+#define MAX_REMOTE  4096
+#define MAX_CHUNKS  8
+#define MAX_PARTS   (JV_MAX_PARTS)
+#define EDGES_EVERY (1000 * MS) /* a stalled job's sockets are looked at this often */
+
+struct remote {
+	struct jv_part part; /* node: the sender's address */
+	struct mesh_addr from;
+	uint64_t boot;
+	uint64_t expires_ns, stale_ns;
+	int member; /* the sender is a live mesh member of that boot */
+	int want_reply;
+	uint64_t replied_ns;
+};
+
+struct sender {
+	struct mesh_addr a;
+	struct mesh_replay r;
+};
+
+struct pub { /* what this host told about one job, and its last waits-for edges */
+	uint32_t uid;
+	char job[FTBPF_JOB_LEN];
+	int publishing;
+	uint64_t sent_ns, bcast_ns, hung_ns, seen_ns;
+	uint32_t digest;
+	uint64_t edges_ns; /* when the sockets were last looked at (at most every EDGES_EVERY) */
+	int nedges[MAX_CHUNKS];
+	struct jv_edge edges[MAX_CHUNKS][JV_MAX_EDGES];
+	int nres;
+	struct jv_res res[JV_MAX_RES];
+};
+
+struct cnt {
+	uint64_t rx, tx, tx_errors, accepted, bad[6], misdirected, stale, replayed, not_ours,
+	    claims_ours, conflict, world_mismatch, bad_seq, expired;
+};
+
+struct jobparts {
+	struct jobparts_opts o;
+	struct partlocal pl;
+	uint8_t key[MESH_KEY_BYTES];
+	struct mesh_addr self;
+	char node[JV_NODE_LEN];
+	uint64_t seq;
+	struct remote *rv;
+	int nr, rcap;
+	struct sender *sv;
+	int ns, scap;
+	struct pub *pv;
+	int np, pcap;
+	struct cnt c;
+	uint64_t log_window_ns;
+	int logged;
+	struct jv_part chunks[MAX_CHUNKS];
+	struct jv_part parts[MAX_PARTS]; /* scratch: the parts of one verdict */
+	struct jv_host *hosts;
+	int hcap;
+};
+
+static uint64_t wall_ms(void)
+{
+	return clock_real_ns() / 1000000;
+}
+
+static int grow(void **v, int *cap, int n, size_t size)
+{
+	void *nv;
+	int c;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	nv = realloc(*v, (size_t)c * size);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = c;
+	return 0;
+}
+
+static int same_job(const struct jv_part *p, uint32_t uid, const char *job)
+{
+	return p->uid == uid && !strcmp(p->job, job);
+}
+
+static int addr_eq(const struct mesh_addr *a, const struct mesh_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+static void drop_remote(struct jobparts *jp, int i)
+{
+	jp->rv[i] = jp->rv[--jp->nr];
+}
+
+/* ---- receiving: authenticated, meant for us, fresh, then believable ---- */
+static void note_drop(struct jobparts *jp, const struct part_packet *p, const char *why)
+{
+	uint64_t now = clock_mono_ns();
+	char a[32];
+
+	if (now - jp->log_window_ns > 10 * CLOCK_NS_PER_S) {
+		jp->log_window_ns = now;
+		jp->logged = 0;
+	}
+	if (jp->logged++ >= 10) /* at most 10 per 10 s: a peer cannot flood the log */
+		return;
+	mesh_format_addr(&p->from, a, sizeof(a));
+	log_debug("job parts: ignored a part of job %s from %s: %s", p->part.job, a, why);
+}
+
+static struct mesh_replay *window_of(struct jobparts *jp, const struct mesh_addr *a)
+{
+	for (int i = 0; i < jp->ns; i++)
+		if (addr_eq(&jp->sv[i].a, a))
+			return &jp->sv[i].r;
+	if (jp->ns >= MAX_REMOTE || grow((void **)&jp->sv, &jp->scap, jp->ns, sizeof(*jp->sv)))
+		return NULL;
+	memset(&jp->sv[jp->ns], 0, sizeof(jp->sv[0]));
+	jp->sv[jp->ns].a = *a;
+	return &jp->sv[jp->ns++].r;
+}
+
+static int job_world(const struct job *j)
+{
+	int w = -1;
+
+	for (int m = 0; m < j->nmembers; m++)
+		if (j->members[m]->id.world_size > w)
+			w = j->members[m]->id.world_size;
+	return w;
+}
+
+static int holds_live(const struct job *j, int rank)
+{
+	for (int m = 0; m < j->nmembers; m++)
+		if (j->members[m]->id.rank == rank && !j->members[m]->s.exited)
+			return 1;
+	return 0;
+}
+
+static int shares_rank(const struct jv_part *a, const struct jv_part *b)
+{
+	for (int i = 0; i < a->nranks; i++)
+		if (jobview_part_rank(b, a->ranks[i].rank) >= 0)
+			return 1;
+	return 0;
+}
+
+/* Is what the part says believable next to what we know? 0, or a counter to bump. */
+static uint64_t *believe(struct jobparts *jp, const struct part_packet *p, int member,
+			 const struct job *j, int *ret_same)
+{
+	const struct jv_part *pt = &p->part;
+	int w = job_world(j);
+
+	*ret_same = -1;
+	if (w > 0 && pt->world_size > 0 && w != pt->world_size)
+		return &jp->c.world_mismatch;
+	for (int i = 0; i < pt->nranks; i++)
+		if (holds_live(j, pt->ranks[i].rank))
+			return &jp->c.claims_ours; /* our ranks are ours: we see them */
+	for (int i = 0; i < jp->nr; i++) {
+		struct remote *r = &jp->rv[i];
+
+		if (!same_job(&r->part, pt->uid, pt->job) || r->stale_ns)
+			continue;
+		if (addr_eq(&r->from, &p->from)) {
+			if (r->part.chunk != pt->chunk)
+				continue;
+			*ret_same = i;
+			/* the same rank, process and communicator cannot go back */
+			for (int k = 0; k < pt->nranks; k++) {
+				int o = jobview_part_rank(&r->part, pt->ranks[k].rank);
+				const struct jv_rank *x = &pt->ranks[k], *y;
+
+				if (o < 0)
+					continue;
+				y = &r->part.ranks[o];
+				if (x->pid == y->pid && (x->flags & y->flags & JV_R_COMM) &&
+				    x->comm_id == y->comm_id && x->comm_seq < y->comm_seq)
+					return &jp->c.bad_seq;
+			}
+			continue;
+		}
+		if (!shares_rank(&r->part, pt))
+			continue;
+		/* two hosts claim a rank: a live member of the mesh beats a stranger; else the
+		 * first claim holds until it expires */
+		if (member && !r->member) {
+			jp->c.conflict++;
+			drop_remote(jp, i--);
+			continue;
+		}
+		return &jp->c.conflict;
+	}
+	return NULL;
+}
+
+static void accept_part(struct jobparts *jp, const struct part_packet *p, int member, uint64_t now)
+{
+	struct job *j = ranks_job_find(jp->o.ranks, p->part.uid, p->part.job);
+	struct remote *r;
+	uint64_t *bad;
+	int same;
+
+	if (!j) {
+		jp->c.not_ours++;
+		return;
+	}
+	bad = believe(jp, p, member, j, &same);
+	if (bad) {
+		(*bad)++;
+		note_drop(jp, p,
+			  bad == &jp->c.conflict      ? "ranks another host holds"
+			  : bad == &jp->c.claims_ours ? "ranks this host holds"
+			  : bad == &jp->c.bad_seq     ? "NCCL sequence numbers went back"
+						      : "another world size");
+		return;
+	}
+	if (same < 0) {
+		if (jp->nr >= MAX_REMOTE ||
+		    grow((void **)&jp->rv, &jp->rcap, jp->nr, sizeof(*jp->rv)) < 0)
+			return;
+		same = jp->nr++;
+		memset(&jp->rv[same], 0, sizeof(jp->rv[0]));
+	}
+	r = &jp->rv[same];
+	r->part = p->part;
+	mesh_format_addr(&p->from, r->part.node, sizeof(r->part.node));
+	r->part.at_ns = now;
+	r->part.stale = 0;
+	r->from = p->from;
+	r->boot = p->boot;
+	r->member = member;
+	r->expires_ns = now + (uint64_t)(p->ttl_ms < TTL_MS ? p->ttl_ms : TTL_MS) * MS;
+	r->stale_ns = 0;
+	r->want_reply |= !(p->flags & PART_F_REPLY);
+	jp->c.accepted++;
+	if (p->flags & PART_F_GONE)
+		r->part.nranks = r->part.nedges = r->part.nres = 0;
+}
+
+static void on_part(void *ctx, const uint8_t *buf, size_t len)
+{
+	struct jobparts *jp = ctx;
+	const struct swim *sw = mesh_swim(jp->o.mesh);
+	const struct swim_member *sm;
+	struct part_packet p;
+	struct mesh_packet mp = {0};
+	struct mesh_replay *w;
+	int r, member;
+
+	jp->c.rx++;
+	r = part_decode(buf, len, jp->key, &p);
+	if (r != PART_OK) {
+		jp->c.bad[-r]++;
+		return;
+	}
+	mp.to = p.to;
+	mp.to_boot = p.to_boot;
+	mp.sent_ms = p.sent_ms;
+	r = mesh_check_dest(&mp, &jp->self, swim_boot(sw), wall_ms());
+	if (r != MESH_OK) {
+		if (r == MESH_E_DEST)
+			jp->c.misdirected++;
+		else
+			jp->c.stale++;
+		return;
+	}
+	sm = swim_find(sw, &p.from);
+	if (sm && sm->boot && p.boot < sm->boot) {
+		jp->c.stale++; /* from an earlier life of the sender */
+		return;
+	}
+	w = window_of(jp, &p.from);
+	if (!w || mesh_replay_check(w, p.boot, p.seq) != MESH_OK) {
+		jp->c.replayed++;
+		return;
+	}
+	member = sm && sm->boot == p.boot && (sm->state == MESH_ALIVE || sm->state == MESH_SUSPECT);
+	accept_part(jp, &p, member, clock_mono_ns());
+}
+
+/* ---- sending ---- */
+static void send_chunks(struct jobparts *jp, const struct mesh_addr *to, int nc, uint8_t flags)
+{
+	const struct swim_member *sm = swim_find(mesh_swim(jp->o.mesh), to);
+	uint8_t buf[PART_MAX_PACKET];
+
+	for (int i = 0; i < nc; i++) {
+		struct part_packet p = {.from = jp->self,
+					.to = *to,
+					.boot = swim_boot(mesh_swim(jp->o.mesh)),
+					.seq = ++jp->seq,
+					.to_boot = sm ? sm->boot : 0,
+					.sent_ms = wall_ms(),
+					.ttl_ms = TTL_MS,
+					.flags = flags,
+					.text_rank = -1};
+		const struct jv_part *c = &jp->chunks[i];
+		int best = 59, len;
+
+		/* the words of its most suspicious rank ride along (a culprit's first) */
+		for (int k = 0; k < c->nranks; k++) {
+			int s = c->ranks[k].score + (c->ranks[k].flags & JV_R_CULPRIT ? 200 : 0);
+
+			if (s > best) {
+				best = s;
+				p.text_rank = c->ranks[k].rank;
+			}
+		}
+		p.part = *c;
+		len = part_encode(&p, jp->key, buf, sizeof(buf));
+		if (len < 0)
+			continue;
+		if (mesh_send_raw(jp->o.mesh, to, buf, (size_t)len) < 0)
+			jp->c.tx_errors++;
+		else
+			jp->c.tx++;
+	}
+}
+
+static int is_job_host(const struct jobparts *jp, const struct job *j, const struct mesh_addr *a)
+{
+	for (int i = 0; i < jp->nr; i++)
+		if (addr_eq(&jp->rv[i].from, a) && !jp->rv[i].stale_ns &&
+		    same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id))
+			return 1;
+	return 0;
+}
+
+/* To every live member (all), or to the hosts whose fresh parts of j we hold. */
+static void send_to(struct jobparts *jp, const struct job *j, int nc, int all, uint8_t flags)
+{
+	const struct swim *sw = mesh_swim(jp->o.mesh);
+
+	for (int i = 0; i < swim_count(sw); i++) {
+		const struct swim_member *m = swim_member_at(sw, i);
+
+		if (m->state != MESH_ALIVE && m->state != MESH_SUSPECT)
+			continue;
+		if (all || is_job_host(jp, j, &m->addr))
+			send_chunks(jp, &m->addr, nc, flags);
+	}
+}
+
+static uint32_t fnv(uint32_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+/* What a part says that is news: states, flags, sequence numbers, progress, edges. */
+static uint32_t digest(const struct jv_part *c, int nc)
+{
+	uint32_t h = 2166136261u;
+
+	for (int i = 0; i < nc; i++) {
+		for (int k = 0; k < c[i].nranks; k++) {
+			const struct jv_rank *r = &c[i].ranks[k];
+			uint32_t moving = r->progress_age_ms < PUBLISH_MIN / MS;
+
+			h = fnv(h, &r->rank, sizeof(r->rank));
+			h = fnv(h, &r->state, 1);
+			h = fnv(h, &r->flags, 1);
+			h = fnv(h, &r->syscall, sizeof(r->syscall));
+			h = fnv(h, &r->comm_seq, sizeof(r->comm_seq));
+			h = fnv(h, &moving, sizeof(moving));
+		}
+		for (int k = 0; k < c[i].nedges; k++)
+			h = fnv(h, &c[i].edges[k], sizeof(c[i].edges[k]));
+		for (int k = 0; k < c[i].nres; k++)
+			h = fnv(h, &c[i].res[k], sizeof(c[i].res[k]));
+	}
+	return h;
+}
+
+static uint64_t publish_after(const struct jobparts *jp)
+{
+	return jp->o.dp->soft_ns / 4 > PUBLISH_MIN ? jp->o.dp->soft_ns / 4 : PUBLISH_MIN;
+}
+
+static struct pub *pub_of(struct jobparts *jp, const struct job *j)
+{
+	for (int i = 0; i < jp->np; i++)
+		if (jp->pv[i].uid == (uint32_t)j->uid && !strcmp(jp->pv[i].job, j->id))
+			return &jp->pv[i];
+	if (grow((void **)&jp->pv, &jp->pcap, jp->np, sizeof(*jp->pv)) < 0)
+		return NULL;
+	memset(&jp->pv[jp->np], 0, sizeof(jp->pv[0]));
+	jp->pv[jp->np].uid = (uint32_t)j->uid;
+	snprintf(jp->pv[jp->np].job, sizeof(jp->pv[0].job), "%s", j->id);
+	return &jp->pv[jp->np++];
+}
+
+static void publish(struct jobparts *jp, const struct job *j, struct pub *pb, int nc, int stalled,
+		    uint64_t now)
+{
+	uint32_t d = digest(jp->chunks, nc);
+
+	if (stalled) {
+		if (!pb->publishing || d != pb->digest || now - pb->sent_ns >= REFRESH) {
+			int all = !pb->publishing ||
+				  (j->xv.nmissing && now - pb->bcast_ns >= REBROADCAST);
+
+			send_to(jp, j, nc, all, 0);
+			if (all)
+				pb->bcast_ns = now;
+			pb->sent_ns = now;
+			pb->digest = d;
+		}
+		pb->publishing = 1;
+	} else if (pb->publishing) { /* progress here again: say so once */
+		send_to(jp, j, nc, 0, PART_F_REPLY);
+		pb->publishing = 0;
+		pb->sent_ns = now;
+	}
+	/* answer the hosts that asked (a host that stalls wants to know we do not) */
+	for (int i = 0; i < jp->nr; i++) {
+		struct remote *r = &jp->rv[i];
+
+		if (!r->want_reply || !same_job(&r->part, (uint32_t)j->uid, j->id) || r->stale_ns)
+			continue;
+		r->want_reply = 0;
+		if (pb->sent_ns == now || now - r->replied_ns < REFRESH / 2)
+			continue;
+		r->replied_ns = now;
+		send_chunks(jp, &r->from, nc, PART_F_REPLY);
+	}
+}
+
+/* ---- the verdict ---- */
+static int gather(struct jobparts *jp, const struct job *j, int nc)
+{
+	int n = 0;
+
+	for (int i = 0; i < nc && n < MAX_PARTS; i++)
+		jp->parts[n++] = jp->chunks[i];
+	for (int pass = 0; pass < 2; pass++) /* fresh parts first, then the stale */
+		for (int i = 0; i < jp->nr && n < MAX_PARTS; i++)
+			if (same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id) &&
+			    !jp->rv[i].stale_ns == !pass) {
+				jp->parts[n] = jp->rv[i].part;
+				jp->parts[n++].stale = pass;
+			}
+	return n;
+}
+
+static int hosts_of(struct jobparts *jp)
+{
+	const struct swim *sw = jp->o.mesh ? mesh_swim(jp->o.mesh) : NULL;
+	int n = sw ? swim_count(sw) : 0;
+
+	if (grow((void **)&jp->hosts, &jp->hcap, n, sizeof(*jp->hosts)) < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		const struct swim_member *m = swim_member_at(sw, i);
+
+		mesh_format_addr(&m->addr, jp->hosts[i].node, sizeof(jp->hosts[i].node));
+		jp->hosts[i].ip = m->addr.ip;
+		jp->hosts[i].down = m->state == MESH_DEAD || m->state == MESH_LEFT;
+	}
+	return n;
+}
+
+static int in_list(const int *v, int n, int x)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
+}
+
+/* The job-wide verdict becomes the job's: reports, actions and views read job->res and each
+ * rank's culprit flag; only the culprit's own host marks a rank of its own. */
+static void apply(struct job *j, const struct jv_verdict *v)
+{
+	j->res.hung = v->hung;
+	j->res.hard = v->hard;
+	j->res.failed = v->failed;
+	j->res.no_progress_ns = v->no_progress_ns;
+	j->res.rule = v->rule;
+	snprintf(j->res.why, sizeof(j->res.why), "%s", v->why);
+	j->res.n_culprits = 0;
+	for (int m = 0; m < j->nmembers; m++) {
+		struct rank *k = j->members[m];
+		int dup = 0;
+
+		for (int o = 0; o < j->nmembers && k->s.exited; o++)
+			dup |= o != m && j->members[o]->id.rank == k->id.rank &&
+			       !j->members[o]->s.exited;
+		k->d.hung = v->hung && !k->s.exited;
+		k->d.culprit = (v->hung || v->failed) && v->culprit_here && !dup &&
+			       in_list(v->culprit_ranks, v->n_culprits, k->id.rank);
+		if (k->d.culprit && j->res.n_culprits < DET_MAX_CULPRITS)
+			j->res.culprits[j->res.n_culprits++] = m;
+	}
+}
+
+static int distinct_ranks(const struct job *j)
+{
+	int n = 0;
+
+	for (int m = 0; m < j->nmembers; m++) {
+		int seen = 0;
+
+		for (int o = 0; o < m; o++)
+			seen |= j->members[o]->id.rank == j->members[m]->id.rank;
+		n += !seen;
+	}
+	return n;
+}
+
+static int needs_resolution(const struct jobparts *jp, const struct job *j)
+{
+	for (int i = 0; i < jp->nr; i++) {
+		const struct jv_part *p = &jp->rv[i].part;
+
+		if (jp->rv[i].stale_ns || !same_job(p, (uint32_t)j->uid, j->id))
+			continue;
+		for (int k = 0; k < p->nedges; k++)
+			if (p->edges[k].to_rank == -1 &&
+			    partlocal_is_local_ip(&jp->pl, p->edges[k].peer.ip))
+				return 1;
+	}
+	return 0;
+}
+
+/* This host's part of j into jp->chunks and, with the other hosts' parts, jp->parts (*ret_n
+ * of them). The sockets are looked at every EDGES_EVERY while edges are wanted; in between
+ * the last edges and resolutions hold. Returns the number of chunks. */
+static int local_part(struct jobparts *jp, const struct job *j, struct pub *pb, int edges,
+		      int spans, uint64_t now, int *ret_n)
+{
+	int fresh = edges && now - pb->edges_ns >= EDGES_EVERY, nc, n;
+
+	if (fresh)
+		partlocal_refresh(&jp->pl, now);
+	nc = partlocal_build(&jp->pl, j, jp->node, now, fresh, jp->chunks, MAX_CHUNKS);
+	n = gather(jp, j, nc);
+	if (fresh) {
+		if (spans)
+			partlocal_resolve(&jp->pl, jp->parts + nc, n - nc, &jp->chunks[0]);
+		pb->edges_ns = now;
+		pb->nres = jp->chunks[0].nres;
+		memcpy(pb->res, jp->chunks[0].res, sizeof(pb->res));
+		for (int i = 0; i < nc; i++) {
+			pb->nedges[i] = jp->chunks[i].nedges;
+			memcpy(pb->edges[i], jp->chunks[i].edges, sizeof(pb->edges[i]));
+		}
+	} else if (edges && nc) {
+		jp->chunks[0].nres = pb->nres;
+		memcpy(jp->chunks[0].res, pb->res, sizeof(pb->res));
+		for (int i = 0; i < nc; i++) {
+			jp->chunks[i].nedges = pb->nedges[i];
+			memcpy(jp->chunks[i].edges, pb->edges[i], sizeof(pb->edges[i]));
+		}
+	} else {
+		pb->edges_ns = 0;
+	}
+	for (int i = 0; i < nc; i++) /* gather took them before the edges were settled */
+		jp->parts[i] = jp->chunks[i];
+	*ret_n = n;
+	return nc;
+}
+
+void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
+{
+	int world = job_world(j), spans, stalled, nc, n = 0, nh, edges;
+	struct pub *pb = pub_of(jp, j);
+	struct jv_verdict v;
+
+	if (!pb)
+		return;
+	pb->seen_ns = now;
+	spans = jp->o.mesh && world > distinct_ranks(j);
+	/* no progress here for a quarter of the soft timeout (at least 1 s): the job's other
+	 * hosts hear of it well before a verdict is due, and a healthy job whose steps wait a
+	 * second on the device says nothing */
+	stalled = (j->res.live && j->res.no_progress_ns >= publish_after(jp)) || j->res.failed;
+	edges = spans ? stalled || needs_resolution(jp, j)
+		      /* here alone: the graph adds only to weaker evidence than a death or
+		       * NCCL's, and a job too big for our parts is the detector's alone */
+		      : stalled && j->res.rule != DET_RULE_DEAD && j->res.rule != DET_RULE_NCCL &&
+			    j->nmembers <= MAX_CHUNKS * JV_MAX_RANKS;
+	if (!spans && !edges) {
+		j->xv.valid = 0;
+		snprintf(j->xv.culprit_node, sizeof(j->xv.culprit_node), "%s", jp->node);
+		return;
+	}
+	nc = local_part(jp, j, pb, edges, spans, now, &n);
+	if (!nc)
+		return;
+	nh = hosts_of(jp);
+	if (jobview_eval(jp->parts, n, 0, jp->hosts, nh, now, jp->o.dp, &v) < 0)
+		return;
+	if (!spans && !v.graph) { /* this host alone, and the graph adds nothing */
+		j->xv.valid = 0;
+		snprintf(j->xv.culprit_node, sizeof(j->xv.culprit_node), "%s", jp->node);
+		return;
+	}
+	v.valid = 1;
+	/* a verdict made without some hosts' parts waits a moment for them: the report goes
+	 * out once per stall, and should name the right rank */
+	if ((v.hung || v.failed) && !pb->hung_ns)
+		pb->hung_ns = now;
+	else if (!v.hung && !v.failed)
+		pb->hung_ns = 0;
+	v.hold =
+	    spans && (v.hung || v.failed) && (v.nmissing || v.pending) && now - pb->hung_ns < HOLD;
+	j->xv = v;
+	apply(j, &v);
+	if (spans)
+		publish(jp, j, pb, nc, stalled, now);
+}
+
+void jobparts_tick(struct jobparts *jp, uint64_t now)
+{
+	for (int i = 0; i < jp->nr; i++) {
+		struct remote *r = &jp->rv[i];
+
+		if (!r->stale_ns && now >= r->expires_ns) {
+			r->stale_ns = now;
+			jp->c.expired++;
+		}
+		if ((r->stale_ns && now - r->stale_ns > STALE_KEEP) ||
+		    !ranks_job_find(jp->o.ranks, r->part.uid, r->part.job))
+			drop_remote(jp, i--);
+	}
+	for (int i = 0; i < jp->np; i++)
+		if (now - jp->pv[i].seen_ns > 10 * CLOCK_NS_PER_S)
+			jp->pv[i--] = jp->pv[--jp->np];
+}
+
+void jobparts_peer_event(struct jobparts *jp, const char *type, const struct swim_member *m)
+{
+	uint64_t now = clock_mono_ns();
+
+	if (strcmp(type, "peer_dead") && strcmp(type, "peer_left") &&
+	    strcmp(type, "peer_restarted"))
+		return;
+	for (int i = 0; i < jp->nr; i++)
+		if (addr_eq(&jp->rv[i].from, &m->addr) && !jp->rv[i].stale_ns) {
+			jp->rv[i].stale_ns = now;
+			jp->c.expired++;
+		}
+}
+
+/* ---- views ---- */
+void jobparts_counters(const struct jobparts *jp, struct json_object *c)
+{
+	static const char *bad[] = {"",
+				    "parts_bad_size",
+				    "parts_bad_magic",
+				    "parts_bad_version",
+				    "parts_bad_mac",
+				    "parts_bad_field"};
+
+	jint(c, "parts_rx", (int64_t)jp->c.rx);
+	jint(c, "parts_tx", (int64_t)jp->c.tx);
+	jint(c, "parts_tx_errors", (int64_t)jp->c.tx_errors);
+	jint(c, "parts_accepted", (int64_t)jp->c.accepted);
+	for (int i = 1; i <= 5; i++)
+		jint(c, bad[i], (int64_t)jp->c.bad[i]);
+	jint(c, "parts_misdirected", (int64_t)jp->c.misdirected);
+	jint(c, "parts_stale", (int64_t)jp->c.stale);
+	jint(c, "parts_replayed", (int64_t)jp->c.replayed);
+	jint(c, "parts_not_ours", (int64_t)jp->c.not_ours);
+	jint(c, "parts_claim_our_ranks", (int64_t)jp->c.claims_ours);
+	jint(c, "parts_rank_conflict", (int64_t)jp->c.conflict);
+	jint(c, "parts_world_mismatch", (int64_t)jp->c.world_mismatch);
+	jint(c, "parts_bad_seq", (int64_t)jp->c.bad_seq);
+	jint(c, "parts_expired", (int64_t)jp->c.expired);
+	jint(c, "socket_dumps", (int64_t)jp->pl.dumps);
+}
+
+struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struct job *j,
+					  uint64_t now)
+{
+	struct json_object *arr = json_object_new_array();
+
+	for (int i = 0; i < jp->nr; i++) {
+		const struct remote *r = &jp->rv[i];
+
+		if (r->stale_ns || !same_job(&r->part, (uint32_t)j->uid, j->id))
+			continue;
+		for (int k = 0; k < r->part.nranks; k++) {
+			const struct jv_rank *x = &r->part.ranks[k];
+			struct json_object *o = json_object_new_object();
+			double age = (double)(now - r->part.at_ns) / 1e9;
+
+			jint(o, "rank", x->rank);
+			jstr(o, "node", r->part.node);
+			jint(o, "pid", x->pid);
+			jstr(o, "state", det_state_name((enum rank_state)x->state));
+			jstr(o, "reason", x->reason[0] ? x->reason : NULL);
+			jdbl(o, "no_progress_s", x->progress_age_ms / 1000.0 + age);
+			jbool(o, "exited", x->flags & JV_R_EXITED);
+			jbool(o, "culprit",
+			      !strcmp(j->xv.culprit_node, r->part.node) &&
+				  in_list(j->xv.culprit_ranks, j->xv.n_culprits, x->rank) &&
+				  (j->xv.hung || j->xv.failed));
+			if (x->flags & JV_R_COMM)
+				jint(o, "nccl_seq", (int64_t)x->comm_seq);
+			jdbl(o, "part_age_s", age);
+			json_object_array_add(arr, o);
+		}
+	}
+	return arr;
+}
+
+static const char *evidence(const struct jv_verdict *v)
+{
+	if (v->graph)
+		return "waits_for";
+	switch (v->rule) {
+	case DET_RULE_DEAD:
+		return "first_to_die";
+	case DET_RULE_NCCL:
+		return "nccl_seq";
+	case DET_RULE_MAJORITY:
+		return "odd_one_out";
+	case DET_RULE_ONLY:
+		return "only_rank";
+	case DET_RULE_SCORE:
+		return "most_suspicious";
+	default:
+		return NULL;
+	}
+}
+
+void jobparts_job_json(struct json_object *o, const struct job *j)
+{
+	const struct jv_verdict *v = &j->xv;
+	struct json_object *cr;
+	int named = v->valid && (v->hung || v->failed) && v->n_culprits;
+
+	if (!v->valid) {
+		jstr(o, "culprit_node", j->res.n_culprits ? v->culprit_node : NULL);
+		return;
+	}
+	cr = json_object_new_array();
+	for (int i = 0; named && i < v->n_culprits; i++)
+		json_object_array_add(cr, json_object_new_int(v->culprit_ranks[i]));
+	json_object_object_add(o, "culprit_ranks", cr);
+	jstr(o, "culprit_node",
+	     (v->hung || v->failed) && v->culprit_node[0] ? v->culprit_node : NULL);
+	jstr(o, "culprit_state", named ? v->culprit_state : NULL);
+	jbool(o, "culprit_here", named && v->culprit_here);
+	jstr(o, "evidence", v->hung || v->failed ? evidence(v) : NULL);
+	jint(o, "hosts", v->hosts);
+	jint(o, "job_ranks", v->ranks);
+	jint(o, "world_size", v->world);
+	jstr(o, "missing_ranks", v->nmissing ? v->missing : NULL);
+}
+
+/* ---- lifecycle ---- */
+struct jobparts *jobparts_new(const struct jobparts_opts *o)
+{
+	struct jobparts *jp = calloc(1, sizeof(*jp));
+
+	if (!jp)
+		return NULL;
+	jp->o = *o;
+	snprintf(jp->node, sizeof(jp->node), "%s", o->node && *o->node ? o->node : "localhost");
+	if (o->mesh) {
+		jp->self = *mesh_self(o->mesh);
+		mesh_format_addr(&jp->self, jp->node, sizeof(jp->node));
+		mesh_part_key(o->mesh, jp->key);
+		mesh_set_part_handler(o->mesh, on_part, jp);
+	}
+	return jp;
+}
+
+void jobparts_free(struct jobparts *jp)
+{
+	if (!jp)
+		return;
+	if (jp->o.mesh)
+		mesh_set_part_handler(jp->o.mesh, NULL, NULL);
+	partlocal_fini(&jp->pl);
+	memset(jp->key, 0, sizeof(jp->key));
+	free(jp->rv);
+	free(jp->sv);
+	free(jp->pv);
+	free(jp->hosts);
+	free(jp);
+}

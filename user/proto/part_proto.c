@@ -1,0 +1,325 @@
+/* A job's part on the wire: see part_proto.h. */
+#include "proto/part_proto.h"
+
+#include <sodium.h>
+#include <string.h>
+
+/* Header (little-endian):
+ *  0 magic "FP", 2 version, 3 flags, 4 nranks, 5 nedges, 6 nres, 7 naddrs,
+ *  8 from.ip, 12 from.port, 14 chunk, 15 nchunks, 16 boot, 24 seq, 32 to.ip, 36 to.port,
+ * 38 text length, 39 reserved, 40 to_boot, 48 sent_ms, 56 uid, 60 world_size, 64 ttl_ms,
+ * 68 text_rank, 72 job (64 bytes, NUL-padded)
+ * then naddrs x 4 (IPv4), nranks x 48, nedges x 24, nres x 12, the text, the MAC (32).
+ * Rank: 0 rank, 4 pid, 8 state, 9 flags, 10 syscall, 12 score, 13 comm_api, 14 comm_dtype,
+ * 15 0, 16 exit_code, 20 progress_age_ms, 24 state_age_ms, 28 exit_age_ms, 32 comm_id,
+ * 40 comm_seq, 48 comm_count
+ * Edge: 0 from_rank, 4 to_rank, 8 peer.ip, 12 peer.port, 14 how, 15 0, 16 local.ip,
+ * 20 local.port, 22 0
+ * Resolution: 0 ip, 4 port, 6 0, 8 rank
+ */
+#define PART_MAX_RANK (1 << 24)
+#define PART_MAX_SEQ  (1ull << 48) /* more collectives than a job can issue */
+
+static void put16(uint8_t *b, uint16_t v)
+{
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *b, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *b, uint64_t v)
+{
+	put32(b, (uint32_t)v);
+	put32(b + 4, (uint32_t)(v >> 32));
+}
+
+static uint16_t get16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+
+static uint32_t get32(const uint8_t *b)
+{
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *b)
+{
+	return (uint64_t)get32(b) | (uint64_t)get32(b + 4) << 32;
+}
+
+const char *part_err_name(int err)
+{
+	switch (err) {
+	case PART_OK:
+		return "ok";
+	case PART_E_SIZE:
+		return "bad size";
+	case PART_E_MAGIC:
+		return "not a part";
+	case PART_E_VERSION:
+		return "unsupported version";
+	case PART_E_MAC:
+		return "authentication failed";
+	case PART_E_FIELD:
+		return "field out of range";
+	}
+	return "?";
+}
+
+int part_is_part(const uint8_t *buf, size_t len)
+{
+	return len >= 2 && buf[0] == 'F' && buf[1] == 'P';
+}
+
+void part_derive_key(const uint8_t mesh_key[MESH_KEY_BYTES], uint8_t key[MESH_KEY_BYTES])
+{
+	static const char ctx[] = "ftbpf job parts v1";
+
+	crypto_generichash(key, MESH_KEY_BYTES, (const uint8_t *)ctx, sizeof(ctx) - 1, mesh_key,
+			   MESH_KEY_BYTES);
+}
+
+static const char *text_of(const struct part_packet *p)
+{
+	int k = p->text_rank >= 0 ? jobview_part_rank(&p->part, p->text_rank) : -1;
+
+	return k >= 0 ? p->part.ranks[k].reason : "";
+}
+
+int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
+		size_t cap)
+{
+	const struct jv_part *pt = &p->part;
+	const char *text = text_of(p);
+	size_t tl = strnlen(text, PART_MAX_TEXT - 1), len, o;
+
+	if (pt->nranks < 0 || pt->nranks > JV_MAX_RANKS || pt->nedges < 0 ||
+	    pt->nedges > JV_MAX_EDGES || pt->nres < 0 || pt->nres > JV_MAX_RES || pt->naddrs < 0 ||
+	    pt->naddrs > JV_MAX_ADDRS)
+		return -1;
+	len = PART_HDR_BYTES + (size_t)pt->naddrs * 4 + (size_t)pt->nranks * PART_RANK_BYTES +
+	      (size_t)pt->nedges * PART_EDGE_BYTES + (size_t)pt->nres * PART_RES_BYTES + tl;
+	if (len + MESH_MAC_BYTES > cap || len + MESH_MAC_BYTES > PART_MAX_PACKET)
+		return -1;
+	memset(buf, 0, len);
+	buf[0] = 'F';
+	buf[1] = 'P';
+	buf[2] = PART_VERSION;
+	buf[3] = p->flags;
+	buf[4] = (uint8_t)pt->nranks;
+	buf[5] = (uint8_t)pt->nedges;
+	buf[6] = (uint8_t)pt->nres;
+	buf[7] = (uint8_t)pt->naddrs;
+	put32(buf + 8, p->from.ip);
+	put16(buf + 12, p->from.port);
+	buf[14] = pt->chunk;
+	buf[15] = pt->nchunks;
+	put64(buf + 16, p->boot);
+	put64(buf + 24, p->seq);
+	put32(buf + 32, p->to.ip);
+	put16(buf + 36, p->to.port);
+	buf[38] = (uint8_t)tl;
+	put64(buf + 40, p->to_boot);
+	put64(buf + 48, p->sent_ms);
+	put32(buf + 56, pt->uid);
+	put32(buf + 60, (uint32_t)pt->world_size);
+	put32(buf + 64, p->ttl_ms);
+	put32(buf + 68, (uint32_t)(tl ? p->text_rank : -1));
+	memcpy(buf + 72, pt->job, strnlen(pt->job, FTBPF_JOB_LEN - 1));
+	o = PART_HDR_BYTES;
+	for (int i = 0; i < pt->naddrs; i++, o += 4)
+		put32(buf + o, pt->addrs[i]);
+	for (int i = 0; i < pt->nranks; i++, o += PART_RANK_BYTES) {
+		const struct jv_rank *r = &pt->ranks[i];
+		uint8_t *b = buf + o;
+
+		put32(b, (uint32_t)r->rank);
+		put32(b + 4, r->pid);
+		b[8] = r->state;
+		b[9] = r->flags;
+		put16(b + 10, (uint16_t)r->syscall);
+		b[12] = r->score;
+		b[13] = r->comm_api;
+		b[14] = r->comm_dtype;
+		put32(b + 16, (uint32_t)r->exit_code);
+		put32(b + 20, r->progress_age_ms);
+		put32(b + 24, r->state_age_ms);
+		put32(b + 28, r->exit_age_ms);
+		put64(b + 32, r->comm_id);
+		put64(b + 40, r->comm_seq);
+		put64(b + 48, r->comm_count);
+	}
+	for (int i = 0; i < pt->nedges; i++, o += PART_EDGE_BYTES) {
+		const struct jv_edge *e = &pt->edges[i];
+		uint8_t *b = buf + o;
+
+		put32(b, (uint32_t)e->from_rank);
+		put32(b + 4, (uint32_t)e->to_rank);
+		put32(b + 8, e->peer.ip);
+		put16(b + 12, e->peer.port);
+		b[14] = e->how;
+		put32(b + 16, e->local.ip);
+		put16(b + 20, e->local.port);
+	}
+	for (int i = 0; i < pt->nres; i++, o += PART_RES_BYTES) {
+		put32(buf + o, pt->res[i].ep.ip);
+		put16(buf + o + 4, pt->res[i].ep.port);
+		put32(buf + o + 8, (uint32_t)pt->res[i].rank);
+	}
+	memcpy(buf + o, text, tl);
+	crypto_auth_hmacsha256(buf + len, buf, len, key);
+	return (int)(len + MESH_MAC_BYTES);
+}
+
+/* A job id as ident.c makes them: printable, no quotes or backslashes, NUL-terminated. */
+static int job_ok(const uint8_t *b)
+{
+	int n = 0;
+
+	while (n < FTBPF_JOB_LEN && b[n]) {
+		if (b[n] < 0x21 || b[n] > 0x7e || b[n] == '"' || b[n] == '\\')
+			return 0;
+		n++;
+	}
+	if (!n || n == FTBPF_JOB_LEN)
+		return 0;
+	for (int i = n; i < FTBPF_JOB_LEN; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+static int ranks_ok(const struct jv_part *pt)
+{
+	for (int i = 0; i < pt->nranks; i++) {
+		const struct jv_rank *r = &pt->ranks[i];
+
+		if (r->rank < 0 || r->rank >= PART_MAX_RANK ||
+		    (pt->world_size > 0 && r->rank >= pt->world_size) || r->state >= RS__N ||
+		    (r->flags & ~(JV_R_EXITED | JV_R_KILLED | JV_R_CULPRIT | JV_R_COMM)) ||
+		    r->syscall < -1 || r->syscall > 1023 || r->score > 100 ||
+		    r->comm_seq >= PART_MAX_SEQ ||
+		    (!(r->flags & JV_R_COMM) && (r->comm_seq || r->comm_count || r->comm_api)))
+			return 0;
+		for (int k = 0; k < i; k++)
+			if (pt->ranks[k].rank == r->rank)
+				return 0;
+	}
+	for (int i = 0; i < pt->nedges; i++) {
+		const struct jv_edge *e = &pt->edges[i];
+
+		if (jobview_part_rank(pt, e->from_rank) < 0 || e->to_rank < -2 ||
+		    e->to_rank >= PART_MAX_RANK || e->how < JV_EDGE_RECV || e->how > JV_EDGE_REPLY)
+			return 0;
+	}
+	for (int i = 0; i < pt->nres; i++)
+		if (pt->res[i].rank < -2 || pt->res[i].rank >= PART_MAX_RANK ||
+		    (pt->res[i].rank >= 0 && jobview_part_rank(pt, pt->res[i].rank) < 0))
+			return 0;
+	return 1;
+}
+
+int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
+		struct part_packet *p)
+{
+	struct jv_part *pt = &p->part;
+	size_t body, o, tl;
+	int nr, ne, nres, na, k;
+
+	if (len < PART_HDR_BYTES + MESH_MAC_BYTES || len > PART_MAX_PACKET)
+		return PART_E_SIZE;
+	if (!part_is_part(buf, len))
+		return PART_E_MAGIC;
+	if (buf[2] != PART_VERSION)
+		return PART_E_VERSION;
+	nr = buf[4], ne = buf[5], nres = buf[6], na = buf[7], tl = buf[38];
+	if (nr > JV_MAX_RANKS || ne > JV_MAX_EDGES || nres > JV_MAX_RES || na > JV_MAX_ADDRS ||
+	    tl > PART_MAX_TEXT - 1)
+		return PART_E_SIZE;
+	body = PART_HDR_BYTES + (size_t)na * 4 + (size_t)nr * PART_RANK_BYTES +
+	       (size_t)ne * PART_EDGE_BYTES + (size_t)nres * PART_RES_BYTES + tl;
+	if (body + MESH_MAC_BYTES != len)
+		return PART_E_SIZE;
+	if (crypto_auth_hmacsha256_verify(buf + body, buf, body, key) != 0)
+		return PART_E_MAC;
+	memset(p, 0, sizeof(*p));
+	p->flags = buf[3];
+	pt->nranks = nr, pt->nedges = ne, pt->nres = nres, pt->naddrs = na;
+	p->from.ip = get32(buf + 8);
+	p->from.port = get16(buf + 12);
+	pt->chunk = buf[14];
+	pt->nchunks = buf[15];
+	p->boot = get64(buf + 16);
+	p->seq = get64(buf + 24);
+	p->to.ip = get32(buf + 32);
+	p->to.port = get16(buf + 36);
+	p->to_boot = get64(buf + 40);
+	p->sent_ms = get64(buf + 48);
+	pt->uid = get32(buf + 56);
+	pt->world_size = (int32_t)get32(buf + 60);
+	p->ttl_ms = get32(buf + 64);
+	p->text_rank = (int32_t)get32(buf + 68);
+	if (!job_ok(buf + 72))
+		return PART_E_FIELD;
+	memcpy(pt->job, buf + 72, FTBPF_JOB_LEN);
+	o = PART_HDR_BYTES;
+	for (int i = 0; i < na; i++, o += 4)
+		pt->addrs[i] = get32(buf + o);
+	for (int i = 0; i < nr; i++, o += PART_RANK_BYTES) {
+		struct jv_rank *r = &pt->ranks[i];
+		const uint8_t *b = buf + o;
+
+		r->rank = (int32_t)get32(b);
+		r->pid = get32(b + 4);
+		r->state = b[8];
+		r->flags = b[9];
+		r->syscall = (int16_t)get16(b + 10);
+		r->score = b[12];
+		r->comm_api = b[13];
+		r->comm_dtype = b[14];
+		r->exit_code = (int32_t)get32(b + 16);
+		r->progress_age_ms = get32(b + 20);
+		r->state_age_ms = get32(b + 24);
+		r->exit_age_ms = get32(b + 28);
+		r->comm_id = get64(b + 32);
+		r->comm_seq = get64(b + 40);
+		r->comm_count = get64(b + 48);
+	}
+	for (int i = 0; i < ne; i++, o += PART_EDGE_BYTES) {
+		struct jv_edge *e = &pt->edges[i];
+		const uint8_t *b = buf + o;
+
+		e->from_rank = (int32_t)get32(b);
+		e->to_rank = (int32_t)get32(b + 4);
+		e->peer.ip = get32(b + 8);
+		e->peer.port = get16(b + 12);
+		e->how = b[14];
+		e->local.ip = get32(b + 16);
+		e->local.port = get16(b + 20);
+	}
+	for (int i = 0; i < nres; i++, o += PART_RES_BYTES) {
+		pt->res[i].ep.ip = get32(buf + o);
+		pt->res[i].ep.port = get16(buf + o + 4);
+		pt->res[i].rank = (int32_t)get32(buf + o + 8);
+	}
+	if (!p->from.ip || !p->from.port || !p->to.ip || !p->to.port || !pt->nchunks ||
+	    pt->chunk >= pt->nchunks || (pt->world_size != -1 && pt->world_size < 1) ||
+	    pt->world_size > PART_MAX_RANK || !p->ttl_ms || p->ttl_ms > PART_TTL_MAX_MS ||
+	    !ranks_ok(pt))
+		return PART_E_FIELD;
+	k = p->text_rank >= 0 ? jobview_part_rank(pt, p->text_rank) : -1;
+	if (tl && k < 0)
+		return PART_E_FIELD;
+	for (size_t i = 0; i < tl; i++)
+		if (buf[o + i] < 0x20 || buf[o + i] > 0x7e)
+			return PART_E_FIELD;
+	if (k >= 0)
+		memcpy(pt->ranks[k].reason, buf + o, tl);
+	return PART_OK;
+}
