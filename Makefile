@@ -65,7 +65,7 @@ $(BUILD)/vmlinux.h: | $(BUILD)
 $(BUILD)/syscall_names.h: scripts/gen-syscalls.sh | $(BUILD)
 	CC=$(CC) scripts/gen-syscalls.sh > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c include/ftbpf/abi.h include/ftbpf/slot.h $(BUILD)/vmlinux.h
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) include/ftbpf/abi.h include/ftbpf/slot.h $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
@@ -242,7 +242,7 @@ gpu-bundle: all
 bench: all
 	@tools/bench.sh
 
-FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
+FORMAT_FILES := $(wildcard bpf/*.c bpf/*.h include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -751,6 +751,7 @@ void view_tracker_counters(struct json_object *c, struct tracker *tr)
 	    {"children_untracked", FTBPF_STAT_CHILD_CAP},
 	    {"threads_untracked", FTBPF_STAT_THREAD_CAP},
 	    {"children_tracked", FTBPF_STAT_CHILDREN},
+	    {"gpu_returns_lost", FTBPF_STAT_API_LOST_RET},
 	};
 
 	for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++)

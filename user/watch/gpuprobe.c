@@ -126,7 +126,10 @@ static int probe_lib(struct gpuprobe *g, struct lib *l, const char *fspath)
 	for (int i = 0; i < c->n; i++) {
 		const struct gpuapi_sym *s = &gpuapi_syms[c->site[i].k];
 
-		for (int ret = 0; ret <= !!(s->cookie & FTBPF_COOKIE_RET); ret++) {
+		/* The return probe first: a call that begins between the two attachments then
+		 * shows its return alone (ignored), never its entry alone (a call "in flight"
+		 * whose return cannot be seen; gpu.bpf.h ends such calls, and counts them). */
+		for (int ret = !!(s->cookie & FTBPF_COOKIE_RET); ret >= 0; ret--) {
 			struct bpf_link *link = NULL;
 
 			r = tracker_uprobe_attach(g->tr, fspath, c->site[i].off, s->cookie, ret,

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Part of tracker.bpf.c (one BPF object; included there): the step cadence of a rank's main
+ * thread (struct ftbpf_cad in abi.h). Only the main thread of a tracked process pays, and only
+ * at syscalls whose sysclass carries a cadence bit (two clock reads); a span's end costs one
+ * lookup in `cadence`, which holds ranks only (the agent adds them).
+ */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct ftbpf_cad);
+	__uint(max_entries, 4096);
+} cadence SEC(".maps");
+
+static __always_inline void cad_close(__u32 tgid, __u64 start, __u64 end)
+{
+	struct ftbpf_cad *c = bpf_map_lookup_elem(&cadence, &tgid);
+	struct ftbpf_cad_span *r;
+
+	if (!c || end < start)
+		return;
+	r = &c->ring[c->spans & (FTBPF_CAD_RING - 1)];
+	r->start_ns = start;
+	r->end_ns = end;
+	c->wait_ns += end - start;
+	c->spans++;
+}
+
+/* The main thread waited on its peers (or its device) from start to end. */
+static __always_inline void cad_wait(struct ftbpf_thread *t, __u32 tgid, __u64 start, __u64 end)
+{
+	if (t->cad_start_ns && start <= t->cad_last_ns + FTBPF_CAD_GAP_NS) {
+		if (end > t->cad_last_ns)
+			t->cad_last_ns = end;
+		return;
+	}
+	if (t->cad_start_ns)
+		cad_close(tgid, t->cad_start_ns, t->cad_last_ns);
+	t->cad_start_ns = start;
+	t->cad_last_ns = end;
+}
+
+static __always_inline void cad_read(__u32 tgid, __u64 start, __u64 end)
+{
+	struct ftbpf_cad *c;
+
+	if (end < start + FTBPF_CAD_READ_MIN_NS)
+		return;
+	c = bpf_map_lookup_elem(&cadence, &tgid);
+	if (!c)
+		return;
+	c->read_ns += end - start;
+	c->reads++;
+}
+
+static __always_inline __u8 syscall_class(__s32 nr)
+{
+	__u32 k = (__u32)nr;
+	__u8 *cls = bpf_map_lookup_elem(&sysclass, &k);
+
+	return cls ? *cls : FTBPF_SC_PROGRESS;
+}
+
+/* sys_enter of the main thread: a cadence-classed syscall gets a precise entry time. */
+static __always_inline void cad_enter(struct ftbpf_thread *t, long id)
+{
+	if (syscall_class((__s32)id) & (FTBPF_SC_CAD_WAIT | FTBPF_SC_CAD_READ))
+		t->cad_enter_ns = bpf_ktime_get_ns();
+	else
+		t->cad_enter_ns = 0;
+}
+
+/* sys_exit of the main thread, class cls: inside a probed call, the call's span covers it. */
+static __always_inline void cad_exit(struct ftbpf_thread *t, __u32 tgid, __u8 cls)
+{
+	__u64 start = t->cad_enter_ns, now;
+
+	if (!start)
+		return;
+	t->cad_enter_ns = 0;
+	if (t->api)
+		return;
+	now = bpf_ktime_get_ns();
+	if (cls & FTBPF_SC_CAD_WAIT)
+		cad_wait(t, tgid, start, now);
+	else if (cls & FTBPF_SC_CAD_READ)
+		cad_read(tgid, start, now);
+}
