@@ -47,7 +47,7 @@ DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
                libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
-               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man
+               tmux jq python3-torch openmpi-bin python3-mpi4py procps util-linux iproute2 help2man
 
 .PHONY: all deps run test unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall
 all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop

@@ -19,7 +19,7 @@
 static void hang_report(struct actions *ac, struct job *j, uint64_t now)
 {
 	sampler_refresh(ac->vs.sp, 1); /* with kernel stacks, for the report */
-	eventlog_emit(ac->el, view_hang(&ac->vs, j, now, ac->cfg->soft_timeout_s));
+	eventlog_emit(ac->el, view_hang(&ac->vs, j, now, view_secs(j->res.soft_ns)));
 	ac->hangs++;
 }
 

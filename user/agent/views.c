@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/cadwatch.h"
 #include "agent/ctl.h"
 #include "agent/timersvc.h"
 #include "ftbpf/slot.h"
@@ -545,6 +546,7 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 	jdbl(o, "adopted_s_ago", view_secs(now - k->adopted_ns));
 	gpu_ioctl_json(o, v, k, now);
 	rank_client_json(o, v, k, now);
+	cadwatch_rank_json(o, k);
 	jbool(o, "exited", k->s.exited);
 	if (k->s.exited) {
 		view_exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);
@@ -666,6 +668,7 @@ struct json_object *view_job(const struct job *j)
 	json_object_object_add(o, "culprits", c);
 	json_object_object_add(o, "culprit_ranks", cr);
 	jstr(o, "why", j->res.hung || j->res.failed ? j->res.why : NULL);
+	cadwatch_job_json(o, j);
 	return o;
 }
 

@@ -24,6 +24,9 @@ void det_params_from_seconds(struct det_params *p, double soft, double hard, dou
 	p->hard_ns = (uint64_t)(hard * 1e9);
 	p->spin_ns = (uint64_t)(spin * 1e9);
 	p->block_min_ns = 500000000ull;
+	p->soft_auto = 0;
+	p->auto_k = 3;
+	p->auto_floor_ns = 4 * NS;
 }
 
 /* The rank states. Scores order the suspects when nothing else names one: a stopped rank
@@ -360,8 +363,57 @@ static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, 
 	return 1;
 }
 
+int det_rank_working(const struct det_rank *d, const struct det_sample *s)
+{
+	if (s->exited)
+		return 0;
+	switch (d->state) {
+	case RS_RUNNING:
+	case RS_SPINNING:
+		return d->cpu_frac >= 0.2 && !s->wait_since_ns;
+	case RS_BLOCKED: /* its own I/O (a save, its input), not a wait on the others */
+		return !syscalls_is_sleep(d->syscall) &&
+		       (!syscalls_is_comm_wait(d->syscall) ||
+			(syscalls_cadence(d->syscall) & FTBPF_SC_CAD_READ));
+	case RS_DSTATE:
+	case RS_GPU:
+	case RS_GPU_SYNC: /* its device computes (a long kernel is not a hang of the others) */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The soft timeout that applies to the job now (see det_job_eval_paced). */
+static uint64_t paced_soft(const struct det_rank *d, const struct det_sample *s, int n,
+			   const struct det_params *p, const struct det_pace *pace, int *paced)
+{
+	uint64_t t;
+
+	*paced = 0;
+	if (!p->soft_auto || !pace || !pace->p99_step_ns || !pace->complete)
+		return p->soft_ns;
+	for (int i = 0; i < n; i++)
+		if (det_rank_working(&d[i], &s[i]))
+			return p->soft_ns;
+	t = (uint64_t)(p->auto_k * (double)pace->p99_step_ns);
+	if (t < p->auto_floor_ns)
+		t = p->auto_floor_ns;
+	if (t >= p->soft_ns)
+		return p->soft_ns;
+	*paced = 1;
+	return t;
+}
+
 void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
 		  uint64_t activity_ns, const struct det_params *p, struct det_job *out)
+{
+	det_job_eval_paced(d, s, n, now, activity_ns, p, NULL, out);
+}
+
+void det_job_eval_paced(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
+			uint64_t activity_ns, const struct det_params *p,
+			const struct det_pace *pace, struct det_job *out)
 {
 	uint64_t last = activity_ns;
 	int first_dead = -1, maxs = -1, mins = 1000;
@@ -391,8 +443,11 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 	if (!out->live)
 		return;
 	out->no_progress_ns = since(now, last);
-	out->hung = out->no_progress_ns >= p->soft_ns;
-	out->hard = out->no_progress_ns >= p->hard_ns;
+	out->soft_ns = paced_soft(d, s, n, p, pace, &out->paced);
+	out->hard_ns =
+	    p->hard_ns > p->soft_ns ? p->hard_ns - p->soft_ns + out->soft_ns : p->hard_ns;
+	out->hung = out->no_progress_ns >= out->soft_ns;
+	out->hard = out->no_progress_ns >= out->hard_ns;
 
 	if (first_dead < 0 && nccl_culprits(d, s, n, out)) {
 		/* named from NCCL sequence numbers */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/cadence.h"
 #include "lib/container.h"
 #include "lib/detector.h"
 #include "lib/ident.h"
@@ -56,6 +57,7 @@ struct rank {
 	struct container_id ctr; /* its container and pod, from its cgroup ("" none) */
 	int slot_fd;		 /* registered process's slot map (owned), -1 none */
 	struct ftbpf_slot *slot; /* the agent's mapping of it (owned) */
+	struct cad_rank cad;	 /* its step cadence (agent/cadwatch.c) */
 };
 
 struct job {
@@ -71,6 +73,7 @@ struct job {
 	uint64_t hung_seen_ns;
 	uint64_t watched_ns; /* first evaluated by this agent (a hard action waits a grace) */
 	int restored;	     /* the saved state of an earlier agent was applied */
+	struct cad_job cad;  /* its step cadence (agent/cadwatch.c) */
 };
 
 struct ranks {
