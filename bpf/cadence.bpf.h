@@ -62,17 +62,36 @@ static __always_inline __u8 syscall_class(__s32 nr)
 	return cls ? *cls : FTBPF_SC_PROGRESS;
 }
 
-/* sys_enter of the main thread: a cadence-classed syscall gets a precise entry time. */
-static __always_inline void cad_enter(struct ftbpf_thread *t, long id)
+/* A read of a socket is a wait on a peer (gloo, MPI over TCP, the C test ranks); of a file or a
+ * pipe, the rank's input (a data loader's worker writes into a pipe). */
+static __always_inline int fd_is_socket(struct pt_regs *regs)
 {
-	if (syscall_class((__s32)id) & (FTBPF_SC_CAD_WAIT | FTBPF_SC_CAD_READ))
-		t->cad_enter_ns = bpf_ktime_get_ns();
-	else
-		t->cad_enter_ns = 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	unsigned int fd = (unsigned int)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *file = NULL;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return 0;
+	return (BPF_CORE_READ(file, f_inode, i_mode) & 0170000) == 0140000; /* S_IFSOCK */
 }
 
-/* sys_exit of the main thread, class cls: inside a probed call, the call's span covers it. */
-static __always_inline void cad_exit(struct ftbpf_thread *t, __u32 tgid, __u8 cls)
+/* sys_enter of the main thread: a cadence-classed syscall gets a precise entry time. */
+static __always_inline void cad_enter(struct ftbpf_thread *t, struct pt_regs *regs, long id)
+{
+	__u8 c = syscall_class((__s32)id) & (FTBPF_SC_CAD_WAIT | FTBPF_SC_CAD_READ);
+
+	if (c == FTBPF_SC_CAD_READ && fd_is_socket(regs))
+		c = FTBPF_SC_CAD_WAIT;
+	t->cad_cls = c;
+	t->cad_enter_ns = c ? bpf_ktime_get_ns() : 0;
+}
+
+/* sys_exit of the main thread: inside a probed call, the call's span covers it. */
+static __always_inline void cad_exit(struct ftbpf_thread *t, __u32 tgid)
 {
 	__u64 start = t->cad_enter_ns, now;
 
@@ -82,8 +101,8 @@ static __always_inline void cad_exit(struct ftbpf_thread *t, __u32 tgid, __u8 cl
 	if (t->api)
 		return;
 	now = bpf_ktime_get_ns();
-	if (cls & FTBPF_SC_CAD_WAIT)
+	if (t->cad_cls & FTBPF_SC_CAD_WAIT)
 		cad_wait(t, tgid, start, now);
-	else if (cls & FTBPF_SC_CAD_READ)
+	else if (t->cad_cls & FTBPF_SC_CAD_READ)
 		cad_read(tgid, start, now);
 }

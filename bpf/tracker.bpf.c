@@ -461,7 +461,7 @@ static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 	t->cur_nr = (__s32)id;
 	t->enter_ns = now;
 	if (tid == tgid)
-		cad_enter(t, id);
+		cad_enter(t, regs, id);
 	if (id == ioctl_nr)
 		gpu_ioctl_enter(t, regs, now);
 	else if (id == mmap_nr && (PT_REGS_PARM3_CORE_SYSCALL(regs) & 4 /* PROT_EXEC */) &&
@@ -507,7 +507,7 @@ static __always_inline void on_sys_exit(struct pt_regs *regs, long ret)
 	if (tid != tgid)
 		return;
 	cls = syscall_class(nr);
-	cad_exit(t, tgid, cls);
+	cad_exit(t, tgid);
 	/* Inside a probed CUDA/NCCL call (one with a return probe) the driver's own syscalls are
 	 * not the program's progress: a wait on the GPU completes an ioctl about once a second
 	 * for as long as it waits. The call's return is the progress (gpu_exit). */

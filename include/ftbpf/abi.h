@@ -35,7 +35,7 @@
 #define FTBPF_SC_MASK	  0x0fu
 /* sysclass bits beside the class, for the step cadence of a rank's main thread */
 #define FTBPF_SC_CAD_WAIT 0x10u /* a wait on the peers: futex, poll, epoll, recv, sched_yield */
-#define FTBPF_SC_CAD_READ 0x20u /* a read (a data loader's input) */
+#define FTBPF_SC_CAD_READ 0x20u /* a read (a data loader's input; of a socket: a wait) */
 
 /*
  * Step cadence of a rank (map `cadence`, key: tgid; created by the agent for each rank, updated
@@ -77,7 +77,7 @@ struct ftbpf_thread {
 	__u64 gpu_since_ns; /* inside a GPU ioctl since, 0 when not */
 	__u64 gpu_last_ns;  /* last GPU ioctl completed */
 	__u32 gpu_req;	    /* request code of the GPU ioctl in flight or last */
-	__u32 pad2;
+	__u32 cad_cls;	    /* cadence class of the syscall in flight (FTBPF_SC_CAD_*) */
 	/* CUDA/NCCL entry points (uprobes): the outermost probed call in flight */
 	__u32 api;	    /* enum ftbpf_api of the call in flight, 0 when none */
 	__u32 api_depth;    /* nesting of probed calls inside it (informational) */

@@ -399,6 +399,69 @@ static void test_exit_text(void)
 	CU_ASSERT_STRING_EQUAL(det_exit_text(3 << 8, b, sizeof(b)), "exited with code 3");
 }
 
+/* soft_timeout = auto: while every rank waits, max(k x p99 step, floor); a rank computing, or
+ * its own I/O, or a job of unknown pace or not all here: the ceiling. */
+static void test_paced_soft_timeout(void)
+{
+	struct det_params p = P;
+	struct det_pace pace = {.p99_step_ns = S / 10, .complete = 1};
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_futex, 100 * S),
+				  blocked_in(11, 1, SYS_clock_nanosleep, 100 * S)};
+	struct det_job j;
+
+	p.soft_auto = 1;
+	for (int i = 0; i < 2; i++)
+		det_rank_update(&d[i], &s[i], 103 * S, &p);
+	det_job_eval_paced(d, s, 2, 103 * S, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_TRUE(j.paced);
+	CU_ASSERT_EQUAL(j.soft_ns, 4 * S); /* the floor: 3 x 0.1 s is less */
+	for (int i = 0; i < 2; i++)
+		det_rank_update(&d[i], &s[i], 104 * S + 1, &p);
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.hard_ns, 4 * S + 540 * S); /* hard keeps its distance */
+	/* a slower pace: k x p99 */
+	pace.p99_step_ns = 2 * S;
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 6 * S);
+	pace.p99_step_ns = S / 10;
+	/* not every rank here, or no pace yet: the ceiling */
+	pace.complete = 0;
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 60 * S);
+	pace.complete = 1;
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, NULL, &j);
+	CU_ASSERT_FALSE(j.hung);
+	/* a rank computing (an evaluation pass): the ceiling */
+	s[1] = blocked_in(11, 1, -1, 100 * S);
+	s[1].cpu_ns = 0;
+	det_rank_update(&d[1], &s[1], 103 * S, &p);
+	s[1].cpu_ns = (uint64_t)(0.9 * S);
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_FALSE(j.paced);
+	/* ... unless that CPU is a busy-wait on the peers (yields, empty polls) */
+	s[1].wait_since_ns = 100 * S;
+	CU_ASSERT_FALSE(det_rank_working(&d[1], &s[1]));
+	/* its own I/O (a checkpoint being written) is work too */
+	s[1] = blocked_in(11, 1, SYS_write, 100 * S);
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	/* fixed soft_timeout: as before */
+	p.soft_auto = 0;
+	s[1] = blocked_in(11, 1, SYS_clock_nanosleep, 100 * S);
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 60 * S);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -429,6 +492,7 @@ int main(void)
 	CU_add_test(s, "NCCL: ahead rank not waiting", test_nccl_ahead_rank_not_waiting);
 	CU_add_test(s, "NCCL: unidentified communicators", test_nccl_unidentified_comms);
 	CU_add_test(s, "NCCL: state nccl", test_nccl_state);
+	CU_add_test(s, "soft_timeout auto: the job's pace", test_paced_soft_timeout);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

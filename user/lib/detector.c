@@ -371,10 +371,10 @@ int det_rank_working(const struct det_rank *d, const struct det_sample *s)
 	case RS_RUNNING:
 	case RS_SPINNING:
 		return d->cpu_frac >= 0.2 && !s->wait_since_ns;
-	case RS_BLOCKED: /* its own I/O (a save, its input), not a wait on the others */
+	case RS_BLOCKED: /* its own I/O (a save, its input), not a wait on the others (a read of
+			    a socket is one: the kernel side says so in wait_since_ns) */
 		return !syscalls_is_sleep(d->syscall) &&
-		       (!syscalls_is_comm_wait(d->syscall) ||
-			(syscalls_cadence(d->syscall) & FTBPF_SC_CAD_READ));
+		       !(syscalls_cadence(d->syscall) & FTBPF_SC_CAD_WAIT) && !s->wait_since_ns;
 	case RS_DSTATE:
 	case RS_GPU:
 	case RS_GPU_SYNC: /* its device computes (a long kernel is not a hang of the others) */

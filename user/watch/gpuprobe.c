@@ -57,7 +57,9 @@ void gpuprobe_free(struct gpuprobe *g)
 	if (!g)
 		return;
 	for (int i = 0; i < g->nlibs; i++) {
-		for (int j = 0; j < g->libs[i].nlinks; j++)
+		/* the reverse of attaching: each entry probe goes before its return probe, so
+		 * that no call is seen entering without a return probe to end it */
+		for (int j = g->libs[i].nlinks - 1; j >= 0; j--)
 			bpf_link__destroy(g->libs[i].links[j]);
 		free(g->libs[i].links);
 	}

@@ -143,7 +143,7 @@ static void sample_proc(int pid, uint64_t now, struct det_sample *s, struct samp
 #define BUSY_WAIT_GAP_NS 50000000ull
 static uint64_t wait_since(const struct ftbpf_thread *t, uint64_t now)
 {
-	if (t->cur_nr >= 0 && t->cad_enter_ns && (syscalls_cadence(t->cur_nr) & FTBPF_SC_CAD_WAIT))
+	if (t->cur_nr >= 0 && t->cad_enter_ns && (t->cad_cls & FTBPF_SC_CAD_WAIT))
 		return t->cad_start_ns && t->cad_enter_ns <= t->cad_last_ns + FTBPF_CAD_GAP_NS
 			   ? t->cad_start_ns
 			   : t->cad_enter_ns;
@@ -174,11 +174,10 @@ int sampler_cadence(struct sampler *sp, int pid, uint64_t now, struct cad_obs *o
 	if (have_t && t.cad_start_ns && t.cad_last_ns >= t.cad_start_ns)
 		o->wait_ns += t.cad_last_ns - t.cad_start_ns; /* the span open now */
 	if (have_t && t.cur_nr >= 0 && t.cad_enter_ns && now > t.cad_enter_ns && !t.api) {
-		unsigned cls = syscalls_cadence(t.cur_nr);
-
-		if (cls & FTBPF_SC_CAD_WAIT)
+		if (t.cad_cls & FTBPF_SC_CAD_WAIT)
 			o->wait_ns += now - t.cad_enter_ns;
-		else if ((cls & FTBPF_SC_CAD_READ) && now - t.cad_enter_ns >= FTBPF_CAD_READ_MIN_NS)
+		else if ((t.cad_cls & FTBPF_SC_CAD_READ) &&
+			 now - t.cad_enter_ns >= FTBPF_CAD_READ_MIN_NS)
 			o->read_ns += now - t.cad_enter_ns;
 	}
 	if (have_t && t.api && t.api_since_ns && now > t.api_since_ns) /* in a probed call */
