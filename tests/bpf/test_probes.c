@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -85,21 +87,36 @@ static struct bpf_link *attach(const char *fn, int ret)
 	return l;
 }
 
+static int sock_pair[2] = {-1, -1}; /* the child reads sock_pair[1]; we write sock_pair[0] */
+
 /* The child: one command a byte from the pipe: s = a call, d = a call from deeper, g = a
- * syscall from here (above any call's frame), q = exit. */
+ * syscall from here (above any call's frame), y = a busy-wait of yields for 30 ms, r = a read
+ * of the socket (we write 40 ms later), q = exit. */
 static void child(int in)
 {
+	struct timespec t0, t1;
 	char c;
 
 	while (read(in, &c, 1) == 1) {
-		if (c == 's')
+		if (c == 's') {
 			ftbpf_test_sync(20);
-		else if (c == 'd')
+		} else if (c == 'd') {
 			ftbpf_test_deep(20);
-		else if (c == 'g')
+		} else if (c == 'g') {
 			syscall(SYS_getppid);
-		else
+		} else if (c == 'y') {
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do {
+				sched_yield();
+				clock_gettime(CLOCK_MONOTONIC, &t1);
+			} while ((t1.tv_sec - t0.tv_sec) * 1000000000L + t1.tv_nsec - t0.tv_nsec <
+				 30000000L);
+		} else if (c == 'r') {
+			if (read(sock_pair[1], &c, 1) != 1)
+				_exit(3);
+		} else {
 			break;
+		}
 	}
 	_exit(0);
 }
@@ -254,6 +271,46 @@ static void test_nested_call(void)
 	bpf_link__destroy(out2);
 }
 
+static int span_open_for(const struct ftbpf_thread *t, uint64_t ns)
+{
+	return t->cad_start_ns && t->cad_last_ns >= t->cad_start_ns + ns;
+}
+
+/* The step cadence: a busy-wait loop of yields is one wait span, not hundreds; a blocking read
+ * of a socket is a wait on a peer; the command pipe's reads (a pipe: the rank's input) are
+ * reads, not waits. A span closes when the next one begins. */
+static void test_cadence_spans(void)
+{
+	struct ftbpf_thread t;
+	struct ftbpf_cad c;
+	uint64_t start;
+	struct kid k;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sock_pair) == 0);
+	spawn(&k);
+	send_cmd(&k, 'g');
+	sleep_ms(20);
+	send_cmd(&k, 'y'); /* 30 ms of yields: one span, open */
+	CU_ASSERT_EQUAL(wait_for(&k, span_open_for, 25000000ull, &t), 0);
+	start = t.cad_start_ns;
+	sleep_ms(80);
+	send_cmd(&k, 'r'); /* a read of the socket: a new span, which closes the yields' */
+	sleep_ms(40);
+	CU_ASSERT(write(sock_pair[0], "x", 1) == 1);
+	CU_ASSERT_EQUAL(wait_for(&k, span_open_for, 35000000ull, &t), 0);
+	CU_ASSERT(t.cad_start_ns > start);
+	CU_ASSERT_EQUAL_FATAL(tracker_cad_get(tr, (uint32_t)k.pid, &c), 0);
+	CU_ASSERT_EQUAL(c.spans, 1);
+	CU_ASSERT_EQUAL(c.ring[0].start_ns, start);
+	CU_ASSERT(c.ring[0].end_ns - c.ring[0].start_ns >= 25000000ull &&
+		  c.ring[0].end_ns - c.ring[0].start_ns < 200000000ull);
+	/* the child blocked 80 ms reading its command pipe: its input, not a wait */
+	CU_ASSERT(c.reads >= 1 && c.read_ns >= 50000000ull);
+	finish(&k);
+	close(sock_pair[0]);
+	close(sock_pair[1]);
+}
+
 int main(void)
 {
 	struct tracker_opts o = {.agent_tgid = (uint32_t)getpid(), .programs = "auto"};
@@ -287,6 +344,7 @@ int main(void)
 	CU_add_test(s, "lost return: ended by a syscall above its frame",
 		    test_lost_return_ended_by_syscall_above);
 	CU_add_test(s, "nested calls", test_nested_call);
+	CU_add_test(s, "cadence: wait spans and reads", test_cadence_spans);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();
