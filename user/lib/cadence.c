@@ -59,16 +59,45 @@ static double quantile(double *v, int n, double q)
 	return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
-double cad_period(const uint64_t *end, int n, int *ret_per_step, double *ret_max)
+/* The gaps between span ends, in seconds; their number. */
+static int gaps_of(const uint64_t *end, int n, double *g)
 {
-	double g[CAD_SPANS], sums[CAD_SPANS], best_score = 1e9, score[9] = {0};
-	int m = 0, best = 0, ns = 0;
+	int m = 0;
 
-	*ret_per_step = 0;
-	*ret_max = 0;
 	for (int i = 1; i < n && i < CAD_SPANS; i++)
 		if (end[i] > end[i - 1])
 			g[m++] = (double)(end[i] - end[i - 1]) / NS;
+	return m;
+}
+
+/* With per_step spans a step: the median of the sums of per_step consecutive gaps (any that
+ * many make one step, wherever a step begins); *ret_max the longest. */
+static double period_at(const double *g, int m, int per_step, double *ret_max)
+{
+	double sums[CAD_SPANS];
+	int ns = 0;
+
+	*ret_max = 0;
+	for (int i = 0; i + per_step <= m; i++) {
+		double s = 0;
+
+		for (int k = 0; k < per_step; k++)
+			s += g[i + k];
+		sums[ns++] = s;
+		if (s > *ret_max)
+			*ret_max = s;
+	}
+	return quantile(sums, ns, 0.5);
+}
+
+double cad_period(const uint64_t *end, int n, int *ret_per_step, double *ret_max)
+{
+	double g[CAD_SPANS], best_score = 1e9, score[9] = {0};
+	int m = 0, best = 0;
+
+	*ret_per_step = 0;
+	*ret_max = 0;
+	m = gaps_of(end, n, g);
 	if (m < 6)
 		return 0;
 	/* L spans a step: gap i is like gap i - L. The smallest L close to the best wins, so
@@ -91,24 +120,14 @@ double cad_period(const uint64_t *end, int n, int *ret_per_step, double *ret_max
 		}
 	if (!best)
 		return 0;
-	/* any L consecutive gaps make one step, wherever a step begins */
-	for (int i = 0; i + best <= m; i++) {
-		double s = 0;
-
-		for (int k = 0; k < best; k++)
-			s += g[i + k];
-		sums[ns++] = s;
-		if (s > *ret_max)
-			*ret_max = s;
-	}
 	*ret_per_step = best;
-	return quantile(sums, ns, 0.5);
+	return period_at(g, m, best, ret_max);
 }
 
 void cad_rank_observe(struct cad_rank *r, const struct cad_obs *o, const struct cad_params *p)
 {
 	uint64_t win = (uint64_t)(p->window_s * NS), ends[CAD_SPANS];
-	int last = r->nh ? (r->head + CAD_HIST - 1) % CAD_HIST : -1, base = -1, ne = 0;
+	int last = r->nh ? (r->head + CAD_HIST - 1) % CAD_HIST : -1, base = -1, ne = 0, per = 0;
 	double dt;
 
 	/* counters that went back: the kernel's record was made anew (agent restart) */
@@ -146,9 +165,33 @@ void cad_rank_observe(struct cad_rank *r, const struct cad_obs *o, const struct 
 	for (int i = 0; i < o->nspan && i < CAD_SPANS; i++)
 		if (o->span_end[i] >= o->span_start[i] + MIN_SPAN)
 			ends[ne++] = o->span_end[i];
-	r->period_s = cad_period(ends, ne, &r->period_spans, &r->period_max_s);
+	/* Spans a step: the most frequent answer so far (one scan's ring can mislead: a stray
+	 * wait, a step cut at its edge); the step time over the whole window from it. */
+	if (cad_period(ends, ne, &per, &r->period_max_s) > 0) {
+		if (++r->per_seen >= 256) {
+			for (int i = 0; i < 9; i++)
+				r->per_votes[i] /= 2;
+			r->per_seen = 0;
+		}
+		r->per_votes[per]++;
+	}
+	per = 0;
+	for (int i = 1; i < 9; i++)
+		if (r->per_votes[i] > r->per_votes[per])
+			per = i;
+	r->period_spans = per;
+	r->period_s = 0;
+	if (per) {
+		double g[CAD_SPANS];
+		int m = gaps_of(ends, ne, g);
+
+		if (m >= per)
+			r->period_s = period_at(g, m, per, &r->period_max_s);
+	}
 	if (r->dsteps >= 2)
 		r->step_s = dt / NS / (double)r->dsteps;
+	else if (per && r->dspans >= (uint64_t)per * MIN_STEPS)
+		r->step_s = dt / NS * per / (double)r->dspans;
 	else
 		r->step_s = r->period_s;
 	r->valid = r->dsteps >= MIN_STEPS || r->dspans >= MIN_STEPS;

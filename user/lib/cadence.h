@@ -52,7 +52,8 @@ struct cad_rank {
 	double own_frac, wait_frac, read_frac; /* of wall time */
 	double step_s;			       /* 0: unknown */
 	double period_s, period_max_s;	       /* from its wait spans, 0 unknown */
-	int period_spans;		       /* spans per step the period was found at */
+	int period_spans;		       /* spans per step (the most frequent finding) */
+	int per_votes[9], per_seen;	       /* how often each spans-per-step was found */
 	uint64_t dspans, dsteps;
 	/* judged against the job's ranks */
 	double slowdown; /* own time / the job's median, 0 unknown */
