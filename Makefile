@@ -203,13 +203,14 @@ integration: all
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
-              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics
+              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics detect_cadence_healthy
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
 BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_killed_by_sender \
               detect_hard_timeout detect_soft_signal detect_torch_hang detect_torch_runid_none timers_fifo \
-              timers_slot timers_python gpu_nccl gpu_driver decide_failure decide_cluster decide_bad_store
+              timers_slot timers_python gpu_nccl gpu_driver gpu_healthy_loop detect_cadence_healthy \
+              decide_failure decide_cluster decide_bad_store
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 

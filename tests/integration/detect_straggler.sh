@@ -11,15 +11,14 @@
 . "$(dirname "$0")/lib.sh"
 MPORT=$((9300 + RANDOM % 300))
 start_agent --soft-timeout 60 --hard-timeout 600 --action report --metrics-listen "127.0.0.1:$MPORT" || exit 1
-# ddp NAME [ddp.py args]: a 3-rank DDP job; its job id in $JOB
+# ddp NAME [ddp.py args]: a 3-rank DDP job; its job id in $JOB, its pids in $T/NAME/pids
 ddp() {
-	local name=$1 port=$((31500 + RANDOM % 1000)); shift
+	local name=$1 port=$((31000 + RANDOM % 1500)); shift
 	mkdir -p "$T/$name"
-	JOB_PIDS=()
 	for r in 0 1 2; do
 		MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r LOCAL_RANK=$r WORLD_SIZE=3 \
 			/usr/bin/python3 "$ROOT/tests/workloads/ddp.py" --dir "$T/$name" "$@" >"$T/$name/out.$r" 2>&1 &
-		WORKLOAD_PIDS+=($!); JOB_PIDS+=($!)
+		WORKLOAD_PIDS+=($!); echo $! >>"$T/$name/pids"
 	done
 	JOB="torch:127.0.0.1:$port"
 }
@@ -41,11 +40,14 @@ named() {
 		fail "$name: others named: $(events_of straggler | jq -c "select(.job==\"$job\" and .rank!=$rank) | {rank, slowdown}")"
 	LAST_EV=$ev
 }
-# the current job's processes (started here), ended before the next
-stop_job() { kill "${JOB_PIDS[@]}" 2>/dev/null; wait "${JOB_PIDS[@]}" 2>/dev/null; }
+# a job's processes (started here), ended before the next pair
+stop_job() { local p; for p in $(cat "$T/$1/pids"); do kill "$p" 2>/dev/null; done; }
 
+# two jobs at a time: slow30 and stall, then slow10 and mpi
 ddp slow30 --seconds 200 --slow-rank 1 --slow-pct 30 --slow-after 20
 J30=$JOB
+ddp stall --seconds 200 --stall-rank 2 --stall-ms 200 --stall-after 20
+JS=$JOB
 wait_until 60 jq_status "[.ranks[] | select(.job==\"$J30\")] | length == 3" || fail "slow30: not adopted"
 wait_until 25 jq_status ".jobs[] | select(.job==\"$J30\") | .step_s > 0" &&
 	pass "slow30: cadence before the slowdown: $(status_json | jq -c ".jobs[] | select(.job==\"$J30\") | {step_s, step_rate, step_spread, step_p99_s}")" ||
@@ -58,33 +60,29 @@ jq_status ".ranks[] | select(.job==\"$J30\" and .rank==1) | .straggler and .slow
 jq_status ".jobs[] | select(.job==\"$J30\") | .stragglers == [1]" && pass "slow30: job stragglers [1]" || fail "slow30: job: $(status_json | jq -c ".jobs[] | select(.job==\"$J30\")")"
 M=$(curl -s "http://127.0.0.1:$MPORT/metrics" | grep -E '^ftbpf_rank_slowdown\{' | grep "job=\"$J30\"" | grep 'rank="1"')
 awk -v v="${M##* }" 'BEGIN{exit !(v >= 1.1)}' && pass "slow30: metric $M" || fail "slow30: ftbpf_rank_slowdown: '$M'"
-stop_job slow30
-
-ddp stall --seconds 200 --stall-rank 2 --stall-ms 200 --stall-after 20
-JS=$JOB
 named stall "$JS" 2 stall.ts 40 data
+stop_job slow30
 stop_job stall
 
 ddp slow10 --seconds 200 --slow-rank 0 --slow-pct 10 --slow-after 20
 J10=$JOB
-named slow10 "$J10" 0 slow.ts 60 compute
-stop_job slow10
 
 if command -v mpirun >/dev/null && /usr/bin/python3 -c 'import mpi4py' 2>/dev/null; then
 	mkdir -p "$T/mpi"
-	JOB_PIDS=()
 	FTBPF_JOB=mpisteps mpirun --allow-run-as-root --oversubscribe -np 3 -x FTBPF_JOB \
 		/usr/bin/python3 "$ROOT/tests/workloads/mpi_steps.py" --seconds 200 --compute-ms 20 \
 		--slow-rank 2 --slow-pct 30 --slow-after 20 --dir "$T/mpi" >"$T/mpi/out" 2>&1 &
-	WORKLOAD_PIDS+=($!); JOB_PIDS+=($!)
+	WORKLOAD_PIDS+=($!); echo $! >"$T/mpi/pids"
 	wait_until 30 test -s "$T/mpi/pid.2" || fail "mpi: did not start: $(head -5 "$T/mpi/out")"
 	JM=$(status_json | jq -r ".ranks[] | select(.pid==$(cat "$T/mpi/pid.2")) | .job")
 	log "mpi job id: $JM"
-	named mpi "$JM" 2 slow.ts 40 compute
-	stop_job mpi
 else
 	fail "mpi: mpirun or mpi4py missing (make deps)"
 fi
+named slow10 "$J10" 0 slow.ts 60 compute
+[ -n "${JM:-}" ] && named mpi "$JM" 2 slow.ts 40 compute
+stop_job slow10
+[ -n "${JM:-}" ] && stop_job mpi
 BAD="select(.type==\"hang\" and (.job==\"$J30\" or .job==\"$JS\" or .job==\"$J10\"))"
 [ -z "$(jq -c "$BAD" "$LOG")" ] && pass "no hang in any of them" || fail "hang: $(jq -c "$BAD | .why" "$LOG" | head -2)"
 finish

@@ -453,6 +453,17 @@ static void test_paced_soft_timeout(void)
 	s[1] = blocked_in(11, 1, SYS_write, 100 * S);
 	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
 	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	/* a rank whose main thread waits while another of its threads writes (a checkpoint
+	 * saved by a thread) or computes is working */
+	s[1] = blocked_in(11, 1, SYS_futex, 100 * S);
+	det_rank_update(&d[1], &s[1], 103 * S, &p);
+	CU_ASSERT_FALSE(det_rank_working(&d[1], &s[1]));
+	s[1].others_dstate = 1;
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	s[1].others_dstate = 0;
+	s[1].others_cpu_ns = S / 2;
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
 	/* fixed soft_timeout: as before */
 	p.soft_auto = 0;
 	s[1] = blocked_in(11, 1, SYS_clock_nanosleep, 100 * S);

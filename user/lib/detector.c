@@ -166,11 +166,18 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 
 	d->syscall = -1;
 	d->no_progress_ns = since(now, base);
-	if (s->cpu_valid && d->have_prev && now > d->prev_ns)
+	if (s->cpu_valid && d->have_prev && now > d->prev_ns) {
 		d->cpu_frac = (double)(s->cpu_ns - d->prev_cpu_ns) / (double)(now - d->prev_ns);
-	else if (!s->cpu_valid)
+		d->others_frac = s->others_cpu_ns >= d->prev_others_ns
+				     ? (double)(s->others_cpu_ns - d->prev_others_ns) /
+					   (double)(now - d->prev_ns)
+				     : 0;
+	} else if (!s->cpu_valid) {
 		d->cpu_frac = 0;
+		d->others_frac = 0;
+	}
 	if (s->cpu_valid) {
+		d->prev_others_ns = s->others_cpu_ns;
 		d->prev_cpu_ns = s->cpu_ns;
 		d->prev_ns = now;
 		d->have_prev = 1;
@@ -367,6 +374,9 @@ int det_rank_working(const struct det_rank *d, const struct det_sample *s)
 {
 	if (s->exited)
 		return 0;
+	/* its other threads compute or do I/O (a checkpoint written by a thread, a loader) */
+	if (d->others_frac >= 0.2 || s->others_dstate)
+		return 1;
 	switch (d->state) {
 	case RS_RUNNING:
 	case RS_SPINNING:

@@ -80,6 +80,8 @@ struct det_sample {
 	unsigned api;	       /* main thread inside this probed CUDA/NCCL call, 0 none */
 	uint64_t api_since_ns;
 	uint64_t api_seq;	/* NCCL collective in flight: its number on its communicator */
+	uint64_t others_cpu_ns; /* the CPU time of its other threads (utime + stime) */
+	int others_dstate;	/* another thread is in uninterruptible sleep (I/O) */
 	uint64_t wait_since_ns; /* waiting on its peers (a blocking wait, or a busy-wait loop of
 				   yields and empty polls) since, 0 when not */
 	int ncomm;
@@ -112,8 +114,10 @@ struct det_rank {
 	uint64_t key_since_ns;
 
 	enum rank_state state;
-	int syscall;	 /* BLOCKED/DSTATE: the syscall, else -1 */
-	double cpu_frac; /* main-thread CPU share over the last interval */
+	int syscall;	    /* BLOCKED/DSTATE: the syscall, else -1 */
+	double cpu_frac;    /* main-thread CPU share over the last interval */
+	double others_frac; /* the other threads' CPU (in cores) over the last interval */
+	uint64_t prev_others_ns;
 	uint64_t state_since_ns;
 	uint64_t no_progress_ns;
 	int score; /* how likely this rank is the cause of a stall */

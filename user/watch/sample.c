@@ -222,10 +222,17 @@ int sampler_sample(struct sampler *sp, int pid, uint64_t now, struct det_sample 
 	} else {
 		s->cur_nr = -1; /* no syscall seen since it is watched */
 	}
+	s->others_cpu_ns = 0;
+	s->others_dstate = 0;
 	if (sn) {
 		s->task_state = sampler_state_char(sn);
 		s->cpu_ns = sn->utime_ns + sn->stime_ns;
 		s->cpu_valid = 1;
+		for (size_t i = 0; i < sp->nsnap; i++) /* its other threads */
+			if (sp->snap[i].tgid == (uint32_t)pid && sp->snap[i].tid != (uint32_t)pid) {
+				s->others_cpu_ns += sp->snap[i].utime_ns + sp->snap[i].stime_ns;
+				s->others_dstate |= sampler_state_char(&sp->snap[i]) == 'D';
+			}
 	} else if (procfs_stat(pid, pid, &st) == 0) {
 		s->task_state = st.state;
 		s->cpu_ns = st.utime_ns + st.stime_ns;
