@@ -10,6 +10,7 @@
 # return probe). GPU_LOOP_RUNS=N runs it N times (default 10; docs/benchmarks.md: 200 runs).
 . "$(dirname "$0")/lib.sh"
 RUNS=${GPU_LOOP_RUNS:-10}
+PIN0=$PIN
 export LD_LIBRARY_PATH=$B/mock
 flagged=0 killed=0 lost=0 calls=0
 for i in $(seq "$RUNS"); do
@@ -21,15 +22,17 @@ for i in $(seq "$RUNS"); do
 	WORKLOAD_PIDS+=($RP)
 	wait_until 10 test -s "$T/h$i/pid.0" || { fail "run $i: the rank did not start"; continue; }
 	sleep "0.$((RANDOM % 4))"
-	start_agent --soft-timeout 2 --hard-timeout 3 --action terminate --grace 1 --gpu-majors 1 || exit 1
+	PIN=$PIN0-$i # a fresh agent: it does not resume the earlier runs' ranks
+	start_agent --soft-timeout 1.5 --hard-timeout 2 --action terminate --grace 1 --gpu-majors 1 || exit 1
 	if [ "$i" = 1 ] && ! jq_status '.agent.features.uprobes'; then log "SKIP: no uprobes with attach cookies here"; finish; fi
 	wait_until 10 jq_status ".ranks[] | select(.job==\"h$i\") | .gpu_api_calls > 10" ||
 		fail "run $i: no probed calls seen: $(status_json | jq -c "[.ranks[] | select(.job==\"h$i\")]")"
-	sleep 3 # longer than the soft timeout, and the hard one
+	sleep 2.5 # longer than the soft timeout, and the hard one
 	S=$(status_json)
 	calls=$((calls + $(echo "$S" | jq "[.ranks[] | select(.job==\"h$i\") | .gpu_api_calls] | add // 0")))
-	lost=$(echo "$S" | jq '.agent.counters.gpu_returns_lost // 0')
+	lost=$((lost + $(echo "$S" | jq '.agent.counters.gpu_returns_lost // 0')))
 	stop_agent # while the rank is inside a synchronisation
+	rm -rf "$PIN"
 	if [ -n "$(jq -c "select((.type==\"hang\" or .type==\"hard_timeout\") and .job==\"h$i\")" "$LOG")" ]; then
 		flagged=$((flagged + 1))
 		fail "run $i: flagged: $(jq -c "select(.type==\"hang\" and .job==\"h$i\") | .why" "$LOG" | head -1)"
