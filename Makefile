@@ -27,7 +27,7 @@ WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user
               user/os/elfsym.c
 # ftbpfd's own modules, and the etcd client (libcurl) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
-              user/os/etcdv3.c
+              user/os/etcdv3.c user/os/peeruid.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -203,7 +203,8 @@ integration: all
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
 ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
-              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics detect_cadence_healthy
+              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics \
+              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables detect_cadence_healthy
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/config.h"
+#include "lib/textsafe.h"
 #include "client/ctl_client.h"
 #include "proto/ctl_proto.h"
 
@@ -381,6 +383,47 @@ static int status_check(struct json_object *o)
 	return hung ? EXIT_HUNG : failed ? EXIT_FAILED : 0;
 }
 
+/* ---- what the agent says is other users' text: made terminal-safe on its way out ---- */
+static struct textsafe out_ts;
+static FILE *out_real;
+
+static int out_emit(void *ctx, const char *b, size_t n)
+{
+	(void)ctx;
+	return fwrite(b, 1, n, out_real) == n ? 0 : -1;
+}
+
+static ssize_t out_write(void *c, const char *b, size_t n)
+{
+	(void)c;
+	if (textsafe_write(&out_ts, b, n, 0, out_emit, NULL) < 0 || fflush(out_real))
+		return -1;
+	return (ssize_t)n;
+}
+
+static int out_close(void *c)
+{
+	(void)c;
+	textsafe_write(&out_ts, "", 0, 1, out_emit, NULL);
+	return fflush(out_real) ? -1 : 0;
+}
+
+/* From here on, stdout escapes control bytes, C1 controls, bidi overrides and bytes that
+ * are not UTF-8 (job names, comms and stacks come from other users' processes). */
+static void safe_stdout(int json)
+{
+	cookie_io_functions_t io = {.write = out_write, .close = out_close};
+	FILE *f;
+
+	out_ts.mode = json ? TEXTSAFE_JSON : TEXTSAFE_TEXT;
+	out_real = fdopen(dup(STDOUT_FILENO), "w");
+	f = out_real ? fopencookie(NULL, "w", io) : NULL;
+	if (!f)
+		return; /* as it was: better unfiltered output than none */
+	setvbuf(f, NULL, _IOLBF, 0);
+	stdout = f;
+}
+
 int main(int argc, char **argv)
 {
 	const char *sock = getenv("FTBPF_SOCKET");
@@ -482,6 +525,7 @@ int main(int argc, char **argv)
 		if (limit > 0)
 			json_object_object_add(req, "limit", json_object_new_int(limit));
 	}
+	safe_stdout(json);
 	rc = ctl_conn_open(sock, 0, &conn);
 	if (rc < 0) {
 		fprintf(stderr,

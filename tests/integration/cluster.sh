@@ -41,7 +41,7 @@ start_node() {
 		--pin-dir "$PIN-n$i" --log-file "$T/n$i/events.jsonl" --only-netns 1 \
 		--soft-timeout 60 --hard-timeout 600 --action report \
 		--bind "$(node "$i")" --peers "$PEERS" --key-file "$T/key" \
-		--etcd-endpoints "$EP" --etcd-prefix "/ftbpf-it/" --etcd-lease-ttl 3 --fence-after 3 \
+		--etcd-endpoints "$EP" --etcd-insecure 1 --etcd-prefix "/ftbpf-it/" --etcd-lease-ttl 3 --fence-after 3 \
 		--max-restarts 10 --verbose 1 "$@" >>"$T/n$i/out" 2>&1 &
 	AG[$i]=$!
 	wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n$i/s.sock' version >/dev/null 2>&1" || fail "node $i did not start: $(tail -3 "$T/n$i/out")"

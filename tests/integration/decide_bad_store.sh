@@ -17,8 +17,9 @@ ETCD=
 stop_etcd() { [ -n "$ETCD" ] && { kill -9 "$ETCD"; wait "$ETCD"; } 2>/dev/null; ETCD=; }
 trap 'stop_etcd; cleanup' EXIT
 export FTBPF_SOCKET=$SOCK
+head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 start_agent --soft-timeout 60 --hard-timeout 600 --action report --etcd-endpoints "$EP" \
-	--etcd-prefix /ftbpf-zd/ --etcd-lease-ttl 3 --fence-after 2 || exit 1
+	--etcd-insecure 1 --key-file "$T/key" --etcd-prefix /ftbpf-zd/ --etcd-lease-ttl 3 --fence-after 2 || exit 1
 # launch DIR JOB: a launcher of two C ranks of JOB in DIR (D, LAUNCHER set), once they started
 launch() {
 	D=$1; mkdir -p "$D"
@@ -88,6 +89,8 @@ answers = itertools.cycle([
     (200, b"{\"result\":{\"events\":\"no\"}}\n{garbage\n"),
     (200, b"{\"ID\":\"-5\",\"TTL\":\"zz\"}"),
     (200, b"{" * 5000),
+    (200, b"{\"result\":{\"events\":[{\"type\":null,\"kv\":{\"key\":\"YQ==\"}}]}}\n"),
+    (200, b"{\"result\":{\"events\":[{\"type\":\"DELETE\",\"kv\":null}]}}\n"),
 ])
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
@@ -104,7 +107,7 @@ JPORT=$((EPORT + 2000))
 /usr/bin/python3 "$T/junk.py" $JPORT & JUNK=$!; WORKLOAD_PIDS+=($JUNK)
 wait_until 10 curl -s -o /dev/null "http://127.0.0.1:$JPORT/" -d x
 start_agent --soft-timeout 60 --hard-timeout 600 --action report \
-	--etcd-endpoints "http://127.0.0.1:$JPORT" --etcd-prefix /ftbpf-zd/ || exit 1
+	--etcd-endpoints "http://127.0.0.1:$JPORT" --etcd-insecure 1 --key-file "$T/key" --etcd-prefix /ftbpf-zd/ || exit 1
 launch "$T/j" jjob
 wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq '.agent.decisions.store.counters.bad_replies')\" -ge 3 ]" &&
 	pass "malformed etcd replies counted: $(store .counters.bad_replies) bad replies ($(store .counters.error))" ||

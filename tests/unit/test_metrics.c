@@ -83,6 +83,37 @@ static void test_odd_shapes(void)
 	free(t);
 }
 
+static void test_not_utf8(void)
+{
+	/* a job name with a byte that is not UTF-8 (registered by a user): the scrape stays
+	 * UTF-8, the byte shown as U+FFFD; valid UTF-8 and DEL/control bytes as documented */
+	char *t = format(
+	    "{\"agent\":{},\"jobs\":[{\"job\":\"a\\u00ff\\u007f\\u0001\",\"uid\":1,\"ranks\":1,"
+	    "\"live\":1,\"state\":\"ok\"}],\"ranks\":[]}");
+	struct json_object *o = json_object_new_object();
+	char *u = NULL;
+	size_t len = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "\"a\xc3\xbf\""));
+	free(t);
+	/* raw 0xff (json-c keeps bytes as they are) */
+	json_object_object_add(o, "agent", json_object_new_object());
+	json_object_object_add(o, "jobs", json_object_new_array());
+	json_object_array_add(json_object_object_get(o, "jobs"), json_object_new_object());
+	json_object_object_add(json_object_array_get_idx(json_object_object_get(o, "jobs"), 0),
+			       "job",
+			       json_object_new_string("b\xff"
+						      "c"));
+	json_object_object_add(o, "ranks", json_object_new_array());
+	CU_ASSERT_EQUAL_FATAL(metrics_format(o, &u, &len), 0);
+	CU_ASSERT_PTR_NULL(memchr(u, 0xff, len));
+	CU_ASSERT_PTR_NOT_NULL(strstr(u, "\"b\xef\xbf\xbd"
+					 "c\""));
+	free(u);
+	json_object_put(o);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -94,6 +125,7 @@ int main(void)
 	CU_add_test(s, "every series, labels escaped, exited ranks left out", test_series);
 	CU_add_test(s, "not a status: an error", test_not_a_status);
 	CU_add_test(s, "odd shapes: no crash", test_odd_shapes);
+	CU_add_test(s, "a job name that is not UTF-8: the scrape stays UTF-8", test_not_utf8);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

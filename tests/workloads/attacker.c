@@ -8,6 +8,8 @@
  *   attacker pipeline SOCK N SECONDS     N connections writing `status` without reading
  *   attacker timers SOCK N SECONDS       acquire N socket timers on itself (each its own scope)
  *   attacker register SOCK JOB SECONDS   register into job JOB, then stay
+ *   attacker register-many SOCK PREFIX N N processes, one after the other, each registers
+ *                                        into its own job PREFIX-i and exits
  *   attacker storm KIND SECONDS          signals | forks | execs | threads, as fast as it can
  *   attacker request SOCK LINE           send one raw line, print the reply
  * Exit status 0 when the attack ran (whatever the agent did), 2 on bad usage.
@@ -231,6 +233,30 @@ static int reg(const char *sock, const char *job, double secs)
 	return 0;
 }
 
+static int register_many(const char *sock, const char *prefix, int n)
+{
+	int ok = 0;
+
+	for (int i = 0; i < n; i++) {
+		char job[128];
+		int st = 0;
+		pid_t p;
+
+		snprintf(job, sizeof(job), "%s-%d", prefix, i);
+		p = fork();
+		if (p == 0) {
+			int null = open("/dev/null", O_WRONLY);
+
+			dup2(null, 1);
+			_exit(reg(sock, job, 0));
+		}
+		if (p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && !WEXITSTATUS(st))
+			ok++;
+	}
+	printf("registered %d of %d\n", ok, n);
+	return 0;
+}
+
 static void *thread_fn(void *arg)
 {
 	return arg;
@@ -312,6 +338,8 @@ int main(int argc, char **argv)
 			    "{\"v\":1,\"cmd\":\"status\"}\n{\"v\":1,\"cmd\":\"events\"}\n");
 	if (argc >= 5 && !strcmp(argv[1], "timers"))
 		return timers(argv[2], atoi(argv[3]), atof(argv[4]));
+	if (argc >= 5 && !strcmp(argv[1], "register-many"))
+		return register_many(argv[2], argv[3], atoi(argv[4]));
 	if (argc >= 5 && !strcmp(argv[1], "register"))
 		return reg(argv[2], argv[3], atof(argv[4]));
 	if (argc >= 4 && !strcmp(argv[1], "storm"))

@@ -37,6 +37,9 @@ struct adopter {
 	uint64_t lost_seen; /* folded + lost exec events at the last walk */
 	uint64_t rescan_ns; /* time of the last walk */
 	uint64_t adopted, errors, rescans;
+	uint64_t refused_elevated;  /* set-user-ID/-group-ID processes not adopted */
+	uint64_t left;		    /* ranks that exec'd as another user, or with privileges */
+	uint64_t refused_user_full; /* a user's share of the rank table was full */
 };
 
 struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
@@ -107,6 +110,52 @@ int adopt_pid(struct adopter *ad, int pid, const char *how)
 		return r;
 	}
 	return adopt_as(ad, pid, pidfd, &id, how, 0);
+}
+
+/*
+ * A tracked process ran a new program: its owner is checked again. A rank now running as
+ * another real user, or with privileges its user lacks, leaves its job (it is no longer that
+ * user's process to watch, act on or inspect); a rank as the new user's may be adopted anew.
+ * A rank's child that changed its real user leaves the rank's tree.
+ */
+int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid)
+{
+	struct proc_creds cr;
+	struct ftbpf_proc p;
+
+	if (procfs_creds(tgid, &cr) < 0)
+		return 0; /* gone: its exit event follows */
+	if (!k) {
+		if (tracker_proc_get(ad->tr, (uint32_t)tgid, &p) == 0 && cr.ruid != p.uid) {
+			(void)tracker_set_tracked(ad->tr, (uint32_t)tgid, 0);
+			(void)tracker_proc_delete(ad->tr, (uint32_t)tgid);
+			ad->left++;
+			return 1;
+		}
+		return 0;
+	}
+	if (cr.ruid == k->uid && (!procfs_creds_elevated(&cr) || cr.ruid == 0))
+		return 0;
+	ad->left++;
+	(void)tracker_set_tracked(ad->tr, (uint32_t)tgid, 0);
+	(void)tracker_proc_delete(ad->tr, (uint32_t)tgid);
+	/* gone from the job as a clean end: nothing failed, nothing is to be decided */
+	k->s.exited = 1;
+	k->s.exit_code = 0;
+	k->exit_reported = 1;
+	k->fail_seen = 1;
+	{
+		struct json_object *o = view_rank_event("rank_left", k);
+
+		jstr(o, "why",
+		     cr.ruid != k->uid ? "it runs as another user now"
+				       : "it runs a set-user-ID or set-group-ID program");
+		jint(o, "now_uid", cr.ruid);
+		jint(o, "now_euid", cr.euid);
+		eventlog_emit(ad->el, o);
+	}
+	adopt_pid(ad, tgid, "exec");
+	return 1;
 }
 
 /* ---- what a rank was doing before we watched it ---- */
@@ -245,15 +294,35 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	     int registered)
 {
 	struct proc_stat st;
+	struct proc_creds cr;
 	struct ftbpf_proc p;
 	struct rank *k;
 	uid_t uid;
 	int r;
 
-	if (procfs_stat(pid, -1, &st) < 0 || procfs_uid(pid, &uid) < 0 ||
+	if (procfs_stat(pid, -1, &st) < 0 || procfs_creds(pid, &cr) < 0 ||
 	    pidfd_signal(pidfd, 0) < 0) {
 		close(pidfd);
 		return -ESRCH;
+	}
+	/* The owner is the real uid. A set-user-ID (or -group-ID) program runs with privileges
+	 * its user does not have: it is nobody's rank (its user could steer it into another
+	 * job, and must not have it inspected on their behalf). */
+	uid = cr.ruid;
+	if (procfs_creds_elevated(&cr) && cr.ruid != 0) {
+		ad->refused_elevated++;
+		log_info("pid %d (%.15s) of uid %u runs with uid %u / gid %u: a set-user-ID or "
+			 "set-group-ID program is not adopted",
+			 pid, st.comm, (unsigned)cr.ruid, (unsigned)cr.euid, (unsigned)cr.egid);
+		close(pidfd);
+		return -EPERM;
+	}
+	if (uid != 0 && ranks_user_live(ad->ranks, uid) >= RANKS_PER_USER_MAX) {
+		ad->refused_user_full++;
+		log_warn("uid %u has %d live ranks already: pid %d not adopted", (unsigned)uid,
+			 RANKS_PER_USER_MAX, pid);
+		close(pidfd);
+		return -EUSERS;
 	}
 	/* A process whose parent is already tracked is that rank's child, not a new rank. */
 	if (!registered && tracker_is_tracked(ad->tr, st.ppid)) {
@@ -280,7 +349,6 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	rank_container(k);
 	memcpy(k->comm, st.comm, sizeof(k->comm));
 	k->adopted_ns = clock_mono_ns();
-	k->uid = uid;
 	proc_record(&p, pid, &st, k, FTBPF_PROC_RANK);
 	p.owner = (uint32_t)pid;
 	p.adopted_ns = k->adopted_ns;
@@ -418,4 +486,7 @@ void adopter_counters(const struct adopter *ad, struct json_object *c)
 	jint(c, "adopted", (int64_t)ad->adopted);
 	jint(c, "adopt_errors", (int64_t)ad->errors);
 	jint(c, "proc_rescans", (int64_t)ad->rescans);
+	jint(c, "adopt_refused_elevated", (int64_t)ad->refused_elevated);
+	jint(c, "adopt_refused_user_full", (int64_t)ad->refused_user_full);
+	jint(c, "ranks_left", (int64_t)ad->left);
 }

@@ -32,6 +32,10 @@ int adopt_pid(struct adopter *ad, int pid, const char *how);
  * asked itself (control socket); a rank's child may then be a rank of its own. */
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id, const char *how,
 	     int registered);
+/* A tracked process (rank k, or a rank's child when k is NULL) exec'd: its owner is checked
+ * again. 1 when it left (its job, or its rank's tree), else 0. */
+struct rank;
+int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid);
 /* Walk /proc for ranks. */
 void adopt_scan_all(struct adopter *ad);
 /* Retry adoptions that failed for want of a resource; walk /proc again (at most every two

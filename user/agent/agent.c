@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sodium.h>
 #include <unistd.h>
 
 #include "agent/actions.h"
@@ -45,6 +46,7 @@
 #include "os/loop.h"
 #include "os/procfs.h"
 #include "os/safefs.h"
+#include "proto/mesh_proto.h"
 #include "watch/gpuprobe.h"
 #include "watch/tracker.h"
 
@@ -123,8 +125,15 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	view_ctl_counters(c, ctl_counters(a->ctl), ctl_clients(a->ctl));
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
-	if (a->metrics)
+	if (a->metrics) {
+		uint64_t refused, timed_out, unauthorized;
+
+		metrics_counters(a->metrics, &refused, &timed_out, &unauthorized);
 		jint(c, "metrics_scrapes", (int64_t)metrics_scrapes(a->metrics));
+		jint(c, "metrics_refused", (int64_t)refused);
+		jint(c, "metrics_timed_out", (int64_t)timed_out);
+		jint(c, "metrics_unauthorized", (int64_t)unauthorized);
+	}
 	json_object_object_add(o, "counters", c);
 	json_object_object_add(o, "decisions", a->dc ? decide_json(a->dc) : NULL);
 	return o;
@@ -242,7 +251,18 @@ static void on_mesh_event(void *ctx, const char *type, const struct swim_member 
 static void on_store_changed(void *ctx)
 {
 	struct agent *a = ctx;
+	char key[160], why[96];
+	uint64_t n = store_rejected(a->st, key, sizeof(key), why, sizeof(why));
 
+	if (n) { /* never acted on; said once per change, to root only */
+		struct json_object *o = view_event("store_rejected");
+
+		jint(o, "uid", 0);
+		jstr(o, "key", key);
+		jstr(o, "why", why);
+		jint(o, "count", (int64_t)n);
+		eventlog_emit(a->el, o);
+	}
 	if (a->dc)
 		decide_tick(a->dc);
 }
@@ -280,12 +300,36 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 				.changed = on_store_changed,
 				.ctx = a};
 	struct decide_opts dopts;
-	char e2[300];
+	uint8_t ckey[MESH_KEY_BYTES];
+	char e2[300], pw[256] = "";
 
 	if (!strcmp(cfg->decisions, "off"))
 		return 0;
 	node_name(a);
+	if (*cfg->etcd_endpoints) { /* records in etcd are authenticated with the cluster key */
+		if (mesh_load_key(cfg->mesh_key_file, ckey, e2, sizeof(e2)) < 0) {
+			snprintf(err, errlen, "decisions: %s", e2);
+			return -EINVAL;
+		}
+		so.cluster_key = ckey;
+		if (*cfg->etcd_user) {
+			if (safefs_read_secret(cfg->etcd_password_file, pw, sizeof(pw), e2,
+					       sizeof(e2)) < 0) {
+				snprintf(err, errlen, "decisions: etcd_password_file: %s", e2);
+				return -EINVAL;
+			}
+			so.user = cfg->etcd_user;
+			so.password = pw;
+		}
+		if (cfg->etcd_insecure)
+			log_warn(
+			    "etcd_insecure: etcd is reached without TLS client authentication: "
+			    "whoever reaches it can read and delete ftbpf's keys (records "
+			    "stay authenticated)");
+	}
 	a->st = store_open(&so, e2, sizeof(e2));
+	sodium_memzero(ckey, sizeof(ckey));
+	sodium_memzero(pw, sizeof(pw));
 	if (!a->st) {
 		snprintf(err, errlen, "decisions: %s", e2);
 		return -EINVAL;
@@ -539,10 +583,15 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	    open_scan_timer(a, err, errlen) < 0 || open_signals(a, err, errlen) < 0 ||
 	    (*cfg->mesh_bind && open_mesh(a, err, errlen) < 0))
 		goto fail;
-	if (*cfg->metrics_listen &&
-	    !(a->metrics =
-		  metrics_open(a->loop, cfg->metrics_listen, handlers_status, &a->h, err, errlen)))
-		goto fail;
+	if (*cfg->metrics_listen) {
+		struct metrics_opts mo = {.listen = cfg->metrics_listen,
+					  .token_file = cfg->metrics_token_file,
+					  .fn = handlers_status,
+					  .ctx = &a->h};
+
+		if (!(a->metrics = metrics_open(a->loop, &mo, err, errlen)))
+			goto fail;
+	}
 	return a;
 fail:
 	agent_free(a);

@@ -343,12 +343,13 @@ void ctl_reply_fd(struct ctl_server *s, int fd)
 int ctl_peer_current(const struct ctl_peer *p)
 {
 	struct proc_stat st;
-	uid_t uid;
+	struct proc_creds cr;
 
 	if (p->pidfd >= 0)
 		return pidfd_is(p->pidfd, p->pid);
-	if (!p->start_ns || procfs_stat(p->pid, -1, &st) < 0 || procfs_uid(p->pid, &uid) < 0 ||
-	    st.start_ns != p->start_ns || uid != p->uid)
+	/* SO_PEERCRED gave the effective uid at connect time */
+	if (!p->start_ns || procfs_stat(p->pid, -1, &st) < 0 || procfs_creds(p->pid, &cr) < 0 ||
+	    st.start_ns != p->start_ns || cr.euid != p->uid)
 		return -ESRCH;
 	return 0;
 }

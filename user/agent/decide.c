@@ -49,6 +49,15 @@ int dc_started_since(const struct rank *k, uint64_t wall_ms)
 	return dc_now_ms() - age_ms + 10 >= wall_ms; /* start times are in clock ticks (10 ms) */
 }
 
+static int user_jobs(const struct decider *d, uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < d->njobs; i++)
+		n += d->jobs[i]->uid == uid;
+	return n;
+}
+
 struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 {
 	struct djob *dj;
@@ -56,7 +65,22 @@ struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 	for (int i = 0; i < d->njobs; i++)
 		if (d->jobs[i]->uid == uid && !strcmp(d->jobs[i]->id, id))
 			return d->jobs[i];
-	if (!create || d->njobs == MAX_JOBS || !(dj = calloc(1, sizeof(*dj))))
+	if (!create)
+		return NULL;
+	if (uid != 0) {
+		int mine = user_jobs(d, uid), users = d->njobs - user_jobs(d, 0);
+
+		/* a quarter of the table stays root's */
+		if (mine >= MAX_JOBS_PER_USER || users >= MAX_JOBS * 3 / 4) {
+			if (d->jobs_refused++ % 64 == 0)
+				log_warn("decisions: uid %u follows %d jobs already; job %s is not "
+					 "followed (%llu refused)",
+					 (unsigned)uid, mine, id,
+					 (unsigned long long)d->jobs_refused);
+			return NULL;
+		}
+	}
+	if (d->njobs == MAX_JOBS || !(dj = calloc(1, sizeof(*dj))))
 		return NULL;
 	dj->uid = uid;
 	snprintf(dj->id, sizeof(dj->id), "%s", id);
@@ -468,8 +492,40 @@ static void tick_job(struct decider *d, struct djob *dj)
 	dc_write_slots(d, dj, j);
 }
 
+/* A job no rank of which has lived here for ten minutes, and with nothing in flight, is
+ * forgotten (its records stay in the store, read again if it comes back): the table holds
+ * what runs. A user whose share is full has idle jobs forgotten after seconds. */
+#define IDLE_FORGET_MS	    600000
+#define IDLE_FORGET_FULL_MS 5000
+static void forget_idle(struct decider *d)
+{
+	uint64_t now = dc_now_ms();
+
+	for (int i = d->njobs - 1; i >= 0; i--) {
+		struct djob *dj = d->jobs[i];
+		const struct job *j = ranks_job_find(d->ranks, dj->uid, dj->id);
+		int live = 0;
+
+		for (int m = 0; j && m < j->nmembers; m++)
+			live += !j->members[m]->s.exited;
+		if (live || dj->claimed_gen_ms || dj->claimed_ck_ms || dj->health_pid > 0) {
+			dj->idle_ms = 0;
+			continue;
+		}
+		if (!dj->idle_ms)
+			dj->idle_ms = now;
+		if (now - dj->idle_ms < IDLE_FORGET_MS &&
+		    (now - dj->idle_ms < IDLE_FORGET_FULL_MS || dj->uid == 0 ||
+		     user_jobs(d, dj->uid) < MAX_JOBS_PER_USER))
+			continue;
+		free(dj);
+		d->jobs[i] = d->jobs[--d->njobs];
+	}
+}
+
 void decide_tick(struct decider *d)
 {
+	forget_idle(d);
 	for (int i = 0; i < d->ranks->njobs; i++) {
 		struct job *j = d->ranks->jobs[i];
 

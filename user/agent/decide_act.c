@@ -75,28 +75,49 @@ static int is_launcher(const struct proc_stat *parent)
 
 /* Stop the process that launched this node's ranks (torchrun, mpirun): an elastic rendezvous
  * re-forms without this node. */
+/*
+ * The parent of rank k as a launcher to stop: the pidfd is opened first and everything read
+ * about the process is checked against it afterwards, so a pid reused meanwhile is never
+ * signalled. It must be older than the rank, still its parent, run as the job's owner (its
+ * real uid, with no privileges beyond it) and be a launcher. An open pidfd, or -1.
+ */
+static int launcher_of(const struct rank *k, uid_t owner, int *ret_ppid)
+{
+	struct proc_stat st, pst, again;
+	struct proc_creds cr;
+	int fd;
+
+	if (k->s.exited || k->pidfd < 0 || procfs_stat(k->pid, -1, &st) < 0 ||
+	    pidfd_signal(k->pidfd, 0) < 0 || st.ppid <= 1 || st.ppid == getpid())
+		return -1;
+	fd = pidfd_open_pid(st.ppid);
+	if (fd < 0)
+		return -1;
+	if (procfs_stat(st.ppid, -1, &pst) < 0 || procfs_creds(st.ppid, &cr) < 0 ||
+	    pidfd_signal(fd, 0) < 0 || procfs_stat(k->pid, -1, &again) < 0 ||
+	    again.ppid != st.ppid || pst.start_ns > k->start_ns || cr.ruid != owner ||
+	    (procfs_creds_elevated(&cr) && cr.ruid != 0) || !is_launcher(&pst)) {
+		close(fd);
+		return -1;
+	}
+	*ret_ppid = st.ppid;
+	return fd;
+}
+
 static void stop_launcher(struct decider *d, struct djob *dj, struct job *j, const char *why)
 {
 	for (int i = 0; j && i < j->nmembers && !dj->launcher_stopped; i++) {
-		struct rank *k = j->members[i];
-		struct proc_stat st, pst;
-		uid_t uid;
-		int fd;
+		int ppid = 0, fd = launcher_of(j->members[i], j->uid, &ppid);
 
-		if (k->s.exited || procfs_stat(k->pid, -1, &st) < 0 || st.ppid <= 1 ||
-		    st.ppid == getpid() || procfs_uid(st.ppid, &uid) < 0 || uid != k->uid ||
-		    procfs_stat(st.ppid, -1, &pst) < 0 || !is_launcher(&pst))
-			continue;
-		fd = pidfd_open_pid(st.ppid);
 		if (fd < 0)
 			continue;
 		if (pidfd_signal(fd, SIGTERM) == 0) {
-			struct json_object *o = view_action_pid(st.ppid, uid, why, SIGTERM, "sent");
+			struct json_object *o = view_action_pid(ppid, j->uid, why, SIGTERM, "sent");
 
 			jstr(o, "job", dj->id);
 			eventlog_emit(d->el, o);
 			dj->launcher_stopped = 1;
-			timersvc_kill_after_grace(d->ts, st.ppid, fd, uid, 0);
+			timersvc_kill_after_grace(d->ts, ppid, fd, j->uid, 0);
 		}
 		close(fd);
 	}

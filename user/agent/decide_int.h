@@ -19,9 +19,12 @@
 struct rank;
 struct job;
 
-#define MAX_JOBS  1024
-#define MAX_NODES 64
-#define MAX_GENS  256
+#define MAX_JOBS 1024
+/* One user's share of the table (root's jobs are limited by MAX_JOBS only): a user who
+ * registers many jobs cannot keep another's from being followed. */
+#define MAX_JOBS_PER_USER 64
+#define MAX_NODES	  64
+#define MAX_GENS	  256
 
 struct node_report {
 	char node[DEC_NODE_LEN];
@@ -63,6 +66,7 @@ struct djob {
 	double steps_per_s;
 	int retargets;
 	int fenced;
+	uint64_t idle_ms; /* since when no rank of the job lives here (0: some does) */
 	char prev_mem[MAX_NODES][DEC_NODE_LEN]; /* members at the last look, with ranks */
 	uint64_t prev_gen[MAX_NODES];		/* ... and the generation they were in */
 	int nprev;
@@ -93,7 +97,7 @@ struct decider {
 	struct djob *jobs[MAX_JOBS]; /* owned */
 	int njobs;
 	uint64_t claims, retargets, fences, preemptions, ignored_signals, health_failures,
-	    unavailable;
+	    unavailable, jobs_refused;
 };
 
 /* ---- what the local ranks do ---- */

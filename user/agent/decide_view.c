@@ -105,9 +105,10 @@ static int hist_one(void *ctx, const char *key, const char *value)
 	const char *kinds[] = {"gen/", "ckpt/", "done/"};
 	size_t jl;
 
-	if (sscanf(p, "%u/", &uid) != 1 || (h->uid && uid != (unsigned)h->uid))
-		return 0;
-	p = strchr(p, '/') + 1;
+	if (strncmp(key, "jobs/", 5) || sscanf(p, "%u/", &uid) != 1 ||
+	    (h->uid && uid != (unsigned)h->uid) || !(p = strchr(p, '/')))
+		return 0; /* not a job's key (written by someone else): not ours to show */
+	p++;
 	for (int i = 0; i < 3; i++) {
 		for (rest = p; (rest = strstr(rest, kinds[i])); rest++)
 			if (rest[-1] == '/')
@@ -217,6 +218,7 @@ struct json_object *decide_json(struct decider *d)
 	jint(c, "preemptions", (int64_t)d->preemptions);
 	jint(c, "retargets", (int64_t)d->retargets);
 	jint(c, "fences", (int64_t)d->fences);
+	jint(c, "jobs_refused", (int64_t)d->jobs_refused);
 	jint(c, "signals_not_preemption", (int64_t)d->ignored_signals);
 	jint(c, "health_check_failures", (int64_t)d->health_failures);
 	jint(c, "unavailable", (int64_t)d->unavailable);

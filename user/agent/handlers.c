@@ -177,9 +177,10 @@ static struct rank *adopt_client(struct handlers *h, const struct ctl_request *r
 				.source = IDENT_CLIENT};
 	int fd, r;
 
-	if (*req->job)
+	if (*req->job) {
 		snprintf(id.job, sizeof(id.job), "%s", req->job);
-	else
+		ident_job_sanitize(id.job); /* a name as the environment's are */
+	} else
 		snprintf(id.job, sizeof(id.job), "client:%d", peer->pid);
 	if (!adopt_job_wanted(h->ad, id.job)) {
 		*why = "not_wanted";

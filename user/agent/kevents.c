@@ -18,12 +18,15 @@ static void on_exec(struct kevents *kv, struct rank *k, const struct ftbpf_event
 
 	if (k) {
 		snprintf(k->comm, sizeof(k->comm), "%.15s", e->comm);
+		adopt_exec_recheck(kv->ad, k, (int)e->tgid);
 		return;
 	}
 	if (!e->flags) {
 		adopt_pid(kv->ad, (int)e->tgid, "exec");
 		return;
 	}
+	if (adopt_exec_recheck(kv->ad, NULL, (int)e->tgid))
+		return;
 	/* a rank's child ran a new program: keep its name current */
 	if (tracker_proc_get(kv->tr, e->tgid, &p) == 0) {
 		memcpy(p.comm, e->comm, sizeof(p.comm));

@@ -200,6 +200,11 @@ int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *r
 	return s->ops->lease_left ? s->ops->lease_left(s, lease, ret_s, ret_at_ms) : -ENOTSUP;
 }
 
+uint64_t store_rejected(struct store *s, char *key, size_t klen, char *why, size_t wlen)
+{
+	return s->ops->rejected ? s->ops->rejected(s, key, klen, why, wlen) : 0;
+}
+
 struct json_object *store_json(struct store *s)
 {
 	struct json_object *o = json_object_new_object(), *c = json_object_new_object();

@@ -25,7 +25,10 @@ struct store_opts {
 	const char *endpoints; /* etcd: "" for the local store */
 	const char *prefix;    /* etcd: key prefix, e.g. "/ftbpf/" */
 	const char *cacert, *cert, *key;
-	double lease_ttl_s; /* etcd: this agent's keys vanish this long after it does */
+	const char *user, *password; /* etcd authentication ("" none) */
+	double lease_ttl_s;	     /* etcd: this agent's keys vanish this long after it does */
+	const uint8_t *cluster_key;  /* etcd: 32 bytes (mesh_load_key) that authenticate records;
+				     * NULL: records are not authenticated (tests of the store) */
 	struct loop *loop;
 	void (*changed)(void *ctx); /* the mirror changed (called on the loop's thread) */
 	void *ctx;
@@ -55,6 +58,9 @@ int64_t store_lease(struct store *s);
  * now); -ENOTSUP for the local store. Reads are made at most every 0.5 s per lease.
  */
 int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms);
+/* Records refused since the last call (not written by an agent of this cluster, or moved):
+ * their number, and the last one's key and why (for an event). */
+uint64_t store_rejected(struct store *s, char *key, size_t klen, char *why, size_t wlen);
 /* "store" object: kind, reachable, counters */
 struct json_object *store_json(struct store *s);
 

@@ -27,6 +27,7 @@
 #include "os/etcdv3.h"
 #include "os/log.h"
 #include "os/loop.h"
+#include "proto/store_record.h"
 
 #define WATCH_IDLE_S 3	  /* a silent watch is read again after this long */
 #define REACHABLE_MS 4000 /* an answer this recent: reachable */
@@ -50,7 +51,8 @@ struct op {
 	enum op_kind kind;
 	int leased;
 	uint64_t made_ms;
-	char *key, *value; /* owned, key with the prefix */
+	char *key, *value; /* owned, key with the prefix; value as stored (sealed) */
+	char *plain;	   /* owned: the value itself (what the mirror holds) */
 	struct op *next;
 };
 
@@ -74,6 +76,10 @@ struct store_etcd {
 	struct lease_left leases[LEASES_KNOWN]; /* round robin */
 	int nleases, next_lease;
 	char error[200];
+	int auth; /* records are sealed with rkey and checked when read */
+	uint8_t rkey[STORE_RECORD_KEY_BYTES];
+	uint64_t rejected, rejected_told;
+	char rej_key[160], rej_why[96];
 	/* the agent's side */
 	int efd; /* owned */
 	struct loop *loop;
@@ -125,6 +131,25 @@ static const char *strip(const struct store_etcd *s, const char *key)
 	return strncmp(key, s->prefix, n) ? NULL : key + n;
 }
 
+/* A stored value as the mirror holds it: the record itself when it is authentic (or when
+ * records are not authenticated), else NULL: refused and counted. s->mu is held. */
+static const char *opened_locked(struct store_etcd *s, const char *k, const char *stored)
+{
+	const char *value, *why;
+
+	if (!s->auth)
+		return stored;
+	if (store_record_open(s->rkey, k, stored, &value, &why) == 0)
+		return value;
+	s->rejected++;
+	snprintf(s->rej_key, sizeof(s->rej_key), "%s%s", s->prefix, k);
+	snprintf(s->rej_why, sizeof(s->rej_why), "%s", why);
+	if (s->rejected % 100 == 1)
+		log_warn("etcd: record %s%s refused: %s (%llu refused)", s->prefix, k, why,
+			 (unsigned long long)s->rejected);
+	return NULL;
+}
+
 /* ---- the watcher ---- */
 static int collect(void *ctx, const char *key, const char *value)
 {
@@ -142,10 +167,10 @@ static int apply_event(void *ctx, int put, const char *key, const char *value, i
 	if (!k)
 		return 0;
 	pthread_mutex_lock(&s->mu);
-	if (put)
+	if (put && (value = opened_locked(s, k, value)))
 		kvmap_set(&s->mirror, k, value);
 	else
-		kvmap_del(&s->mirror, k);
+		kvmap_del(&s->mirror, k); /* deleted, or replaced by what is refused */
 	s->last_ok_ms = now_ms();
 	pthread_mutex_unlock(&s->mu);
 	notify(s);
@@ -184,10 +209,10 @@ static void *watcher(void *arg)
 		kvmap_fini(&s->mirror);
 		kvmap_init(&s->mirror);
 		for (size_t i = 0; i < all.n; i++) {
-			const char *k = strip(s, all.v[i].key);
+			const char *k = strip(s, all.v[i].key), *v;
 
-			if (k)
-				kvmap_set(&s->mirror, k, all.v[i].value);
+			if (k && (v = opened_locked(s, k, all.v[i].value)))
+				kvmap_set(&s->mirror, k, v);
 		}
 		s->last_ok_ms = now_ms();
 		s->error[0] = 0;
@@ -211,6 +236,7 @@ static void op_free(struct op *o)
 {
 	free(o->key);
 	free(o->value);
+	free(o->plain);
 	free(o);
 }
 
@@ -241,7 +267,7 @@ static int run_op(struct store_etcd *s, struct op *o, int64_t lease)
 		r = etcd_put(s->rc, o->key, o->value, o->leased ? lease : 0);
 		if (r == 0) {
 			pthread_mutex_lock(&s->mu);
-			kvmap_set(&s->mirror, k, o->value);
+			kvmap_set(&s->mirror, k, o->plain);
 			pthread_mutex_unlock(&s->mu);
 		}
 		return r;
@@ -250,7 +276,13 @@ static int run_op(struct store_etcd *s, struct op *o, int64_t lease)
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&s->mu);
-	kvmap_set(&s->mirror, k, r == 1 ? o->value : existing); /* the value that stands */
+	{
+		/* the value that stands: ours, or an earlier claimer's when it is authentic */
+		const char *v = r == 1 ? o->plain : opened_locked(s, k, existing);
+
+		if (v)
+			kvmap_set(&s->mirror, k, v);
+	}
 	if (r == 1)
 		s->claims_won++;
 	else
@@ -375,19 +407,25 @@ static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, con
 		   int leased)
 {
 	struct op *o = calloc(1, sizeof(*o));
+	int r = -ENOMEM;
 
-	if (!o || asprintf(&o->key, "%s%s", s->prefix, key) < 0 || !(o->value = strdup(value))) {
-		if (o)
-			free(o->key);
-		free(o);
-		return -ENOMEM;
+	if (o && asprintf(&o->key, "%s%s", s->prefix, key) >= 0 && (o->plain = strdup(value)))
+		r = s->auth && kind != OP_TTL	 ? store_record_seal(s->rkey, key, value, &o->value)
+		    : (o->value = strdup(value)) ? 0
+						 : -ENOMEM;
+	if (r < 0) {
+		if (o) {
+			o->value = NULL;
+			op_free(o);
+		}
+		return r;
 	}
 	o->kind = kind;
 	o->leased = leased;
 	o->made_ms = now_ms();
 	pthread_mutex_lock(&s->mu);
 	if (leased)
-		kvmap_set(&s->leased, o->key, value);
+		kvmap_set(&s->leased, o->key, o->value); /* put again as stored */
 	if (s->tail)
 		s->tail->next = o;
 	else
@@ -478,8 +516,24 @@ static void etcd_counters(struct store *b, struct json_object *c)
 	jint(c, "requests", (int64_t)(w->requests + r->requests));
 	jint(c, "failures", (int64_t)(w->failures + r->failures));
 	jint(c, "bad_replies", (int64_t)(w->bad_replies + r->bad_replies));
+	jint(c, "records_rejected", (int64_t)s->rejected);
+	jbool(c, "records_authenticated", s->auth);
 	jstr(c, "error", *s->error ? s->error : NULL);
 	pthread_mutex_unlock(&s->mu);
+}
+
+static uint64_t etcd_rejected(struct store *b, char *key, size_t klen, char *why, size_t wlen)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	uint64_t n;
+
+	pthread_mutex_lock(&s->mu);
+	n = s->rejected - s->rejected_told;
+	s->rejected_told = s->rejected;
+	snprintf(key, klen, "%s", s->rej_key);
+	snprintf(why, wlen, "%s", s->rej_why);
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 static void etcd_close(struct store *b)
@@ -568,6 +622,7 @@ static const struct store_ops etcd_ops = {
     .list = etcd_list,
     .reachable = etcd_reachable,
     .counters = etcd_counters,
+    .rejected = etcd_rejected,
     .close = etcd_close,
 };
 
@@ -588,6 +643,8 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 			       .cacert = o->cacert,
 			       .cert = o->cert,
 			       .key = o->key,
+			       .user = o->user,
+			       .password = o->password,
 			       .timeout_ms = 2000};
 	int h, r;
 
@@ -604,6 +661,10 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 	snprintf(s->prefix, sizeof(s->prefix), "%s",
 		 o->prefix && *o->prefix ? o->prefix : "/ftbpf/");
 	s->ttl_s = o->lease_ttl_s >= 1 ? (int)o->lease_ttl_s : 5;
+	if (o->cluster_key) {
+		store_record_key(o->cluster_key, s->rkey);
+		s->auth = 1;
+	}
 	s->loop = o->loop;
 	s->changed = o->changed;
 	s->ctx = o->ctx;

@@ -89,8 +89,13 @@ static const struct key_def keys[] = {
     {"only_netns", "only-netns", T_BOOL, OFF(only_netns), 0, 0, 1,
      "adopt only processes in this agent's network namespace (one agent per namespace) (0/1)"},
     {"metrics_listen", "metrics-listen", T_STRING, OFF(metrics_listen), SZ(metrics_listen), 0, 0,
-     "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4; everyone's jobs: keep it on\n"
-     "localhost or a monitoring network); empty: off"},
+     "serve Prometheus metrics at http://ADDR:PORT/metrics (IPv4) or on a Unix socket\n"
+     "unix:/PATH (everyone's jobs: keep it on localhost or a monitoring network, with a token);\n"
+     "empty: off"},
+    {"metrics_token_file", "metrics-token-file", T_STRING, OFF(metrics_token_file),
+     SZ(metrics_token_file), 0, 0,
+     "a file (root's, mode 0600) whose token every scrape must send as \"Authorization: Bearer\n"
+     "TOKEN\" (Prometheus: authorization.credentials_file); empty: no token"},
     {"events_keep", "events-keep", T_INT, OFF(events_keep), 0, 16, 1000000,
      "events kept in memory for `ftbpf events`"},
     {"log_group", "log-group", T_STRING, OFF(log_group), SZ(log_group), 0, 0,
@@ -143,6 +148,14 @@ static const struct key_def keys[] = {
      "etcd TLS: client certificate file"},
     {"etcd_key", "etcd-key", T_STRING, OFF(etcd_key), SZ(etcd_key), 0, 0,
      "etcd TLS: client key file"},
+    {"etcd_user", "etcd-user", T_STRING, OFF(etcd_user), SZ(etcd_user), 0, 0,
+     "etcd user of the agents (etcd's RBAC: a role with read-write on etcd_prefix only; etcd's\n"
+     "JSON gateway ignores the client certificate's name); empty: none"},
+    {"etcd_password_file", "etcd-password-file", T_STRING, OFF(etcd_password_file),
+     SZ(etcd_password_file), 0, 0, "file (root's, mode 0600) with etcd_user's password"},
+    {"etcd_insecure", "etcd-insecure", T_BOOL, OFF(etcd_insecure), 0, 0, 1,
+     "allow etcd over plain http and without a client certificate (a test cluster only: anyone "
+     "who reaches etcd could then read and delete ftbpf's keys)"},
     {"etcd_lease_ttl", "etcd-lease-ttl", T_DOUBLE, OFF(etcd_lease_ttl_s), 0, 2, 300,
      "seconds this agent's membership outlives it in etcd"},
     {"preempt_signals", "preempt-signals", T_STRING, OFF(preempt_signals), SZ(preempt_signals), 0,
@@ -501,6 +514,39 @@ int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 	if (*c->mesh_bind && !*c->mesh_key_file) {
 		snprintf(err, errlen, "bind: the heartbeat mesh needs key_file (--key-file)");
 		return -EINVAL;
+	}
+	if (*c->etcd_endpoints && !*c->mesh_key_file) {
+		snprintf(err, errlen,
+			 "etcd_endpoints: decision records in etcd are authenticated with the "
+			 "cluster key: set key_file (--key-file), the same file on every node");
+		return -EINVAL;
+	}
+	if (*c->etcd_user && !*c->etcd_password_file) {
+		snprintf(err, errlen, "etcd_user needs etcd_password_file");
+		return -EINVAL;
+	}
+	if (*c->etcd_endpoints && !c->etcd_insecure) {
+		const char *p = c->etcd_endpoints;
+
+		for (; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+			if (strncmp(p, "https://", 8)) {
+				snprintf(
+				    err, errlen,
+				    "etcd_endpoints: '%.*s' is not https://: etcd must be "
+				    "reached over TLS with a client certificate (etcd_cacert, "
+				    "etcd_cert, etcd_key); etcd_insecure = 1 allows plain http "
+				    "for a test cluster",
+				    (int)strcspn(p, ","), p);
+				return -EINVAL;
+			}
+		if (!*c->etcd_cert || !*c->etcd_key || !*c->etcd_cacert) {
+			snprintf(
+			    err, errlen,
+			    "etcd_endpoints: etcd needs a client certificate: set etcd_cacert, "
+			    "etcd_cert and etcd_key (etcd_insecure = 1 allows none, for a test "
+			    "cluster)");
+			return -EINVAL;
+		}
 	}
 	if (c->probe_timeout_s >= c->probe_interval_s) {
 		snprintf(err, errlen, "probe_timeout (%g) must be shorter than probe_interval (%g)",

@@ -37,14 +37,15 @@ struct ftbpf_config {
 	int soft_signal_all; /* 1: every rank of the job, 0: culprits only */
 	long log_max_bytes;
 	int log_keep;
-	char only_jobs[128];	 /* fnmatch(3) pattern on job ids; empty = every job */
-	int only_netns;		 /* adopt only processes in the agent's network namespace */
-	char metrics_listen[64]; /* Prometheus endpoint "ADDR:PORT"; empty = off */
-	char timer_fifo[256];	 /* torch FileTimerServer-compatible FIFO; empty = none */
-	int timer_escalate;	 /* expiry: SIGTERM, grace, SIGKILL instead of the timer's signal */
-	char gpu_majors[128];	 /* extra GPU character-device majors, "195,226" */
-	int gpu_probes;		 /* CUDA/NCCL uprobes in the libraries ranks map */
-	int gpu_probe_launch;	 /* ... including kernel launches */
+	char only_jobs[128];	      /* fnmatch(3) pattern on job ids; empty = every job */
+	int only_netns;		      /* adopt only processes in the agent's network namespace */
+	char metrics_listen[128];     /* Prometheus endpoint "ADDR:PORT" or "unix:/PATH"; "" off */
+	char metrics_token_file[256]; /* requests need "Authorization: Bearer" its token */
+	char timer_fifo[256];	      /* torch FileTimerServer-compatible FIFO; empty = none */
+	int timer_escalate;   /* expiry: SIGTERM, grace, SIGKILL instead of the timer's signal */
+	char gpu_majors[128]; /* extra GPU character-device majors, "195,226" */
+	int gpu_probes;	      /* CUDA/NCCL uprobes in the libraries ranks map */
+	int gpu_probe_launch; /* ... including kernel launches */
 	/* heartbeat mesh (off while bind is empty) */
 	char mesh_bind[64];
 	char mesh_peers[1024];
@@ -67,7 +68,9 @@ struct ftbpf_config {
 	char etcd_endpoints[512]; /* empty: decisions are this node's (state_dir) */
 	char etcd_prefix[128];
 	char etcd_cacert[256], etcd_cert[256], etcd_key[256];
+	char etcd_user[128], etcd_password_file[256]; /* RBAC: the agents' etcd user */
 	double etcd_lease_ttl_s;
+	int etcd_insecure;	  /* allow http:// and no client certificate (a test cluster) */
 	char preempt_signals[64]; /* signals to a rank that mean preemption: "TERM" */
 	int checkpoint_margin;	  /* steps past the highest reported step */
 	int restart_exit_code;	  /* 42 */

@@ -62,6 +62,18 @@ static int env_int(const struct env_view *v, const char *name, long min, long ma
 	return 1;
 }
 
+/* One byte of a job id: printable ASCII but for quotes and backslashes; else '_'. */
+static char job_char(unsigned char c)
+{
+	return (c < 0x21 || c > 0x7e || c == '"' || c == '\\') ? '_' : (char)c;
+}
+
+void ident_job_sanitize(char *job)
+{
+	for (; *job; job++)
+		*job = job_char((unsigned char)*job);
+}
+
 /* Copy a value as a job-id component, replacing control characters and quotes. */
 static size_t env_str(const struct env_view *v, const char *name, char *out, size_t outlen)
 {
@@ -72,11 +84,8 @@ static size_t env_str(const struct env_view *v, const char *name, char *out, siz
 		return 0;
 	if (n >= outlen)
 		n = outlen - 1;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		out[i] = (c < 0x21 || c > 0x7e || c == '"' || c == '\\') ? '_' : (char)c;
-	}
+	for (i = 0; i < n; i++)
+		out[i] = job_char((unsigned char)s[i]);
 	out[n] = 0;
 	return n;
 }

@@ -31,5 +31,8 @@ struct rank_ident {
  */
 int ident_from_environ(const char *env, size_t len, struct rank_ident *ret);
 const char *ident_source_name(enum ident_source s);
+/* Make a job id safe to show and to use as a name, as the environment's are: printable ASCII
+ * without quotes or backslashes (anything else becomes '_'). In place. */
+void ident_job_sanitize(char *job);
 
 #endif

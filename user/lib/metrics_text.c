@@ -1,5 +1,6 @@
 /* Status JSON -> Prometheus text exposition: see metrics_text.h. */
 #include "lib/metrics_text.h"
+#include "lib/textsafe.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -38,17 +39,24 @@ static const char *str(struct json_object *o, const char *k)
 	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
-/* A label value: backslash, double quote and newline escaped; other control bytes dropped. */
+/* A label value: backslash, double quote and newline escaped; other control bytes and DEL
+ * dropped; bytes that are not UTF-8 become U+FFFD (the exposition format is UTF-8: one bad
+ * byte in a user's job name would make the whole scrape invalid). */
 static void label(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
+	while (*s) {
+		size_t n = textsafe_utf8_len(s, strlen(s));
+
 		if (*s == '\\' || *s == '"')
 			fprintf(f, "\\%c", *s);
 		else if (*s == '\n')
 			fputs("\\n", f);
-		else if ((unsigned char)*s >= 0x20)
-			fputc(*s, f);
+		else if (!n)
+			fputs("\xef\xbf\xbd", f);
+		else if (n > 1 || ((unsigned char)*s >= 0x20 && *s != 0x7f))
+			fwrite(s, 1, n, f);
+		s += n ? n : 1;
 	}
 	fputc('"', f);
 }

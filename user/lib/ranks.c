@@ -176,6 +176,15 @@ struct rank *ranks_add(struct ranks *r, int pid, uint64_t start_ns, uid_t uid, c
 	return k;
 }
 
+int ranks_user_live(const struct ranks *r, uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		n += r->v[i]->uid == uid && !r->v[i]->s.exited;
+	return n;
+}
+
 void ranks_remove(struct ranks *r, struct rank *k)
 {
 	for (int i = 0; i < r->n; i++) {

@@ -95,6 +95,9 @@ struct rank *ranks_add(struct ranks *r, int pid, uint64_t start_ns, uid_t uid, c
 /* Forget a rank (and its job once it has no member left). */
 void ranks_remove(struct ranks *r, struct rank *k);
 struct job *ranks_job_find(const struct ranks *r, uid_t uid, const char *id);
+/* A user's share of the table: live ranks of uid (root's are not limited by the agent). */
+#define RANKS_PER_USER_MAX 8192
+int ranks_user_live(const struct ranks *r, uid_t uid);
 void rank_add_signal(struct rank *k, const struct rank_sig *s);
 
 #endif

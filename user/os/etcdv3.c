@@ -10,16 +10,18 @@
 #include <string.h>
 
 #include "lib/growbuf.h"
+#include "proto/etcd_reply.h"
 
 #define MAX_ENDPOINTS 8
 #define REPLY_MAX     (64u << 20)
-#define TEXT_MAX      (1u << 20) /* a key or value */
 
 struct etcd_conn {
 	CURL *curl;
 	char *endpoints[MAX_ENDPOINTS]; /* owned */
 	int nendpoints, cur;
 	char cacert[256], cert[256], key[256];
+	char user[128], password[256], token[512]; /* authentication; token "" none yet */
+	struct curl_slist *hdr;			   /* owned: "Authorization: token" */
 	int timeout_ms;
 	char *buf; /* the reply being read (owned) */
 	size_t len, cap;
@@ -69,6 +71,8 @@ struct etcd_conn *etcd_conn_new(const struct etcd_opts *o, char *err, size_t err
 	snprintf(c->cacert, sizeof(c->cacert), "%s", o->cacert ? o->cacert : "");
 	snprintf(c->cert, sizeof(c->cert), "%s", o->cert ? o->cert : "");
 	snprintf(c->key, sizeof(c->key), "%s", o->key ? o->key : "");
+	snprintf(c->user, sizeof(c->user), "%s", o->user ? o->user : "");
+	snprintf(c->password, sizeof(c->password), "%s", o->password ? o->password : "");
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 2000;
 	return c;
 }
@@ -81,6 +85,9 @@ void etcd_conn_free(struct etcd_conn *c)
 		free(c->endpoints[i]);
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->hdr);
+	sodium_memzero(c->password, sizeof(c->password));
+	sodium_memzero(c->token, sizeof(c->token));
 	free(c->buf);
 	free(c);
 }
@@ -96,60 +103,7 @@ const struct etcd_stats *etcd_conn_stats(const struct etcd_conn *c)
 }
 
 /* ---- encoding ---- */
-static char *b64(const char *s)
-{
-	size_t n = strlen(s), m = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
-	char *out = malloc(m);
-
-	if (out)
-		sodium_bin2base64(out, m, (const unsigned char *)s, n,
-				  sodium_base64_VARIANT_ORIGINAL);
-	return out;
-}
-
-/* Decoded text of a base64 field, NULL when absent, malformed, too long or not text. */
-static char *unb64(struct json_object *o, const char *field)
-{
-	struct json_object *x;
-	const char *s;
-	size_t n, out_len = 0;
-	char *out;
-
-	if (!json_object_object_get_ex(o, field, &x))
-		return strdup(""); /* etcd omits empty values */
-	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x)))
-		return NULL;
-	n = strlen(s);
-	if (n > TEXT_MAX * 4 / 3 + 4 || !(out = malloc(n + 1)))
-		return NULL;
-	if (sodium_base642bin((unsigned char *)out, n, s, n, NULL, &out_len, NULL,
-			      sodium_base64_VARIANT_ORIGINAL) ||
-	    memchr(out, 0, out_len)) {
-		free(out);
-		return NULL;
-	}
-	out[out_len] = 0;
-	return out;
-}
-
-/* An int64 etcd sends as a string ("123") or a number; -1 when absent or malformed. */
-static int64_t get_i64(struct json_object *o, const char *field)
-{
-	struct json_object *x;
-	const char *s;
-	char *end;
-	long long v;
-
-	if (!json_object_object_get_ex(o, field, &x))
-		return -1;
-	if (json_object_is_type(x, json_type_int))
-		return json_object_get_int64(x);
-	if (!json_object_is_type(x, json_type_string) || !(s = json_object_get_string(x)) || !*s)
-		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	return errno || *end || v < 0 ? -1 : (int64_t)v;
-}
+#define b64 etcd_b64
 
 /* The end of the range of keys starting with prefix: the prefix with its last byte + 1. */
 static char *prefix_end(const char *prefix)
@@ -197,6 +151,16 @@ static void setup(struct etcd_conn *c, const char *path, const char *body, char 
 		curl_easy_setopt(c->curl, CURLOPT_SSLCERT, c->cert);
 	if (*c->key)
 		curl_easy_setopt(c->curl, CURLOPT_SSLKEY, c->key);
+	curl_slist_free_all(c->hdr);
+	c->hdr = NULL;
+	if (*c->token) {
+		char h[sizeof(c->token) + 32];
+
+		snprintf(h, sizeof(h), "Authorization: %s", c->token);
+		c->hdr = curl_slist_append(NULL, h);
+		sodium_memzero(h, sizeof(h));
+		curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->hdr);
+	}
 	c->len = 0;
 	c->err[0] = 0;
 }
@@ -217,13 +181,70 @@ static int malformed(struct etcd_conn *c, const char *what)
 	return -EPROTO;
 }
 
-/* POST body to path; the reply as a JSON object in *ret (the caller's). */
+/* Is this error etcd's way of saying our token is missing or expired? */
+static int auth_error(const char *m)
+{
+	return m && (strstr(m, "invalid auth token") || strstr(m, "user name is empty") ||
+		     strstr(m, "auth token is not provided"));
+}
+
+static int call_once(struct etcd_conn *c, const char *path, const char *body,
+		     struct json_object **ret);
+
+/* A token for our user (etcd's simple tokens expire when unused): 0 or -errno. */
+static int authenticate(struct etcd_conn *c)
+{
+	struct json_object *o = NULL, *name = json_object_new_string(c->user),
+			   *pw = json_object_new_string(c->password),
+			   *req = json_object_new_object();
+	const char *what = "";
+	char *body;
+	int r = -ENOMEM;
+
+	c->token[0] = 0;
+	json_object_object_add(req, "name", name);
+	json_object_object_add(req, "password", pw);
+	body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	if (body) {
+		r = call_once(c, "/v3/auth/authenticate", body, &o);
+		sodium_memzero(body, strlen(body));
+		free(body);
+	}
+	if (r == 0) {
+		r = etcd_reply_auth(o, c->token, sizeof(c->token), &what);
+		if (r == -EPROTO)
+			r = malformed(c, what);
+	}
+	json_object_put(o);
+	return r;
+}
+
+/* POST body to path, authenticated when we have a user; the reply as a JSON object in *ret
+ * (the caller's). An expired token is renewed once. */
 static int call(struct etcd_conn *c, const char *path, const char *body, struct json_object **ret)
+{
+	int r;
+
+	if (*c->user && !*c->token && (r = authenticate(c)) < 0)
+		return r;
+	r = call_once(c, path, body, ret);
+	if (r == -EACCES && *c->user) {
+		if ((r = authenticate(c)) < 0)
+			return r;
+		r = call_once(c, path, body, ret);
+	}
+	return r == -EACCES ? -EIO : r;
+}
+
+static int call_once(struct etcd_conn *c, const char *path, const char *body,
+		     struct json_object **ret)
 {
 	char url[512];
 	long code = 0;
 	CURLcode rc;
 	struct json_object *o, *e;
+	int r;
 
 	setup(c, path, body, url, sizeof(url));
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
@@ -244,48 +265,27 @@ static int call(struct etcd_conn *c, const char *path, const char *body, struct 
 
 		snprintf(c->err, sizeof(c->err), "%s: %s", c->endpoints[c->cur], m ? m : "error");
 		c->st.failures++;
+		r = auth_error(m) ? -EACCES : -EIO;
+		if (r == -EACCES)
+			c->token[0] = 0;
 		json_object_put(o);
-		return -EIO;
+		return r;
 	}
 	*ret = o;
 	return 0;
 }
 
-/* Calls fn for every entry of a "kvs" array. 0, -EPROTO, or what fn returned. */
-static int each_kv(struct etcd_conn *c, struct json_object *o, etcd_kv_fn fn, void *ctx)
+/* A reply's parse result: -EPROTO counted as a malformed reply. */
+static int parsed(struct etcd_conn *c, int r, const char *what)
 {
-	struct json_object *kvs;
-
-	if (!json_object_object_get_ex(o, "kvs", &kvs))
-		return 0; /* none */
-	if (!json_object_is_type(kvs, json_type_array))
-		return malformed(c, "kvs");
-	for (size_t i = 0; i < json_object_array_length(kvs); i++) {
-		struct json_object *kv = json_object_array_get_idx(kvs, i);
-		char *k = json_object_is_type(kv, json_type_object) ? unb64(kv, "key") : NULL;
-		char *v = k ? unb64(kv, "value") : NULL;
-		int r = v ? fn(ctx, k, v) : malformed(c, "a key or value");
-
-		free(k);
-		free(v);
-		if (r)
-			return r;
-	}
-	return 0;
-}
-
-/* A reply's header.revision (every KV reply has one), -1 when absent or malformed. */
-static int64_t revision(struct json_object *o)
-{
-	struct json_object *h;
-
-	return json_object_object_get_ex(o, "header", &h) ? get_i64(h, "revision") : -1;
+	return r == -EPROTO ? malformed(c, what) : r;
 }
 
 int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx, int64_t *ret_rev)
 {
 	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body;
-	struct json_object *o = NULL, *h;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r = -ENOMEM;
 
 	if (k && e && asprintf(&body, "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, e) >= 0) {
@@ -297,29 +297,17 @@ int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx
 	free(e);
 	if (r < 0)
 		return r;
-	if (!json_object_object_get_ex(o, "header", &h) || (*ret_rev = get_i64(h, "revision")) < 0)
-		r = malformed(c, "header.revision");
-	else
-		r = each_kv(c, o, fn, ctx);
+	r = parsed(c, etcd_reply_range(o, fn, ctx, ret_rev, &what), what);
 	json_object_put(o);
 	return r;
-}
-
-static int keep_first(void *ctx, const char *key, const char *value)
-{
-	char **out = ctx;
-
-	(void)key;
-	if (!*out)
-		*out = strdup(value);
-	return 0;
 }
 
 int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t lease,
 		char **ret_existing)
 {
 	char *k = b64(key), *v = b64(value), *body = NULL, lease_s[40] = "";
-	struct json_object *o = NULL, *ok, *resps, *rr;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r = -ENOMEM;
 
 	*ret_existing = NULL;
@@ -338,29 +326,16 @@ int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t
 	free(v);
 	if (r < 0)
 		return r;
-	if (json_object_object_get_ex(o, "succeeded", &ok) && json_object_get_boolean(ok)) {
-		json_object_put(o);
-		return 1;
-	}
-	/* lost: the failure branch read the value that stands */
-	if (!json_object_object_get_ex(o, "responses", &resps) ||
-	    !json_object_is_type(resps, json_type_array) || json_object_array_length(resps) != 1 ||
-	    !json_object_object_get_ex(json_object_array_get_idx(resps, 0), "response_range",
-				       &rr)) {
-		json_object_put(o);
-		return malformed(c, "txn responses");
-	}
-	r = each_kv(c, rr, keep_first, ret_existing);
+	r = parsed(c, etcd_reply_create(o, ret_existing, &what), what);
 	json_object_put(o);
-	if (r == 0 && !*ret_existing)
-		r = malformed(c, "txn lost without a value"); /* deleted meanwhile: retry */
-	return r < 0 ? r : 0;
+	return r;
 }
 
 int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t lease)
 {
 	char *k = b64(key), *v = b64(value), *body = NULL, lease_s[40] = "";
 	struct json_object *o = NULL;
+	const char *what = "";
 	int r = -ENOMEM;
 
 	if (lease > 0)
@@ -371,8 +346,8 @@ int etcd_put(struct etcd_conn *c, const char *key, const char *value, int64_t le
 	}
 	free(k);
 	free(v);
-	if (r == 0 && revision(o) <= 0)
-		r = malformed(c, "put: header.revision");
+	if (r == 0)
+		r = parsed(c, etcd_reply_put(o, &what), what);
 	json_object_put(o);
 	return r;
 }
@@ -381,34 +356,30 @@ int etcd_lease_grant(struct etcd_conn *c, int ttl_s, int64_t *ret_id)
 {
 	char body[64];
 	struct json_object *o = NULL;
+	const char *what = "";
 	int r;
 
 	snprintf(body, sizeof(body), "{\"TTL\":\"%d\"}", ttl_s);
 	r = call(c, "/v3/lease/grant", body, &o);
 	if (r < 0)
 		return r;
-	*ret_id = get_i64(o, "ID");
+	r = parsed(c, etcd_reply_lease_grant(o, ret_id, &what), what);
 	json_object_put(o);
-	return *ret_id > 0 ? 0 : malformed(c, "lease ID");
+	return r;
 }
 
 int etcd_lease_keepalive(struct etcd_conn *c, int64_t id)
 {
 	char body[64];
-	struct json_object *o = NULL, *res;
-	int64_t ttl;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
 	r = call(c, "/v3/lease/keepalive", body, &o);
 	if (r < 0)
 		return r;
-	/* the gateway wraps the streamed reply: {"result":{"ID":..,"TTL":..}} */
-	if (!json_object_object_get_ex(o, "result", &res) ||
-	    !json_object_is_type(res, json_type_object))
-		r = malformed(c, "keepalive result");
-	else if ((ttl = get_i64(res, "TTL")) <= 0)
-		r = -ENOENT; /* expired (TTL absent or 0) */
+	r = parsed(c, etcd_reply_keepalive(o, &what), what);
 	json_object_put(o);
 	return r;
 }
@@ -416,19 +387,15 @@ int etcd_lease_keepalive(struct etcd_conn *c, int64_t id)
 int etcd_lease_time_to_live(struct etcd_conn *c, int64_t id, int64_t *ret_s)
 {
 	char body[64];
-	struct json_object *o = NULL, *t;
+	struct json_object *o = NULL;
+	const char *what = "";
 	int r;
 
 	snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)id);
 	r = call(c, "/v3/lease/timetolive", body, &o);
 	if (r < 0)
 		return r;
-	if (revision(o) <= 0)
-		r = malformed(c, "timetolive: header.revision");
-	else if (!json_object_object_get_ex(o, "TTL", &t))
-		*ret_s = -1; /* etcd leaves out a zero or absent TTL */
-	else if ((*ret_s = get_i64(o, "TTL")) < -1)
-		r = malformed(c, "timetolive: TTL");
+	r = parsed(c, etcd_reply_time_to_live(o, ret_s, &what), what);
 	json_object_put(o);
 	return r;
 }
@@ -436,38 +403,9 @@ int etcd_lease_time_to_live(struct etcd_conn *c, int64_t id, int64_t *ret_s)
 /* ---- watch ---- */
 static int watch_line(struct etcd_conn *c, const char *line)
 {
-	struct json_object *o = json_tokener_parse(line), *res, *evs, *x;
-	int r = 0;
+	const char *what = "";
 
-	if (!o || !json_object_object_get_ex(o, "result", &res) ||
-	    !json_object_is_type(res, json_type_object)) {
-		json_object_put(o);
-		return malformed(c, "watch message");
-	}
-	if (json_object_object_get_ex(res, "canceled", &x) && json_object_get_boolean(x)) {
-		json_object_put(o);
-		return -ESTALE; /* compacted, or refused: read everything again */
-	}
-	if (json_object_object_get_ex(res, "events", &evs)) {
-		if (!json_object_is_type(evs, json_type_array))
-			r = malformed(c, "events");
-		for (size_t i = 0; r == 0 && i < json_object_array_length(evs); i++) {
-			struct json_object *ev = json_object_array_get_idx(evs, i), *kv, *t;
-			int put = !(json_object_object_get_ex(ev, "type", &t) &&
-				    !strcmp(json_object_get_string(t), "DELETE"));
-			char *k = NULL, *v = NULL;
-
-			if (!json_object_object_get_ex(ev, "kv", &kv) || !(k = unb64(kv, "key")) ||
-			    !(v = unb64(kv, "value")))
-				r = malformed(c, "event kv");
-			else
-				r = c->ev_fn(c->ev_ctx, put, k, v, get_i64(kv, "mod_revision"));
-			free(k);
-			free(v);
-		}
-	}
-	json_object_put(o);
-	return r;
+	return parsed(c, etcd_reply_watch_line(line, c->ev_fn, c->ev_ctx, &what), what);
 }
 
 static size_t on_watch_data(char *p, size_t size, size_t nmemb, void *ctx)
@@ -518,6 +456,10 @@ int etcd_watch(struct etcd_conn *c, const char *prefix, int64_t start_rev, etcd_
 	free(k);
 	free(end);
 	free(e);
+	if (*c->user && !*c->token && (r = authenticate(c)) < 0) {
+		free(body);
+		return r;
+	}
 	setup(c, "/v3/watch", body, url, sizeof(url));
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_data);
 	curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);

@@ -18,7 +18,9 @@ struct etcd_opts {
 	const char *cacert;    /* TLS: CA file, client certificate and key ("" none) */
 	const char *cert;
 	const char *key;
-	int timeout_ms; /* per request */
+	const char *user;     /* etcd authentication (RBAC): user name ("" none) and password */
+	const char *password; /* (the gateway ignores client certificates' names) */
+	int timeout_ms;	      /* per request */
 };
 
 struct etcd_stats {

@@ -106,15 +106,74 @@ int procfs_stat(int pid, int tid, struct proc_stat *ret)
 	return procfs_parse_stat(buf, n, ret);
 }
 
+/* "Name:\tA\tB\tC\tD" anywhere in buf: four unsigned ids. */
+static int ids_line(const char *buf, size_t len, const char *name, unsigned ret[4])
+{
+	size_t nl = strlen(name);
+	const char *p = buf, *end = buf + len;
+	char line[128];
+
+	while (p < end) {
+		const char *e = memchr(p, '\n', (size_t)(end - p));
+		size_t n = e ? (size_t)(e - p) : (size_t)(end - p);
+
+		if (n > nl && n < sizeof(line) && !memcmp(p, name, nl) && p[nl] == ':') {
+			char *q = line;
+
+			memcpy(line, p + nl + 1, n - nl - 1);
+			line[n - nl - 1] = 0;
+			for (int i = 0; i < 4; i++) {
+				char *after;
+				unsigned long v;
+
+				while (*q == ' ' || *q == '\t')
+					q++;
+				if (*q < '0' || *q > '9')
+					return -EINVAL;
+				errno = 0;
+				v = strtoul(q, &after, 10);
+				if (errno || v > 0xffffffffUL)
+					return -EINVAL;
+				ret[i] = (unsigned)v;
+				q = after;
+			}
+			return 0;
+		}
+		p += n + 1;
+	}
+	return -EINVAL;
+}
+
+int procfs_parse_creds(const char *buf, size_t len, struct proc_creds *ret)
+{
+	unsigned u[4], g[4];
+
+	if (ids_line(buf, len, "Uid", u) < 0 || ids_line(buf, len, "Gid", g) < 0)
+		return -EINVAL;
+	*ret = (struct proc_creds){u[0], u[1], u[2], u[3], g[0], g[1], g[2], g[3]};
+	return 0;
+}
+
+int procfs_creds(int pid, struct proc_creds *ret)
+{
+	char p[64], buf[4096];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	n = procfs_read(p, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs_parse_creds(buf, (size_t)n, ret);
+}
+
 int procfs_uid(int pid, uid_t *ret)
 {
-	char p[64];
-	struct stat st;
+	struct proc_creds c;
+	int r = procfs_creds(pid, &c);
 
-	snprintf(p, sizeof(p), "/proc/%d", pid);
-	if (stat(p, &st) < 0)
-		return -errno;
-	*ret = st.st_uid;
+	if (r < 0)
+		return r;
+	*ret = c.ruid;
 	return 0;
 }
 

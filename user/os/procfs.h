@@ -25,6 +25,24 @@ static inline int procfs_same_start(uint64_t x, uint64_t y)
 {
 	return (x > y ? x - y : y - x) < 20000000ull;
 }
+/* A process's user and group ids (/proc/PID/status "Uid:" and "Gid:": real, effective, saved,
+ * filesystem). */
+struct proc_creds {
+	uid_t ruid, euid, suid, fsuid;
+	gid_t rgid, egid, sgid, fsgid;
+};
+int procfs_creds(int pid, struct proc_creds *ret);
+/* Parse the text of /proc/PID/status for its ids. 0 or -EINVAL. */
+int procfs_parse_creds(const char *buf, size_t len, struct proc_creds *ret);
+/* Does the process run with privileges its real user does not have (a set-user-ID or
+ * set-group-ID program: the kernel's AT_SECURE)? */
+static inline int procfs_creds_elevated(const struct proc_creds *c)
+{
+	return c->euid != c->ruid || c->suid != c->ruid || c->fsuid != c->ruid ||
+	       c->egid != c->rgid || c->sgid != c->rgid || c->fsgid != c->rgid;
+}
+/* The owner of a process: its real uid (a set-user-ID program run by a user stays that
+ * user's, whatever its effective uid; /proc/PID itself is owned by the effective one). */
 int procfs_uid(int pid, uid_t *ret);
 /* The inode of pid's network namespace (pid 0: ours). 0 or -errno. */
 int procfs_netns(int pid, uint64_t *ret_ino);

@@ -152,3 +152,39 @@ int safefs_unlink_socket(const char *path, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+int safefs_read_secret(const char *path, char *buf, size_t len, char *err, size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s: %s", path,
+			 e == ELOOP ? "a symbolic link: refused" : strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a regular file", path);
+		close(fd);
+		return -EINVAL;
+	}
+	if ((st.st_mode & 0077) || (st.st_uid != 0 && st.st_uid != geteuid())) {
+		snprintf(err, errlen, "%s must be root's with mode 0600 (uid %u, mode %04o)", path,
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -EPERM;
+	}
+	n = read(fd, buf, len - 1);
+	close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		n--;
+	if (n <= 0 || memchr(buf, 0, (size_t)n)) {
+		snprintf(err, errlen, "%s: empty, unreadable, or not text", path);
+		return -EINVAL;
+	}
+	buf[n] = 0;
+	return 0;
+}

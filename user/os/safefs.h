@@ -29,4 +29,11 @@ int safefs_open(const char *path, int flags, mode_t mode, char *err, size_t errl
 /* Remove path only if it is a Unix socket (a stale one of ours); 0 when absent or removed. */
 int safefs_unlink_socket(const char *path, char *err, size_t errlen);
 
+/*
+ * A secret from a file (a password, a token): a regular file, not a link, root's (or ours),
+ * that no other user may read or write. Its text, without trailing newlines or spaces, in
+ * buf (at most len - 1 bytes, no NUL inside, not empty). 0, or -errno with a message in err.
+ */
+int safefs_read_secret(const char *path, char *buf, size_t len, char *err, size_t errlen);
+
 #endif

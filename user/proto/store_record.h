@@ -1,0 +1,30 @@
+/*
+ * Decision records as the agents store them in etcd: authenticated with the cluster key, so
+ * that a record nobody of the cluster wrote (another etcd user, a forged `gen/`, a record
+ * copied to another job's key) is refused, not acted on. A stored value is
+ *     "ftbpf-mac1:" <HMAC-SHA-256 of (key, value), base64url, 43 characters> ":" <value>
+ * with the MAC keyed by a key derived from the cluster key (the mesh's key file) and bound to
+ * the key the record is stored under (the prefix left out), so it cannot be moved.
+ */
+#ifndef FTBPF_STORE_RECORD_H
+#define FTBPF_STORE_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_RECORD_KEY_BYTES 32
+/* A stored value's size limit: records are small JSON objects. */
+#define STORE_RECORD_MAX 65536
+
+/* The records' key from the cluster key (32 bytes, as mesh_load_key gives it). */
+void store_record_key(const uint8_t cluster_key[32], uint8_t ret[STORE_RECORD_KEY_BYTES]);
+/* The stored form of value under key (without the prefix), in *ret (the caller frees).
+ * 0 or -ENOMEM / -E2BIG. */
+int store_record_seal(const uint8_t k[STORE_RECORD_KEY_BYTES], const char *key, const char *value,
+		      char **ret);
+/* The value in a stored form, when it is authentic for key: 0 and *ret_value (a pointer into
+ * stored); else -EBADMSG and *ret_why says what is wrong. */
+int store_record_open(const uint8_t k[STORE_RECORD_KEY_BYTES], const char *key, const char *stored,
+		      const char **ret_value, const char **ret_why);
+
+#endif
