@@ -212,7 +212,7 @@ void config_defaults(struct ftbpf_config *c)
 	c->log_max_bytes = 64L << 20;
 	c->log_keep = 5;
 	c->soft_timeout_s = 60;
-	c->soft_auto = 0;
+	c->soft_auto = 1; /* auto, at most soft_timeout_max: docs/detection.md says why */
 	c->soft_timeout_max_s = 60;
 	c->soft_timeout_floor_s = 4;
 	c->soft_timeout_k = 3;
@@ -392,10 +392,9 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 		snprintf(err, errlen, "unknown key '%.64s'", key);
 		return -ENOENT;
 	}
-	if (k->offset == OFF(soft_timeout_s)) {
-		c->soft_auto = !strcmp(value, "auto");
-		if (c->soft_auto)
-			return 0;
+	if (k->offset == OFF(soft_timeout_s) && !strcmp(value, "auto")) {
+		c->soft_auto = 1;
+		return 0;
 	}
 	switch (k->type) {
 	case T_STRING:
@@ -456,6 +455,8 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 				 k->max);
 			return -EINVAL;
 		}
+		if (k->offset == OFF(soft_timeout_s))
+			c->soft_auto = 0; /* a number: fixed */
 		if (k->type == T_DOUBLE)
 			*(double *)(base + k->offset) = d;
 		else if (k->type == T_INT)
