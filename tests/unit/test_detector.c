@@ -446,6 +446,11 @@ static void test_paced_soft_timeout(void)
 	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
 	CU_ASSERT_FALSE(j.hung);
 	CU_ASSERT_FALSE(j.paced);
+	/* ... however little CPU a busy host leaves it */
+	s[1].cpu_ns = (uint64_t)(0.9 * S + 0.1 * S);
+	s[1].task_state = 'R';
+	det_rank_update(&d[1], &s[1], 105 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
 	/* ... unless that CPU is a busy-wait on the peers (yields, empty polls) */
 	s[1].wait_since_ns = 100 * S;
 	CU_ASSERT_FALSE(det_rank_working(&d[1], &s[1]));

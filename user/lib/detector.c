@@ -379,8 +379,13 @@ int det_rank_working(const struct det_rank *d, const struct det_sample *s)
 		return 1;
 	switch (d->state) {
 	case RS_RUNNING:
-	case RS_SPINNING:
-		return d->cpu_frac >= 0.2 && !s->wait_since_ns;
+	case RS_SPINNING: /* computing, however little CPU a busy host leaves it */
+		if (s->wait_since_ns)
+			return 0;
+		if (s->cur_nr < 0)
+			return d->cpu_frac >= 0.02 || s->task_state == 'R';
+		return !syscalls_is_sleep(s->cur_nr) &&
+		       !(syscalls_cadence(s->cur_nr) & FTBPF_SC_CAD_WAIT);
 	case RS_BLOCKED: /* its own I/O (a save, its input), not a wait on the others (a read of
 			    a socket is one: the kernel side says so in wait_since_ns) */
 		return !syscalls_is_sleep(d->syscall) &&
