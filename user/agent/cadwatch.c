@@ -9,6 +9,7 @@
 
 #include "agent/eventlog.h"
 #include "agent/views.h"
+#include "ftbpf/slot.h"
 #include "lib/config.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
@@ -40,6 +41,8 @@ void cadwatch_rank(struct cadwatch *c, struct sampler *sp, struct rank *k, uint6
 		k->cad.valid = 0;
 		return;
 	}
+	if (k->slot) /* the rank reports its steps (ftbpf_step): exact step boundaries */
+		o.steps = __atomic_load_n(&k->slot->step, __ATOMIC_RELAXED);
 	cad_rank_observe(&k->cad, &o, &c->p);
 }
 
