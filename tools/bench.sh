@@ -102,7 +102,7 @@ ourmap() { bpftool map show pinned "$PIN/rank_bits" --json | jq .id; }
 per_syscall() {
 	local pid=$1 re=$2 a b; shift 2
 	a=$(bpfstats "$pid" "$re"); "$@" >/dev/null; b=$(bpfstats "$pid" "$re")
-	echo "$a $b" | awk '{ c = $4 - $2; printf "%.2f\n", c > 0 ? ($3 - $1) / (c / 2) : 0 }'
+	echo "$a $b" | awk '{ c = $4 - $2; printf "%.2f\n", (c > 0 ? ($3 - $1) / (c / 2) : 0) }'
 }
 # the same per iteration of a loop of N iterations
 per_iter() {
