@@ -249,6 +249,33 @@ static void test_summary(void)
 	CU_ASSERT_EQUAL(sum.rank, 1);
 }
 
+/* A job across hosts: each host's ranks as summaries, judged together. */
+static void test_summaries_across_hosts(void)
+{
+	struct cad_params p;
+	struct cad_summary sum[3];
+	struct cad_rank r[3], *rp[3] = {&r[0], &r[1], &r[2]};
+	struct cad_job j;
+	struct sim s;
+
+	cad_params_default(&p);
+	sim_init(&s, 3, 20);
+	s.own[2] = 26;
+	sim_run(&s, &p, 15, -1); /* each "host" summarizes its rank */
+	memset(r, 0, sizeof(r));
+	memset(&j, 0, sizeof(j));
+	for (int k = 0; k < 40; k++) { /* the summaries arrive every 0.5 s */
+		for (int i = 0; i < 3; i++) {
+			cad_summarize(&s.r[i], i, &sum[i]);
+			cad_rank_from_summary(&r[i], &sum[i]);
+		}
+		cad_job_eval(rp, 3, 1000 * S + (uint64_t)k * 500000000ull, &p, &j);
+	}
+	CU_ASSERT(r[2].straggler && !r[0].straggler && !r[1].straggler);
+	CU_ASSERT(fabs(r[2].slowdown - s.r[2].slowdown) < 0.01);
+	CU_ASSERT(fabs(j.step_s - s.j.step_s) < 0.001);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -265,6 +292,7 @@ int main(void)
 	CU_add_test(s, "too little to judge; counters reset", test_too_little_to_judge);
 	CU_add_test(s, "period of wait spans", test_period);
 	CU_add_test(s, "summary for the cross-host view", test_summary);
+	CU_add_test(s, "a job across hosts, from summaries", test_summaries_across_hosts);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();

@@ -352,3 +352,14 @@ void cad_summarize(const struct cad_rank *r, int rank, struct cad_summary *s)
 	s->slowdown_pm = (uint32_t)fmin(r->slowdown * 1e3, 4e9);
 	s->window_ms = (uint32_t)(r->window_s * 1e3);
 }
+
+void cad_rank_from_summary(struct cad_rank *r, const struct cad_summary *s)
+{
+	r->valid = !!(s->flags & CAD_SUM_VALID);
+	r->own_frac = s->own_ppm / 1e6;
+	r->wait_frac = s->wait_ppm / 1e6;
+	r->read_frac = s->read_ppm / 1e6;
+	r->step_s = s->step_us / 1e6;
+	r->window_s = s->window_ms / 1e3;
+	r->period_max_s = 0;
+}

@@ -112,6 +112,12 @@ void cad_job_eval(struct cad_rank *const *r, int n, uint64_t now, const struct c
 /* The rank's summary (rank number given by the caller). */
 void cad_summarize(const struct cad_rank *r, int rank, struct cad_summary *s);
 /*
+ * A rank of another host, from its summary: the figures cad_job_eval judges by (its straggler
+ * state is kept: one cad_rank per remote rank, updated at each summary received). So a job
+ * whose ranks span hosts is judged over all of them: cad_job_eval on local and remote alike.
+ */
+void cad_rank_from_summary(struct cad_rank *r, const struct cad_summary *s);
+/*
  * The period of a rank's wait spans (pure; exposed for the tests): n span ends, ascending. The
  * smallest number of spans per step whose gaps repeat; *ret_per_step = that number, *ret_max =
  * the longest step seen. Returns the median step in seconds, 0 when there are too few spans.
