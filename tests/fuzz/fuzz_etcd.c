@@ -59,6 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *what;
 	struct json_object *o;
 	int64_t x;
+	size_t skipped = 0;
+	int more;
 
 	if (size < 1)
 		return 0;
@@ -68,13 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = 0;
 	if (data[0] % 8 == 6) {
-		etcd_reply_watch_line(s, on_ev, NULL, &what);
+		etcd_reply_watch_line(s, on_ev, NULL, &skipped, &what);
 	} else if (data[0] % 8 == 7) {
 		records(s);
 	} else if ((o = json_tokener_parse(s))) {
 		switch (data[0] % 8) {
 		case 0:
-			etcd_reply_range(o, on_kv, NULL, &x, &what);
+			etcd_reply_range(o, on_kv, NULL, &x, &more, &skipped, &what);
 			break;
 		case 1:
 			if (etcd_reply_create(o, &existing, &what) == 0 && !existing)

@@ -84,5 +84,18 @@ else
 	fail "root's hung job not flagged: $(status_json | jq -c '.jobs')"
 fi
 kill "$LOOP" 2>/dev/null
+
+# 4. nobody's rank burns its event budget (300 short children), then execs the set-user-ID
+#    program: its exec event may be folded in the kernel, the owner check still happens
+if awk '/^Uid:/ {exit !($3 == 0)}' "/proc/$SU/status" 2>/dev/null || [ -u "$T/suid-sleep" ]; then
+	$NOBODY env FTBPF_JOB=nexec FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 /bin/sh -c \
+		'sleep 1; for i in $(seq 300); do /bin/true; done; exec "$0" 30' "$T/suid-sleep" &
+	NX=$!; WORKLOAD_PIDS+=($NX)
+	wait_until 5 jq_status "[.ranks[] | select(.pid==$NX and (.exited|not))] | length == 1" ||
+		fail "nobody's rank not adopted"
+	wait_until 12 has_event rank_left ".pid==$NX" &&
+		pass "its exec of a set-user-ID program ends its membership ($(events_of rank_left | jq -r "select(.pid==$NX) | .why"); events folded: $(status_json | jq .agent.counters.events_folded))" ||
+		fail "still a rank after exec'ing a set-user-ID program: $(status_json | jq -c "[.ranks[] | select(.pid==$NX) | {comm,exited}]")"
+fi
 agent_alive && pass "the agent lives" || fail "the agent died"
 finish

@@ -33,11 +33,17 @@ static int on_ev(void *ctx, int put, const char *k, const char *v, int64_t rev)
 	return 0;
 }
 
+static size_t skipped;
+static int more;
+
 static int range(const char *json, int64_t *rev)
 {
 	struct json_object *o = json_tokener_parse(json);
 	const char *what = "";
-	int r = o ? etcd_reply_range(o, on_kv, NULL, rev, &what) : -99;
+	int r;
+
+	skipped = 0;
+	r = o ? etcd_reply_range(o, on_kv, NULL, rev, &more, &skipped, &what) : -99;
 
 	json_object_put(o);
 	return r;
@@ -66,12 +72,19 @@ static void test_range(void)
 	CU_ASSERT_EQUAL(range("{\"header\":{\"revision\":\"3\"},\"kvs\":5}", &rev), -EPROTO);
 	CU_ASSERT_EQUAL(range("{\"header\":{\"revision\":\"3\"},\"kvs\":[null]}", &rev), -EPROTO);
 	CU_ASSERT_EQUAL(range("{\"header\":{\"revision\":\"3\"},\"kvs\":[{\"key\":\"!!\"}]}", &rev),
-			-EPROTO);
-	/* a value with a NUL byte ("a\0b") is not text */
-	CU_ASSERT_EQUAL(range("{\"header\":{\"revision\":\"3\"},\"kvs\":[{\"key\":\"YQ==\","
-			      "\"value\":\"YQBi\"}]}",
-			      &rev),
-			-EPROTO);
+			0);
+	CU_ASSERT_EQUAL(skipped, 1);
+	/* a value with a NUL byte ("a\0b") is not text: left out and counted, and the other
+	 * keys are read (one bad value must not hide them all) */
+	nkv = 0;
+	CU_ASSERT_EQUAL(
+	    range("{\"header\":{\"revision\":\"3\"},\"more\":true,\"kvs\":[{\"key\":"
+		  "\"YQ==\",\"value\":\"YQBi\"},{\"key\":\"Yg==\",\"value\":\"Yw==\"}]}",
+		  &rev),
+	    0);
+	CU_ASSERT_EQUAL(skipped, 1);
+	CU_ASSERT_EQUAL(nkv, 1);
+	CU_ASSERT_EQUAL(more, 1);
 	CU_ASSERT_EQUAL(range("[1,2]", &rev), -EPROTO);
 }
 
@@ -132,29 +145,32 @@ static void test_watch(void)
 	    etcd_reply_watch_line("{\"result\":{\"events\":[{\"type\":\"DELETE\",\"kv\":"
 				  "{\"key\":\"YQ==\",\"mod_revision\":\"9\"}},{\"kv\":{"
 				  "\"key\":\"Yg==\",\"value\":\"Yw==\"}}]}}",
-				  on_ev, NULL, &what),
+				  on_ev, NULL, &skipped, &what),
 	    0);
 	CU_ASSERT_EQUAL(nkv, 2);
 	CU_ASSERT_STRING_EQUAL(last, "put b=c @-1");
 	CU_ASSERT_EQUAL(
-	    etcd_reply_watch_line("{\"result\":{\"canceled\":true}}", on_ev, NULL, &what), -ESTALE);
+	    etcd_reply_watch_line("{\"result\":{\"canceled\":true}}", on_ev, NULL, &skipped, &what),
+	    -ESTALE);
 	/* these once crashed the agent (strcmp on NULL), or are otherwise not etcd's */
 	CU_ASSERT_EQUAL(etcd_reply_watch_line("{\"result\":{\"events\":[{\"type\":null,\"kv\":{"
 					      "\"key\":\"YQ==\"}}]}}",
-					      on_ev, NULL, &what),
+					      on_ev, NULL, &skipped, &what),
 			-EPROTO);
 	CU_ASSERT_EQUAL(etcd_reply_watch_line("{\"result\":{\"events\":[{\"type\":5,\"kv\":{}}]}}",
-					      on_ev, NULL, &what),
+					      on_ev, NULL, &skipped, &what),
 			-EPROTO);
 	CU_ASSERT_EQUAL(etcd_reply_watch_line("{\"result\":{\"events\":[{\"type\":\"PUT\","
 					      "\"kv\":null}]}}",
-					      on_ev, NULL, &what),
+					      on_ev, NULL, &skipped, &what),
 			-EPROTO);
-	CU_ASSERT_EQUAL(etcd_reply_watch_line("{\"result\":{\"events\":[7]}}", on_ev, NULL, &what),
-			-EPROTO);
-	CU_ASSERT_EQUAL(etcd_reply_watch_line("{garbage", on_ev, NULL, &what), -EPROTO);
 	CU_ASSERT_EQUAL(
-	    etcd_reply_watch_line("{\"result\":{\"events\":\"no\"}}", on_ev, NULL, &what), -EPROTO);
+	    etcd_reply_watch_line("{\"result\":{\"events\":[7]}}", on_ev, NULL, &skipped, &what),
+	    -EPROTO);
+	CU_ASSERT_EQUAL(etcd_reply_watch_line("{garbage", on_ev, NULL, &skipped, &what), -EPROTO);
+	CU_ASSERT_EQUAL(
+	    etcd_reply_watch_line("{\"result\":{\"events\":\"no\"}}", on_ev, NULL, &skipped, &what),
+	    -EPROTO);
 }
 
 static void test_auth(void)

@@ -33,9 +33,10 @@ struct adopter {
 	char *envbuf;	      /* owned scratch, ENVIRON_MAX */
 	int retry[RETRY_MAX]; /* pids whose adoption failed for want of a resource */
 	int nretry;
-	int rescan_all;	    /* walk /proc again (lost or folded exec events) */
-	uint64_t lost_seen; /* folded + lost exec events at the last walk */
-	uint64_t rescan_ns; /* time of the last walk */
+	int rescan_all;			  /* walk /proc again (lost or folded exec events) */
+	uint64_t lost_seen;		  /* folded + lost exec events at the last walk */
+	uint64_t rescan_ns;		  /* time of the last walk */
+	uint64_t folded_seen, recheck_ns; /* a rank's events folded: its execs may be among them */
 	uint64_t adopted, errors, rescans;
 	uint64_t refused_elevated;  /* set-user-ID/-group-ID processes not adopted */
 	uint64_t left;		    /* ranks that exec'd as another user, or with privileges */
@@ -126,7 +127,8 @@ int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid)
 	if (procfs_creds(tgid, &cr) < 0)
 		return 0; /* gone: its exit event follows */
 	if (!k) {
-		if (tracker_proc_get(ad->tr, (uint32_t)tgid, &p) == 0 && cr.ruid != p.uid) {
+		if (tracker_proc_get(ad->tr, (uint32_t)tgid, &p) == 0 &&
+		    (cr.ruid != p.uid || (procfs_creds_elevated(&cr) && cr.ruid != 0))) {
 			(void)tracker_set_tracked(ad->tr, (uint32_t)tgid, 0);
 			(void)tracker_proc_delete(ad->tr, (uint32_t)tgid);
 			ad->left++;
@@ -310,17 +312,18 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	 * job, and must not have it inspected on their behalf). */
 	uid = cr.ruid;
 	if (procfs_creds_elevated(&cr) && cr.ruid != 0) {
-		ad->refused_elevated++;
-		log_info("pid %d (%.15s) of uid %u runs with uid %u / gid %u: a set-user-ID or "
-			 "set-group-ID program is not adopted",
-			 pid, st.comm, (unsigned)cr.ruid, (unsigned)cr.euid, (unsigned)cr.egid);
+		if (ad->refused_elevated++ % 64 == 0) /* a user may start many: said now and then */
+			log_info(
+			    "pid %d (%.15s) of uid %u runs with uid %u / gid %u: a set-user-ID or "
+			    "set-group-ID program is not adopted",
+			    pid, st.comm, (unsigned)cr.ruid, (unsigned)cr.euid, (unsigned)cr.egid);
 		close(pidfd);
 		return -EPERM;
 	}
 	if (uid != 0 && ranks_user_live(ad->ranks, uid) >= RANKS_PER_USER_MAX) {
-		ad->refused_user_full++;
-		log_warn("uid %u has %d live ranks already: pid %d not adopted", (unsigned)uid,
-			 RANKS_PER_USER_MAX, pid);
+		if (ad->refused_user_full++ % 64 == 0)
+			log_warn("uid %u has %d live ranks already: pid %d not adopted",
+				 (unsigned)uid, RANKS_PER_USER_MAX, pid);
 		close(pidfd);
 		return -EUSERS;
 	}
@@ -394,6 +397,49 @@ void adopt_scan_all(struct adopter *ad)
 	procfs_foreach_pid(0, scan_one, ad);
 }
 
+struct children {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static int collect_child(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
+{
+	struct children *c = ctx;
+
+	if (p->flags & (FTBPF_PROC_RANK | FTBPF_PROC_EXITED))
+		return 0;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		uint32_t *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = tgid;
+	return 0;
+}
+
+/* Exec events were folded or lost: a tracked process may have run a program as another user,
+ * or a set-user-ID one, unseen. Every live rank and tracked child is checked again. */
+static void recheck_all(struct adopter *ad)
+{
+	struct children c = {0};
+
+	for (int i = 0; i < ad->ranks->n; i++) { /* the table may grow meanwhile: by index */
+		struct rank *k = ad->ranks->v[i];
+
+		if (!k->s.exited)
+			adopt_exec_recheck(ad, k, k->pid);
+	}
+	/* collected first: a child that leaves is deleted from the map being walked */
+	tracker_foreach_proc(ad->tr, collect_child, &c);
+	for (size_t i = 0; i < c.n; i++)
+		adopt_exec_recheck(ad, NULL, (int)c.v[i]);
+	free(c.v);
+}
+
 /*
  * Ranks whose exec event never reached us: folded by the kernel (a user's exec budget), lost
  * (ring buffer full), or whose adoption failed for want of a resource.
@@ -416,7 +462,17 @@ void adopt_catch_up(struct adopter *ad, uint64_t now)
 		ad->lost_seen = lost;
 		ad->rescan_ns = now;
 		ad->rescans++;
+		recheck_all(ad);
+		ad->recheck_ns = now;
 		adopt_scan_all(ad);
+	}
+	/* a rank's events past its budget are folded in the kernel, its execs among them: its
+	 * owner, and its children's, are checked again (at most every 2 s) */
+	lost = tracker_stat(ad->tr, FTBPF_STAT_FOLDED);
+	if (lost != ad->folded_seen && now - ad->recheck_ns >= 2 * CLOCK_NS_PER_S) {
+		ad->folded_seen = lost;
+		ad->recheck_ns = now;
+		recheck_all(ad);
 	}
 }
 

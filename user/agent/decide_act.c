@@ -65,6 +65,19 @@ static int is_launcher(const struct proc_stat *parent)
 	    "containerd-shim",
 	    "nohup",
 	    "setsid",
+	    "runuser",
+	    "setpriv",
+	    "doas",
+	    "env",
+	    "nice",
+	    "ionice",
+	    "taskset",
+	    "numactl",
+	    "chrt",
+	    "stdbuf",
+	    "script",
+	    "strace",
+	    "gdb",
 	};
 
 	for (size_t i = 0; i < sizeof(not_launchers) / sizeof(not_launchers[0]); i++)

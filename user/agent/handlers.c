@@ -175,6 +175,7 @@ static struct rank *adopt_client(struct handlers *h, const struct ctl_request *r
 				.local_rank = -1,
 				.world_size = -1,
 				.source = IDENT_CLIENT};
+	struct proc_creds cr;
 	int fd, r;
 
 	if (*req->job) {
@@ -191,6 +192,14 @@ static struct rank *adopt_client(struct handlers *h, const struct ctl_request *r
 		if (fd >= 0)
 			close(fd);
 		*why = "exited";
+		return NULL;
+	}
+	/* a job of the connection's user only: the process runs as that user now (its real uid),
+	 * without privileges beyond them */
+	if (procfs_creds(peer->pid, &cr) < 0 || cr.ruid != peer->uid ||
+	    procfs_creds_elevated(&cr)) {
+		close(fd);
+		*why = "denied";
 		return NULL;
 	}
 	r = adopt_as(h->ad, peer->pid, fd, &id, "register", 1);
@@ -225,6 +234,8 @@ static struct json_object *do_register(struct handlers *h, const struct ctl_requ
 					"this agent adopts only the jobs --only-jobs names");
 		if (!strcmp(why, "exited"))
 			return view_err("not_found", "the process exited");
+		if (!strcmp(why, "denied"))
+			return denied(h);
 		return view_err("failed", why);
 	}
 	if (k->uid != peer->uid) /* cannot happen: the pid is the peer's (defence in depth) */

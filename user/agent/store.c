@@ -15,14 +15,119 @@
 #include "os/statefile.h"
 
 #define DECISIONS_FILE "decisions.json"
+/* The file holds what is decided now and a bounded history: a user (not root) keeps at most
+ * USER_KEYS_MAX keys, their oldest jobs going first. Without it, every claim rewrote a file
+ * that any user could grow without end. (No job is forgotten for its age alone: a job that
+ * has run for months still needs its generation.) */
+#define USER_KEYS_MAX 4096
+#define PRUNE_EVERY   256 /* saves */
 
 struct store_local {
 	struct store base;
 	char dir[256];
 	struct kvmap map;    /* every key */
 	struct kvmap leased; /* the keys that vanish with this agent (not saved) */
-	uint64_t saves, save_errors;
+	uint64_t saves, save_errors, pruned;
 };
+
+/* "jobs/<uid>/<job>/": the length of a key's job prefix, its uid; 0 when it is not a job's. */
+static size_t job_prefix(const char *key, unsigned *ret_uid)
+{
+	const char *p;
+
+	if (strncmp(key, "jobs/", 5) || sscanf(key + 5, "%u/", ret_uid) != 1 ||
+	    !(p = strchr(key + 5, '/')) || !(p = strchr(p + 1, '/')))
+		return 0;
+	return (size_t)(p + 1 - key);
+}
+
+/* A record's time (its at_ms), 0 when it has none. */
+static uint64_t record_ms(const char *value)
+{
+	struct json_object *o = json_tokener_parse(value), *t;
+	uint64_t ms = 0;
+
+	if (o && json_object_is_type(o, json_type_object) &&
+	    json_object_object_get_ex(o, "at_ms", &t) && json_object_is_type(t, json_type_int))
+		ms = (uint64_t)json_object_get_int64(t);
+	json_object_put(o);
+	return ms;
+}
+
+struct job_age {
+	size_t first, n; /* its keys: map.v[first .. first + n) (the map is sorted) */
+	unsigned uid;
+	uint64_t newest_ms;
+};
+
+static int by_age(const void *a, const void *b)
+{
+	const struct job_age *x = a, *y = b;
+
+	return x->newest_ms < y->newest_ms ? -1 : x->newest_ms > y->newest_ms;
+}
+
+static void drop_job(struct store_local *s, const struct job_age *j)
+{
+	char **keys = calloc(j->n, sizeof(*keys));
+
+	for (size_t i = 0; keys && i < j->n; i++)
+		keys[i] = strdup(s->map.v[j->first + i].key);
+	for (size_t i = 0; keys && i < j->n; i++)
+		if (keys[i]) {
+			kvmap_del(&s->map, keys[i]);
+			free(keys[i]);
+		}
+	free(keys);
+	s->pruned++;
+}
+
+/* Forget the oldest jobs of a user with more than USER_KEYS_MAX keys. 1 when something went. */
+static int local_prune(struct store_local *s)
+{
+	struct job_age *jobs = calloc(s->map.n + 1, sizeof(*jobs));
+	size_t nj = 0, before = s->map.n;
+
+	if (!jobs)
+		return 0;
+	for (size_t i = 0; i < s->map.n;) {
+		unsigned uid;
+		size_t pl = job_prefix(s->map.v[i].key, &uid), k = i;
+		uint64_t newest = 0;
+
+		if (!pl) {
+			i++;
+			continue;
+		}
+		for (; k < s->map.n && !strncmp(s->map.v[k].key, s->map.v[i].key, pl); k++) {
+			uint64_t t = record_ms(s->map.v[k].value);
+
+			newest = t > newest ? t : newest;
+		}
+		jobs[nj++] = (struct job_age){i, k - i, uid, newest};
+		i = k;
+	}
+	qsort(jobs, nj, sizeof(*jobs), by_age); /* oldest first */
+	/* keys move as others are deleted: drop by key, from the newest index down */
+	for (size_t a = 0; a < nj; a++) {
+		size_t user_keys = 0;
+
+		for (size_t b = 0; b < nj; b++)
+			user_keys += jobs[b].n && jobs[b].uid == jobs[a].uid ? jobs[b].n : 0;
+		if (jobs[a].uid != 0 && user_keys > USER_KEYS_MAX) {
+			struct job_age j = jobs[a];
+
+			jobs[a].n = 0;
+			/* the indexes of jobs after it (in the map) shift down by j.n */
+			for (size_t b = 0; b < nj; b++)
+				if (jobs[b].first > j.first)
+					jobs[b].first -= j.n;
+			drop_job(s, &j);
+		}
+	}
+	free(jobs);
+	return s->map.n != before;
+}
 
 static int local_save(struct store_local *s)
 {
@@ -35,7 +140,8 @@ static int local_save(struct store_local *s)
 					       json_object_new_string(s->map.v[i].value));
 	r = statefile_write(s->dir, DECISIONS_FILE, o);
 	json_object_put(o);
-	s->saves++;
+	if (++s->saves % PRUNE_EVERY == 0 && local_prune(s))
+		local_save(s);
 	if (r < 0) {
 		s->save_errors++;
 		log_warn("cannot save %s/%s: %s (decisions are kept in memory)", s->dir,
@@ -96,6 +202,7 @@ static void local_counters(struct store *b, struct json_object *c)
 	jint(c, "keys", (int64_t)s->map.n);
 	jint(c, "saves", (int64_t)s->saves);
 	jint(c, "save_errors", (int64_t)s->save_errors);
+	jint(c, "jobs_pruned", (int64_t)s->pruned);
 }
 
 static void local_close(struct store *b)
@@ -142,6 +249,8 @@ static struct store *local_open(const struct store_opts *o, char *err, size_t er
 		}
 		json_object_put(saved);
 	}
+	if (local_prune(s))
+		local_save(s);
 	return &s->base;
 }
 

@@ -71,6 +71,7 @@ struct store_etcd {
 	struct op *head, *tail;
 	int stop;
 	uint64_t last_ok_ms;
+	uint64_t watch_fail_ms; /* since when the watcher cannot read the prefix (0: it can) */
 	int64_t lease;
 	uint64_t claims_won, claims_lost, claims_expired, watch_restarts, ops_retried;
 	struct lease_left leases[LEASES_KNOWN]; /* round robin */
@@ -202,6 +203,10 @@ static void *watcher(void *arg)
 		if (r < 0) {
 			kvmap_fini(&all);
 			set_error(s, s->wc);
+			pthread_mutex_lock(&s->mu);
+			if (!s->watch_fail_ms)
+				s->watch_fail_ms = now_ms();
+			pthread_mutex_unlock(&s->mu);
 			sleep_ms(500);
 			continue;
 		}
@@ -215,6 +220,7 @@ static void *watcher(void *arg)
 				kvmap_set(&s->mirror, k, v);
 		}
 		s->last_ok_ms = now_ms();
+		s->watch_fail_ms = 0;
 		s->error[0] = 0;
 		pthread_mutex_unlock(&s->mu);
 		kvmap_fini(&all);
@@ -494,17 +500,27 @@ static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
 	struct store_etcd *s = (struct store_etcd *)b;
 	uint64_t last;
 
+	uint64_t failing;
+
 	pthread_mutex_lock(&s->mu);
 	last = s->last_ok_ms;
+	failing = s->watch_fail_ms;
 	pthread_mutex_unlock(&s->mu);
 	*last_ok_ms = last;
+	/* the lease's keepalives answer while the mirror may be stale: a watcher that cannot read
+	 * the prefix makes the store unreachable (nothing is decided on a stale mirror) */
+	if (failing && now_ms() - failing >= REACHABLE_MS)
+		return 0;
 	return last && now_ms() - last < REACHABLE_MS;
 }
 
 static void etcd_counters(struct store *b, struct json_object *c)
 {
 	struct store_etcd *s = (struct store_etcd *)b;
-	const struct etcd_stats *w = etcd_conn_stats(s->wc), *r = etcd_conn_stats(s->rc);
+	struct etcd_stats ws, rs, *w = &ws, *r = &rs;
+
+	etcd_conn_stats(s->wc, &ws);
+	etcd_conn_stats(s->rc, &rs);
 
 	pthread_mutex_lock(&s->mu);
 	jint(c, "keys", (int64_t)s->mirror.n);
@@ -516,6 +532,7 @@ static void etcd_counters(struct store *b, struct json_object *c)
 	jint(c, "requests", (int64_t)(w->requests + r->requests));
 	jint(c, "failures", (int64_t)(w->failures + r->failures));
 	jint(c, "bad_replies", (int64_t)(w->bad_replies + r->bad_replies));
+	jint(c, "records_not_text", (int64_t)(w->skipped + r->skipped));
 	jint(c, "records_rejected", (int64_t)s->rejected);
 	jbool(c, "records_authenticated", s->auth);
 	jstr(c, "error", *s->error ? s->error : NULL);

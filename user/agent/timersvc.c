@@ -25,9 +25,10 @@
 #include "proto/fifo_proto.h"
 #include "watch/tracker.h"
 
-#define NS	    CLOCK_NS_PER_S
-#define TIMER_MAX_S 31536000.0 /* the longest timer: a year */
-#define MAX_PENDING 1024       /* SIGKILLs waiting for their grace */
+#define NS	     CLOCK_NS_PER_S
+#define TIMER_MAX_S  31536000.0 /* the longest timer: a year */
+#define MAX_PENDING  16384	/* SIGKILLs waiting for their grace */
+#define ROOT_PENDING 1024	/* ... of which others may not take the last ones: root's */
 /* A slot timer is the kernel's to fire, at the process's first syscall past the deadline; the
  * agent fires it (for a process that makes none: blocked, spinning) this much later, so that a
  * busy host's scheduling delay does not make the two race. */
@@ -191,7 +192,7 @@ void timersvc_kill_after_grace(struct timersvc *ts, int pid, int pidfd, uid_t ui
 {
 	int fd;
 
-	if (ts->npk == MAX_PENDING) {
+	if (ts->npk == MAX_PENDING || (uid != 0 && ts->npk >= MAX_PENDING - ROOT_PENDING)) {
 		log_warn("pid %d: too many pending SIGKILLs; its SIGTERM stands alone", pid);
 		return;
 	}
@@ -344,17 +345,21 @@ void timersvc_kernel_fired(struct timersvc *ts, const struct rank *k)
 int timersvc_request(struct timersvc *ts, int pid, uid_t requester, const char *scope, int release,
 		     uint64_t deadline, int sig, enum timer_source src)
 {
+	struct proc_creds cr;
 	uid_t owner;
 	int pidfd, r;
 
 	pidfd = pidfd_open_pid(pid);
 	if (pidfd < 0)
 		return pidfd == -EINVAL ? -ESRCH : pidfd;
-	if (procfs_uid(pid, &owner) < 0 || pidfd_signal(pidfd, 0) < 0) {
+	if (procfs_creds(pid, &cr) < 0 || pidfd_signal(pidfd, 0) < 0) {
 		close(pidfd);
 		return -ESRCH;
 	}
-	if (requester != 0 && owner != requester) {
+	/* the owner is the real uid; a set-user-ID process is not its user's to time (its
+	 * expiry would signal it from root and show its stacks to that user) */
+	owner = cr.ruid;
+	if (requester != 0 && (owner != requester || procfs_creds_elevated(&cr))) {
 		close(pidfd);
 		return -EPERM;
 	}

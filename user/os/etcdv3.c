@@ -97,9 +97,13 @@ const char *etcd_conn_error(const struct etcd_conn *c)
 	return c->err;
 }
 
-const struct etcd_stats *etcd_conn_stats(const struct etcd_conn *c)
+void etcd_conn_stats(const struct etcd_conn *c, struct etcd_stats *ret)
 {
-	return &c->st;
+	/* each connection's thread counts as it goes: read without tearing */
+	ret->requests = __atomic_load_n(&c->st.requests, __ATOMIC_RELAXED);
+	ret->failures = __atomic_load_n(&c->st.failures, __ATOMIC_RELAXED);
+	ret->bad_replies = __atomic_load_n(&c->st.bad_replies, __ATOMIC_RELAXED);
+	ret->skipped = __atomic_load_n(&c->st.skipped, __ATOMIC_RELAXED);
 }
 
 /* ---- encoding ---- */
@@ -170,14 +174,14 @@ static int failed(struct etcd_conn *c, const char *what)
 {
 	snprintf(c->err, sizeof(c->err), "%s: %s", c->endpoints[c->cur], what);
 	c->cur = (c->cur + 1) % c->nendpoints;
-	c->st.failures++;
+	__atomic_fetch_add(&c->st.failures, 1, __ATOMIC_RELAXED);
 	return -EIO;
 }
 
 static int malformed(struct etcd_conn *c, const char *what)
 {
 	snprintf(c->err, sizeof(c->err), "%s: malformed reply (%s)", c->endpoints[c->cur], what);
-	c->st.bad_replies++;
+	__atomic_fetch_add(&c->st.bad_replies, 1, __ATOMIC_RELAXED);
 	return -EPROTO;
 }
 
@@ -248,7 +252,7 @@ static int call_once(struct etcd_conn *c, const char *path, const char *body,
 
 	setup(c, path, body, url, sizeof(url));
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);
-	c->st.requests++;
+	__atomic_fetch_add(&c->st.requests, 1, __ATOMIC_RELAXED);
 	rc = curl_easy_perform(c->curl);
 	if (rc != CURLE_OK)
 		return failed(c, curl_easy_strerror(rc));
@@ -264,7 +268,7 @@ static int call_once(struct etcd_conn *c, const char *path, const char *body,
 				    : "HTTP error";
 
 		snprintf(c->err, sizeof(c->err), "%s: %s", c->endpoints[c->cur], m ? m : "error");
-		c->st.failures++;
+		__atomic_fetch_add(&c->st.failures, 1, __ATOMIC_RELAXED);
 		r = auth_error(m) ? -EACCES : -EIO;
 		if (r == -EACCES)
 			c->token[0] = 0;
@@ -281,24 +285,73 @@ static int parsed(struct etcd_conn *c, int r, const char *what)
 	return r == -EPROTO ? malformed(c, what) : r;
 }
 
+/* fn's context for a page of a range: the last key seen (where the next page starts). */
+struct page {
+	etcd_kv_fn fn;
+	void *ctx;
+	char *last;
+};
+
+static int page_kv(void *ctx, const char *key, const char *value)
+{
+	struct page *p = ctx;
+
+	free(p->last);
+	if (!(p->last = strdup(key)))
+		return -ENOMEM;
+	return p->fn(p->ctx, key, value);
+}
+
+/* Pages of RANGE_PAGE keys, all read at the first page's revision (one snapshot): a prefix
+ * that grew large is read in bounded replies, never in one over REPLY_MAX. */
+#define RANGE_PAGE 500
 int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx, int64_t *ret_rev)
 {
-	char *k = b64(prefix), *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *body;
-	struct json_object *o = NULL;
-	const char *what = "";
-	int r = -ENOMEM;
+	char *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *from = strdup(prefix);
+	struct page pg = {fn, ctx, NULL};
+	int64_t rev = 0;
+	int more = 1, r = e && from ? 0 : -ENOMEM;
 
-	if (k && e && asprintf(&body, "{\"key\":\"%s\",\"range_end\":\"%s\"}", k, e) >= 0) {
-		r = call(c, "/v3/kv/range", body, &o);
-		free(body);
+	while (r == 0 && more) {
+		char *k = b64(from), *body = NULL, revs[48] = "";
+		struct json_object *o = NULL;
+		const char *what = "";
+		size_t skipped = 0;
+
+		if (rev > 0)
+			snprintf(revs, sizeof(revs), ",\"revision\":\"%lld\"", (long long)rev);
+		r = -ENOMEM;
+		if (k && asprintf(&body, "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\"%s}",
+				  k, e, RANGE_PAGE, revs) >= 0) {
+			r = call(c, "/v3/kv/range", body, &o);
+			free(body);
+		}
+		free(k);
+		if (r < 0)
+			break;
+		r = parsed(c,
+			   etcd_reply_range(o, page_kv, &pg, rev > 0 ? &(int64_t){0} : &rev, &more,
+					    &skipped, &what),
+			   what);
+		json_object_put(o);
+		__atomic_fetch_add(&c->st.skipped, skipped, __ATOMIC_RELAXED);
+		if (r == 0 && more) { /* the next page starts just after the last key */
+			if (!pg.last) {
+				r = malformed(c, "range: more without keys");
+				break;
+			}
+			free(from);
+			if (asprintf(&from, "%s\x01", pg.last) < 0) {
+				from = NULL;
+				r = -ENOMEM;
+			}
+		}
 	}
-	free(k);
+	*ret_rev = rev;
+	free(pg.last);
+	free(from);
 	free(end);
 	free(e);
-	if (r < 0)
-		return r;
-	r = parsed(c, etcd_reply_range(o, fn, ctx, ret_rev, &what), what);
-	json_object_put(o);
 	return r;
 }
 
@@ -405,7 +458,11 @@ static int watch_line(struct etcd_conn *c, const char *line)
 {
 	const char *what = "";
 
-	return parsed(c, etcd_reply_watch_line(line, c->ev_fn, c->ev_ctx, &what), what);
+	size_t skipped = 0;
+	int r = parsed(c, etcd_reply_watch_line(line, c->ev_fn, c->ev_ctx, &skipped, &what), what);
+
+	__atomic_fetch_add(&c->st.skipped, skipped, __ATOMIC_RELAXED);
+	return r;
 }
 
 static size_t on_watch_data(char *p, size_t size, size_t nmemb, void *ctx)
@@ -471,7 +528,7 @@ int etcd_watch(struct etcd_conn *c, const char *prefix, int64_t start_rev, etcd_
 	c->stop = stop;
 	c->ev_ctx = ctx;
 	c->ev_err = 0;
-	c->st.requests++;
+	__atomic_fetch_add(&c->st.requests, 1, __ATOMIC_RELAXED);
 	rc = curl_easy_perform(c->curl);
 	free(body);
 	if (c->ev_err)

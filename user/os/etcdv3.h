@@ -25,6 +25,7 @@ struct etcd_opts {
 
 struct etcd_stats {
 	uint64_t requests, failures, bad_replies;
+	uint64_t skipped; /* keys or values that were not text (someone else's), left out */
 };
 
 /* NULL with a message in err. */
@@ -32,11 +33,11 @@ struct etcd_conn *etcd_conn_new(const struct etcd_opts *o, char *err, size_t err
 void etcd_conn_free(struct etcd_conn *c);
 /* Why the last call failed ("" none). */
 const char *etcd_conn_error(const struct etcd_conn *c);
-const struct etcd_stats *etcd_conn_stats(const struct etcd_conn *c);
+void etcd_conn_stats(const struct etcd_conn *c, struct etcd_stats *ret);
 
 typedef int (*etcd_kv_fn)(void *ctx, const char *key, const char *value);
 
-/* Every key under prefix; the store's revision in *ret_rev. 0 or -errno. */
+/* Every key under prefix, read in pages at one revision (returned in *ret_rev). 0 or -errno. */
 int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx, int64_t *ret_rev);
 /* Create key only if it does not exist (a transaction: first writer wins). 1 when this call
  * created it; 0 when it existed (*ret_existing: its value, the caller frees); or -errno. */

@@ -1,11 +1,16 @@
 /* Diagnostic logging: one line per message on stderr, with a syslog-style priority prefix
- * ("<3>") when stderr is the journal, so journald keeps the levels. */
+ * ("<3>") when stderr is the journal, so journald keeps the levels. Messages carry names
+ * from other users' processes and from etcd: control bytes, C1, bidi overrides and bytes that
+ * are not UTF-8 are escaped (lib/textsafe.h), newlines too (one message, one line). */
 #include "os/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "lib/textsafe.h"
 
 static enum log_level cur_level = LOG_INFO;
 
@@ -19,18 +24,48 @@ enum log_level log_get_level(void)
 	return cur_level;
 }
 
+struct esc_out {
+	char *buf;
+	size_t len, cap;
+};
+
+static int esc_emit(void *ctx, const char *b, size_t n)
+{
+	struct esc_out *o = ctx;
+
+	if (o->len + n >= o->cap)
+		n = o->cap - 1 - o->len;
+	memcpy(o->buf + o->len, b, n);
+	o->len += n;
+	return 0;
+}
+
+/* in, made safe for a terminal or a journal, into out (cut to cap). */
+static void escape(char *in, char *out, size_t cap)
+{
+	struct textsafe ts = {.mode = TEXTSAFE_TEXT};
+	struct esc_out o = {out, 0, cap};
+
+	for (char *p = in; *p; p++)
+		if (*p == '\n')
+			*p = '\x1f'; /* shown as \x1f: a message cannot forge the next line */
+	textsafe_write(&ts, in, strlen(in), 1, esc_emit, &o);
+	out[o.len] = 0;
+}
+
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
 	static const char *names[] = {"error", "warn", "info", "debug"};
 	static const int prio[] = {3, 4, 6, 7};
-	char buf[1024];
+	char raw[1024], buf[4 * sizeof(raw)];
 	va_list ap;
 
 	if (lvl > cur_level)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	escape(raw, buf, sizeof(buf));
 	if (getenv("JOURNAL_STREAM")) {
 		fprintf(stderr, "<%d>%s\n", prio[lvl], buf);
 	} else {

@@ -89,8 +89,11 @@ static int64_t revision(struct json_object *o)
 	return get_i64(member(o, "header"), "revision");
 }
 
-/* fn for every entry of a "kvs" array (absent: none). */
-static int each_kv(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, const char **ret_what)
+/* fn for every entry of a "kvs" array (absent: none). With skipped, an entry whose key or
+ * value is not text (a NUL byte, bad base64, over the limit: someone else's) is left out and
+ * counted instead of failing the whole reply, so one bad value cannot hide every other. */
+static int each_kv(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, size_t *skipped,
+		   const char **ret_what)
 {
 	struct json_object *kvs = member(o, "kvs");
 
@@ -101,8 +104,16 @@ static int each_kv(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, const 
 	for (size_t i = 0; i < json_object_array_length(kvs); i++) {
 		struct json_object *kv = json_object_array_get_idx(kvs, i);
 		char *k = unb64(kv, "key"), *v = k ? unb64(kv, "value") : NULL;
-		int r = v ? fn(ctx, k, v) : bad(ret_what, "a key or value");
+		int r;
 
+		if (!json_object_is_type(kv, json_type_object))
+			r = bad(ret_what, "a kvs entry");
+		else if (v)
+			r = fn(ctx, k, v);
+		else if (skipped)
+			r = 0, (*skipped)++;
+		else
+			r = bad(ret_what, "a key or value");
 		free(k);
 		free(v);
 		if (r)
@@ -112,11 +123,15 @@ static int each_kv(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, const 
 }
 
 int etcd_reply_range(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, int64_t *ret_rev,
-		     const char **ret_what)
+		     int *ret_more, size_t *ret_skipped, const char **ret_what)
 {
+	struct json_object *more = member(o, "more");
+
 	if ((*ret_rev = revision(o)) < 0)
 		return bad(ret_what, "header.revision");
-	return each_kv(o, fn, ctx, ret_what);
+	*ret_more =
+	    more && json_object_is_type(more, json_type_boolean) && json_object_get_boolean(more);
+	return each_kv(o, fn, ctx, ret_skipped, ret_what);
 }
 
 static int keep_first(void *ctx, const char *key, const char *value)
@@ -142,7 +157,7 @@ int etcd_reply_create(struct json_object *o, char **ret_existing, const char **r
 	    json_object_array_length(resps) != 1 ||
 	    !(rr = member(json_object_array_get_idx(resps, 0), "response_range")))
 		return bad(ret_what, "txn responses");
-	r = each_kv(rr, keep_first, ret_existing, ret_what);
+	r = each_kv(rr, keep_first, ret_existing, NULL, ret_what);
 	if (r == 0 && !*ret_existing)
 		r = bad(ret_what, "txn lost without a value"); /* deleted meanwhile: retry */
 	if (r < 0) {
@@ -215,7 +230,7 @@ int etcd_reply_auth(struct json_object *o, char *out, size_t len, const char **r
 	return 0;
 }
 
-int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
+int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx, size_t *ret_skipped,
 			  const char **ret_what)
 {
 	struct json_object *o = json_tokener_parse(line), *res = member(o, "result"), *evs, *x;
@@ -251,8 +266,10 @@ int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
 			break;
 		}
 		kv = member(ev, "kv");
-		if (!kv || !(k = unb64(kv, "key")) || !(v = unb64(kv, "value")))
+		if (!kv || !json_object_is_type(kv, json_type_object))
 			r = bad(ret_what, "event kv");
+		else if (!(k = unb64(kv, "key")) || !(v = unb64(kv, "value")))
+			(*ret_skipped)++; /* not text: someone else's, left out */
 		else
 			r = fn(ctx, strcmp(type, "DELETE") != 0, k, v, get_i64(kv, "mod_revision"));
 		free(k);

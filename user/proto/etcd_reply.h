@@ -21,10 +21,11 @@ typedef int (*etcd_reply_event_fn)(void *ctx, int put, const char *key, const ch
 
 /* Base64 of text (the caller frees), NULL on ENOMEM. */
 char *etcd_b64(const char *s);
-/* /v3/kv/range: fn for every key and value; the revision in *ret_rev. 0, -EPROTO, or what fn
- * returned. */
+/* /v3/kv/range: fn for every key and value; the revision in *ret_rev, whether more keys
+ * follow (a limit was given) in *ret_more; entries whose key or value is not text are left out
+ * and counted in *ret_skipped. 0, -EPROTO, or what fn returned. */
 int etcd_reply_range(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, int64_t *ret_rev,
-		     const char **ret_what);
+		     int *ret_more, size_t *ret_skipped, const char **ret_what);
 /* /v3/kv/txn of a create-only put: 1 created; 0 lost, with the value that stands in
  * *ret_existing (the caller frees); or -EPROTO. */
 int etcd_reply_create(struct json_object *o, char **ret_existing, const char **ret_what);
@@ -38,9 +39,10 @@ int etcd_reply_keepalive(struct json_object *o, const char **ret_what);
 int etcd_reply_time_to_live(struct json_object *o, int64_t *ret_s, const char **ret_what);
 /* /v3/auth/authenticate: 0 and the token (printable, < len bytes) in out, or -EPROTO. */
 int etcd_reply_auth(struct json_object *o, char *out, size_t len, const char **ret_what);
-/* One line of a /v3/watch stream: fn for every event. 0, -ESTALE when the watch was canceled
- * (compacted, refused: read everything again), -EPROTO, or what fn returned. */
-int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx,
+/* One line of a /v3/watch stream: fn for every event (events whose key or value is not text
+ * are left out, counted in *ret_skipped). 0, -ESTALE when the watch was canceled (compacted,
+ * refused: read everything again), -EPROTO, or what fn returned. */
+int etcd_reply_watch_line(const char *line, etcd_reply_event_fn fn, void *ctx, size_t *ret_skipped,
 			  const char **ret_what);
 
 #endif
