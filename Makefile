@@ -48,7 +48,7 @@ DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
                libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
-               tmux jq python3-torch openmpi-bin procps util-linux iproute2 help2man \
+               tmux jq python3-torch openmpi-bin python3-mpi4py procps util-linux iproute2 help2man \
                libpython3.11-dev python3-pytest-xdist prometheus
 
 .PHONY: all deps run test test-faults unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
@@ -67,7 +67,7 @@ $(BUILD)/vmlinux.h: | $(BUILD)
 $(BUILD)/syscall_names.h: scripts/gen-syscalls.sh | $(BUILD)
 	CC=$(CC) scripts/gen-syscalls.sh > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/%.bpf.o: bpf/%.bpf.c include/ftbpf/abi.h include/ftbpf/slot.h $(BUILD)/vmlinux.h
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.bpf.h) include/ftbpf/abi.h include/ftbpf/slot.h $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
@@ -240,14 +240,14 @@ ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ct
               timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics timers_torch_contract \
               sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables \
               sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table ops_job_states \
-              detect_waitsfor_chain mesh_xhost_chain
+              detect_waitsfor_chain mesh_xhost_chain detect_cadence_healthy
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
 BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_killed_by_sender \
               detect_hard_timeout detect_soft_signal detect_torch_hang detect_torch_runid_none timers_fifo \
-              timers_slot timers_python gpu_nccl gpu_driver decide_failure decide_cluster decide_bad_store \
-              detect_wrappers
+              timers_slot timers_python gpu_nccl gpu_driver gpu_healthy_loop detect_cadence_healthy \
+              decide_failure decide_cluster decide_bad_store detect_wrappers
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 
@@ -285,7 +285,7 @@ FAULT_RUNS ?= 50
 test-faults: all
 	@FAULT_RUNS=$(FAULT_RUNS) FAULT_REPORT=$(abspath $(BUILD))/faults.txt tests/integration/decide_faults.sh
 
-FORMAT_FILES := $(wildcard bpf/*.c include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
+FORMAT_FILES := $(wildcard bpf/*.c bpf/*.h include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

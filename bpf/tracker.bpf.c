@@ -442,6 +442,9 @@ static __always_inline void set_bit(void *bits, __u32 tgid)
 		__sync_fetch_and_or(w, 1ULL << (tgid & 63));
 }
 
+#include "cadence.bpf.h"
+#include "gpu.bpf.h"
+
 static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 {
 	__u64 pid_tgid = current_tracked(regs);
@@ -457,6 +460,8 @@ static __always_inline void on_sys_enter(struct pt_regs *regs, long id)
 		return;
 	t->cur_nr = (__s32)id;
 	t->enter_ns = now;
+	if (tid == tgid)
+		cad_enter(t, regs, id);
 	if (id == ioctl_nr)
 		gpu_ioctl_enter(t, regs, now);
 	else if (id == mmap_nr && (PT_REGS_PARM3_CORE_SYSCALL(regs) & 4 /* PROT_EXEC */) &&
@@ -473,6 +478,7 @@ static __always_inline void on_sys_exit(struct pt_regs *regs, long ret)
 	struct ftbpf_thread *t;
 	__u64 now;
 	__s32 nr;
+	__u8 cls;
 
 	if (!pid_tgid)
 		return;
@@ -494,13 +500,19 @@ static __always_inline void on_sys_exit(struct pt_regs *regs, long ret)
 		t->mmap_exec = 0;
 		set_bit(&maps_dirty, tgid);
 	}
+	/* A syscall made above the frame of the probed call in flight: that call returned
+	 * without its return probe (see gpu.bpf.h). */
+	if (t->api && PT_REGS_SP_CORE(regs) > t->api_sp)
+		api_lost(t);
+	if (tid != tgid)
+		return;
+	cls = syscall_class(nr);
+	cad_exit(t, tgid);
 	/* Inside a probed CUDA/NCCL call (one with a return probe) the driver's own syscalls are
 	 * not the program's progress: a wait on the GPU completes an ioctl about once a second
 	 * for as long as it waits. The call's return is the progress (gpu_exit). */
-	if (tid == tgid && !t->api_depth) {
-		__u32 k = (__u32)nr;
-		__u8 *cls = bpf_map_lookup_elem(&sysclass, &k);
-		__u8 c = cls ? *cls : FTBPF_SC_PROGRESS;
+	if (!t->api) {
+		__u8 c = cls & FTBPF_SC_MASK;
 
 		if (c == FTBPF_SC_PROGRESS || (c == FTBPF_SC_WAIT && ret > 0) ||
 		    (c == FTBPF_SC_FUTEX && ret >= 0)) {
@@ -656,6 +668,7 @@ static __always_inline void on_exit(struct task_struct *p)
 		return; /* not the last thread of the group */
 	untrack(tgid);
 	clear_bit(&slot_bits, tgid);
+	bpf_map_delete_elem(&cadence, &tgid);
 	child = pp && (pp->flags & FTBPF_PROC_CHILD);
 	if (pp && child) {
 		__u64 *live = stat_ptr(FTBPF_STAT_CHILDREN);
@@ -848,212 +861,6 @@ FTBPF_TP(signal_generate, signal_generate, on_signal_generate(sig, info, task, r
 FTBPF_TP(signal_deliver, signal_deliver, on_signal_deliver(sig, info), int sig,
 	 struct kernel_siginfo *info)
 FTBPF_TP(mark_victim, mark_victim, on_mark_victim(p), struct task_struct *p)
-
-/* ---- CUDA driver and NCCL entry points (uprobes; the cookie says which, see tracker.h) ---- */
-
-/* Integer argument n (1-based) of a probed function at its entry. */
-static __always_inline __u64 arg_n(struct pt_regs *ctx, unsigned n)
-{
-#if defined(__TARGET_ARCH_x86)
-	__u64 v = 0;
-
-	switch (n) {
-	case 1:
-		return ctx->di;
-	case 2:
-		return ctx->si;
-	case 3:
-		return ctx->dx;
-	case 4:
-		return ctx->cx;
-	case 5:
-		return ctx->r8;
-	case 6:
-		return ctx->r9;
-	case 7:
-	case 8: /* on the stack, above the return address */
-		bpf_probe_read_user(&v, sizeof(v), (void *)(ctx->sp + 8 * (n - 6)));
-		return v;
-	}
-#elif defined(__TARGET_ARCH_arm64)
-	if (n >= 1 && n <= 8)
-		return ctx->regs[n - 1];
-#endif
-	return 0;
-}
-
-/* The ncclUniqueId passed by value to ncclCommInitRank*: 16 of its 128 bytes identify it. */
-static __always_inline __u64 unique_id_at_entry(struct pt_regs *ctx)
-{
-	__u64 w[2] = {};
-
-#if defined(__TARGET_ARCH_x86)
-	/* a 128-byte struct is a memory argument: first stack slot */
-	bpf_probe_read_user(w, sizeof(w), (void *)(ctx->sp + 8));
-#elif defined(__TARGET_ARCH_arm64)
-	/* passed as a pointer to a caller-made copy, in the third register */
-	bpf_probe_read_user(w, sizeof(w), (void *)ctx->regs[2]);
-#endif
-	return (w[0] ^ (w[1] * 0x9E3779B97F4A7C15ull)) | 1;
-}
-
-static __always_inline int rank_at_entry(struct pt_regs *ctx)
-{
-#if defined(__TARGET_ARCH_arm64)
-	return (int)arg_n(ctx, 4);
-#else
-	return (int)arg_n(ctx, 3); /* the unique id took no register */
-#endif
-}
-
-static __always_inline void nccl_comm_call(struct pt_regs *ctx, struct ftbpf_thread *t, __u32 tgid,
-					   __u32 api, __u64 cookie, __u64 now, int outermost)
-{
-	struct ftbpf_comm_key k = {.tgid = tgid};
-	struct ftbpf_comm *c;
-	__u64 seq = 0;
-
-	k.comm = arg_n(ctx, (cookie >> 8) & 0xf);
-	c = bpf_map_lookup_elem(&comms, &k);
-	if (!c) {
-		struct ftbpf_comm init = {.rank = -1, .flags = FTBPF_COMM_NO_ID};
-
-		init.id = k.comm ^ ((__u64)tgid << 32);
-		bpf_map_update_elem(&comms, &k, &init, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&comms, &k);
-		if (!c) {
-			stat_inc(FTBPF_STAT_COMM_FULL);
-			return;
-		}
-	}
-	if (FTBPF_API_IS_COLL(api)) {
-		struct ftbpf_coll *h;
-
-		seq = __sync_fetch_and_add(&c->seq, 1) + 1;
-		c->api = api;
-		c->count = arg_n(ctx, (cookie >> 12) & 0xf);
-		c->dtype = (__u32)arg_n(ctx, (cookie >> 16) & 0xf);
-		c->op = (cookie >> 20) & 0xf ? (__u32)arg_n(ctx, (cookie >> 20) & 0xf) : 0;
-		/* kept, so that a hang can name the first collective a lagging rank missed */
-		h = &c->hist[seq & (FTBPF_COMM_HIST - 1)];
-		h->seq = seq;
-		h->count = c->count;
-		h->api = api;
-		h->dtype = c->dtype;
-	} else {
-		seq = __sync_fetch_and_add(&c->p2p, 1) + 1;
-	}
-	c->last_ns = now;
-	if (outermost) {
-		t->api_comm = k.comm;
-		t->api_seq = seq;
-	}
-}
-
-SEC("uprobe")
-int BPF_KPROBE(gpu_enter)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	struct ftbpf_comm_key k = {.tgid = tgid};
-	struct comm_stash st = {};
-	struct ftbpf_thread *t;
-	struct ftbpf_comm *c;
-	__u64 cookie, now;
-	int outermost;
-	__u32 api;
-
-	if (!tracked(tgid))
-		return 0;
-	cookie = bpf_get_attach_cookie(ctx);
-	api = cookie & 0xff;
-	now = hot_now();
-	t = thread_get(tgid, tid, now);
-	if (!t)
-		return 0;
-	stat_inc(FTBPF_STAT_API_CALLS);
-	t->api_calls++;
-	/* in flight only for calls with a return probe to end it */
-	outermost = t->api_depth == 0 && (cookie & FTBPF_COOKIE_RET);
-	if ((cookie & FTBPF_COOKIE_RET) && t->api_depth < 8)
-		t->api_depth++;
-	if (outermost) {
-		t->api = api;
-		t->api_since_ns = now;
-		t->api_comm = 0;
-		t->api_seq = 0;
-	}
-	switch (api) {
-	case FTBPF_API_NCCL_COMM_INIT:
-		st.out = arg_n(ctx, 1);
-		st.nranks = (int)arg_n(ctx, 2);
-		st.id = unique_id_at_entry(ctx);
-		st.rank = rank_at_entry(ctx);
-		bpf_map_update_elem(&comm_init, &tid, &st, BPF_ANY);
-		break;
-	case FTBPF_API_NCCL_COMM_SPLIT: /* (comm, color, key, newcomm *, config) */
-		k.comm = arg_n(ctx, 1);
-		c = bpf_map_lookup_elem(&comms, &k);
-		st.out = arg_n(ctx, 4);
-		st.id = ((c ? c->id : 0) ^ (arg_n(ctx, 2) * 0xff51afd7ed558ccdull)) | 1;
-		st.rank = -1;
-		bpf_map_update_elem(&comm_init, &tid, &st, BPF_ANY);
-		break;
-	case FTBPF_API_NCCL_COMM_ABORT:
-	case FTBPF_API_NCCL_COMM_DESTROY:
-		k.comm = arg_n(ctx, 1);
-		bpf_map_delete_elem(&comms, &k);
-		break;
-	default:
-		if (FTBPF_API_IS_COLL(api) || FTBPF_API_IS_P2P(api))
-			nccl_comm_call(ctx, t, tgid, api, cookie, now, outermost);
-	}
-	return 0;
-}
-
-SEC("uretprobe")
-int BPF_KRETPROBE(gpu_exit, long ret)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	struct ftbpf_thread *t;
-	struct comm_stash *st;
-	__u64 now;
-	__u32 api;
-
-	if (!tracked(tgid))
-		return 0;
-	api = bpf_get_attach_cookie(ctx) & 0xff;
-	if (api == FTBPF_API_NCCL_COMM_INIT || api == FTBPF_API_NCCL_COMM_SPLIT) {
-		st = bpf_map_lookup_elem(&comm_init, &tid);
-		if (st) {
-			struct ftbpf_comm_key k = {.tgid = tgid};
-			struct ftbpf_comm c = {
-			    .id = st->id, .rank = st->rank, .nranks = st->nranks};
-
-			if ((int)ret == 0 && st->out &&
-			    !bpf_probe_read_user(&k.comm, sizeof(k.comm), (void *)st->out) &&
-			    k.comm && bpf_map_update_elem(&comms, &k, &c, BPF_ANY))
-				stat_inc(FTBPF_STAT_COMM_FULL);
-			bpf_map_delete_elem(&comm_init, &tid);
-		}
-	}
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t)
-		return 0;
-	if (t->api_depth)
-		t->api_depth--;
-	if (t->api_depth == 0 && t->api) {
-		now = hot_now();
-		t->api = 0;
-		t->api_last_ns = now;
-		if (tid == tgid) { /* a probed call returned: progress */
-			t->progress_ns = now;
-			t->progress++;
-		}
-	}
-	return 0;
-}
 
 /* ---- task iterator: one record per thread of a tracked process ---- */
 struct task_struct___old {

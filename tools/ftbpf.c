@@ -190,6 +190,25 @@ static void print_elsewhere(struct json_object *j)
 	}
 }
 
+/* A job's step cadence and stragglers (docs/detection.md), when known. */
+static void print_cadence(struct json_object *j)
+{
+	struct json_object *st = NULL;
+	size_t n;
+
+	if (gd(j, "step_s") <= 0)
+		return;
+	printf("  steps: %.3fs (%.1f/s, spread %.2f, p99 %.3fs), soft timeout now %gs%s",
+	       gd(j, "step_s"), gd(j, "step_rate"), gd(j, "step_spread"), gd(j, "step_p99_s"),
+	       gd(j, "soft_timeout_s"), gb(j, "paced") ? " (its pace)" : "");
+	json_object_object_get_ex(j, "stragglers", &st);
+	n = st ? json_object_array_length(st) : 0;
+	for (size_t k = 0; k < n; k++)
+		printf("%srank %d", k ? ", " : "; stragglers: ",
+		       json_object_get_int(json_object_array_get_idx(st, k)));
+	printf("\n");
+}
+
 static void print_status(struct json_object *o)
 {
 	struct json_object *agent, *jobs, *ranks;
@@ -199,11 +218,13 @@ static void print_status(struct json_object *o)
 		struct json_object *f = NULL;
 
 		json_object_object_get_ex(agent, "features", &f);
-		printf(
-		    "ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %gs, hard %gs (%s)\n",
-		    (long long)gi(agent, "pid", 0), gs(agent, "version"), gd(agent, "uptime_s"),
-		    f ? gs(f, "programs") : "?", gd(agent, "soft_timeout_s"),
-		    gd(agent, "hard_timeout_s"), gs(agent, "action"));
+		printf("ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %s%gs, hard %gs "
+		       "(%s)\n",
+		       (long long)gi(agent, "pid", 0), gs(agent, "version"), gd(agent, "uptime_s"),
+		       f ? gs(f, "programs") : "?",
+		       gb(agent, "soft_timeout_auto") ? "auto, at most " : "",
+		       gd(agent, "soft_timeout_s"), gd(agent, "hard_timeout_s"),
+		       gs(agent, "action"));
 	}
 	if (json_object_object_get_ex(o, "jobs", &jobs) && (n = json_object_array_length(jobs))) {
 		int w = name_width(jobs, 3);
@@ -250,6 +271,7 @@ static void print_status(struct json_object *o)
 				       (long long)gi(c, "ranks", 0));
 			else if (gi(j, "generation", 0) > 0)
 				printf("  generation %lld\n", (long long)gi(j, "generation", 0));
+			print_cadence(j);
 		}
 	}
 	if (json_object_object_get_ex(o, "ranks", &ranks) &&

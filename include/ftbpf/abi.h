@@ -32,6 +32,33 @@
 #define FTBPF_SC_WAIT	  1u /* poll/select/epoll/recv...: progress only if ret > 0 */
 #define FTBPF_SC_IDLE	  2u /* sched_yield, nanosleep, pause...: never progress */
 #define FTBPF_SC_FUTEX	  3u /* progress if ret >= 0 (woken, or woke someone) */
+#define FTBPF_SC_MASK	  0x0fu
+/* sysclass bits beside the class, for the step cadence of a rank's main thread */
+#define FTBPF_SC_CAD_WAIT 0x10u /* a wait on the peers: futex, poll, epoll, recv, sched_yield */
+#define FTBPF_SC_CAD_READ 0x20u /* a read (a data loader's input; of a socket: a wait) */
+
+/*
+ * Step cadence of a rank (map `cadence`, key: tgid; created by the agent for each rank, updated
+ * by BPF at its main thread's syscalls and probed calls). A wait span is a run of waits on the
+ * peers (or one probed CUDA/NCCL call) whose gaps are under FTBPF_CAD_GAP_NS: a blocking wait,
+ * or a busy-wait loop of yields and empty polls (MPI). Times are precise CLOCK_MONOTONIC.
+ */
+#define FTBPF_CAD_GAP_NS      1000000ull /* waits closer than this are one span */
+#define FTBPF_CAD_READ_MIN_NS 1000000ull /* shorter reads are not a data loader's stall */
+#define FTBPF_CAD_RING	      32	 /* the last spans (a power of two) */
+
+struct ftbpf_cad_span {
+	__u64 start_ns;
+	__u64 end_ns;
+};
+
+struct ftbpf_cad {
+	__u64 wait_ns; /* closed wait spans: their total length */
+	__u64 spans;   /* and their number (ring[spans % FTBPF_CAD_RING] is the next) */
+	__u64 read_ns; /* reads of FTBPF_CAD_READ_MIN_NS or more: their total length */
+	__u64 reads;
+	struct ftbpf_cad_span ring[FTBPF_CAD_RING];
+};
 
 /* Per-thread state of a tracked thread; key: tid. Written by BPF only. */
 struct ftbpf_thread {
@@ -50,17 +77,23 @@ struct ftbpf_thread {
 	__u64 gpu_since_ns; /* inside a GPU ioctl since, 0 when not */
 	__u64 gpu_last_ns;  /* last GPU ioctl completed */
 	__u32 gpu_req;	    /* request code of the GPU ioctl in flight or last */
-	__u32 pad2;
+	__u32 cad_cls;	    /* cadence class of the syscall in flight (FTBPF_SC_CAD_*) */
 	/* CUDA/NCCL entry points (uprobes): the outermost probed call in flight */
 	__u32 api;	    /* enum ftbpf_api of the call in flight, 0 when none */
-	__u32 api_depth;    /* nesting of probed calls */
+	__u32 api_depth;    /* nesting of probed calls inside it (informational) */
 	__u64 api_since_ns; /* its entry time */
 	__u64 api_comm;	    /* NCCL calls: the communicator (address in the process) */
 	__u64 api_seq;	    /* NCCL collectives: its sequence number on that communicator */
 	__u64 api_calls;    /* probed calls entered */
 	__u64 api_last_ns;  /* last probed call returned */
 	__u32 mmap_exec;    /* inside an mmap with PROT_EXEC of a file */
-	__u32 pad3;
+	__u32 api_lost;	    /* probed calls whose return was never seen (ended by a later sign) */
+	__u64 api_sp;	    /* the call in flight: stack pointer at its entry (which call it is) */
+	__u64 api_ra;	    /* and its return address */
+	/* step cadence (main thread): the wait span open now, precise CLOCK_MONOTONIC times */
+	__u64 cad_enter_ns; /* entry of the cadence-classed syscall in flight, 0 none */
+	__u64 cad_start_ns; /* the open wait span: its start, 0 none */
+	__u64 cad_last_ns;  /* and the end of its last wait */
 };
 
 /*
@@ -239,7 +272,8 @@ enum ftbpf_stat {
 	FTBPF_STAT_CHILD_CAP = 8,   /* forks not tracked: the rank has max_children already */
 	FTBPF_STAT_THREAD_CAP = 9,  /* threads without a record: the process has max_threads */
 	FTBPF_STAT_CHILDREN = 10,   /* tracked children alive now */
-	FTBPF_STAT_SIG_IGNORED = 11, /* signals to ranks the kernel ignored or merged (no event) */
+	FTBPF_STAT_SIG_IGNORED = 11,  /* signals to ranks the kernel ignored or merged (no event) */
+	FTBPF_STAT_API_LOST_RET = 12, /* probed calls whose return was never seen */
 	FTBPF_STAT__MAX = 16,
 };
 

@@ -70,6 +70,19 @@ static void test_config_cross_checks(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "hard_timeout (30) is shorter"));
 	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout", "10", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(c.soft_auto);
+	/* soft_timeout auto: at most soft_timeout_max (the hard timeout is checked against it) */
+	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout", "auto", err, sizeof(err)), 0);
+	CU_ASSERT_TRUE(c.soft_auto);
+	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), -EINVAL); /* 30 < 60 */
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "soft_timeout_max"));
+	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout_max", "20", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(config_soft_ceiling(&c), 20, 1e-9);
+	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout", "sometimes", err, sizeof(err)), -EINVAL);
+	CU_ASSERT_TRUE(c.soft_auto); /* unchanged by a bad value */
+	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout", "10", err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(c.soft_auto);
 	/* mesh addresses are checked before anything is loaded */
 	CU_ASSERT_EQUAL(config_set(&c, "bind", "10.0.0.1:99999", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(config_set(&c, "key_file", "/k", err, sizeof(err)), 0);

@@ -497,6 +497,85 @@ static void test_exit_42_without_codes(void)
 	CU_ASSERT_EQUAL(det_job_state(s, 2, &j, &P, 0), DJS_FAILED);
 }
 
+/* soft_timeout = auto: while every rank waits, max(k x p99 step, floor); a rank computing, or
+ * its own I/O, or a job of unknown pace or not all here: the ceiling. */
+static void test_paced_soft_timeout(void)
+{
+	struct det_params p = P;
+	struct det_pace pace = {.p99_step_ns = S / 10, .complete = 1};
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_futex, 100 * S),
+				  blocked_in(11, 1, SYS_clock_nanosleep, 100 * S)};
+	struct det_job j;
+
+	p.soft_auto = 1;
+	for (int i = 0; i < 2; i++)
+		det_rank_update(&d[i], &s[i], 103 * S, &p);
+	det_job_eval_paced(d, s, 2, 103 * S, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_TRUE(j.paced);
+	CU_ASSERT_EQUAL(j.soft_ns, 4 * S); /* the floor: 3 x 0.1 s is less */
+	for (int i = 0; i < 2; i++)
+		det_rank_update(&d[i], &s[i], 104 * S + 1, &p);
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.hard_ns, 4 * S + 540 * S); /* hard keeps its distance */
+	/* a slower pace: k x p99 */
+	pace.p99_step_ns = 2 * S;
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 6 * S);
+	pace.p99_step_ns = S / 10;
+	/* not every rank here, or no pace yet: the ceiling */
+	pace.complete = 0;
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 60 * S);
+	pace.complete = 1;
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, NULL, &j);
+	CU_ASSERT_FALSE(j.hung);
+	/* a rank computing (an evaluation pass): the ceiling */
+	s[1] = blocked_in(11, 1, -1, 100 * S);
+	s[1].cpu_ns = 0;
+	det_rank_update(&d[1], &s[1], 103 * S, &p);
+	s[1].cpu_ns = (uint64_t)(0.9 * S);
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_FALSE(j.paced);
+	/* ... however little CPU a busy host leaves it */
+	s[1].cpu_ns = (uint64_t)(0.9 * S + 0.1 * S);
+	s[1].task_state = 'R';
+	det_rank_update(&d[1], &s[1], 105 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	/* ... unless that CPU is a busy-wait on the peers (yields, empty polls) */
+	s[1].wait_since_ns = 100 * S;
+	CU_ASSERT_FALSE(det_rank_working(&d[1], &s[1]));
+	/* its own I/O (a checkpoint being written) is work too */
+	s[1] = blocked_in(11, 1, SYS_write, 100 * S);
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	/* a rank whose main thread waits while another of its threads writes (a checkpoint
+	 * saved by a thread) or computes is working */
+	s[1] = blocked_in(11, 1, SYS_futex, 100 * S);
+	det_rank_update(&d[1], &s[1], 103 * S, &p);
+	CU_ASSERT_FALSE(det_rank_working(&d[1], &s[1]));
+	s[1].others_dstate = 1;
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	s[1].others_dstate = 0;
+	s[1].others_cpu_ns = S / 2;
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	CU_ASSERT_TRUE(det_rank_working(&d[1], &s[1]));
+	/* fixed soft_timeout: as before */
+	p.soft_auto = 0;
+	s[1] = blocked_in(11, 1, SYS_clock_nanosleep, 100 * S);
+	det_rank_update(&d[1], &s[1], 104 * S + 1, &p);
+	det_job_eval_paced(d, s, 2, 104 * S + 1, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 60 * S);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -530,6 +609,7 @@ int main(void)
 	CU_add_test(s, "job states: preempted, stopped, failed, killed, restarting, finished",
 		    test_job_states);
 	CU_add_test(s, "exit 42 without restart codes", test_exit_42_without_codes);
+	CU_add_test(s, "soft_timeout auto: the job's pace", test_paced_soft_timeout);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

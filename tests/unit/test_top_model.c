@@ -487,6 +487,37 @@ static void test_full_job_names(void)
 	top_model_fini(&m);
 }
 
+/* The SLOW column: a rank's slowdown, '*' for a straggler; stragglers sort first by it and are
+ * among the problems. */
+static void test_slow_column(void)
+{
+	char *js = strdup(status_json(100, NULL)), *p = strstr(js, "\"pid\":202,");
+	char buf[40000];
+	struct top_model m;
+	struct top_frame f;
+	struct json_object *o;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p += strlen("\"pid\":202,");
+	snprintf(buf, sizeof(buf), "%.*s\"slowdown\":1.31,\"straggler\":true,%s", (int)(p - js), js,
+		 p);
+	free(js);
+	top_model_init(&m);
+	o = json_tokener_parse(buf);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(top_model_update(&m, o, 1.0), 0);
+	json_object_put(o);
+	top_model_sort(&m, TC_SLOW, 0);
+	CU_ASSERT_EQUAL(view_pid(&m, 0), 202);
+	CU_ASSERT_STRING_EQUAL(top_col_name(TC_SLOW), "slow");
+	top_frame_init(&f, 160);
+	top_render_main(&m, &f, 160, 24, "/run/x.sock", 1);
+	CU_ASSERT(find_line(&f, "1.31*") >= 0);
+	CU_ASSERT(find_line(&f, "SLOW") >= 0);
+	top_frame_fini(&f);
+	top_model_fini(&m);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -497,6 +528,7 @@ int main(void)
 	s = CU_add_suite("top_model", NULL, NULL);
 	CU_add_test(s, "rows and sorting", test_rows_and_sorting);
 	CU_add_test(s, "ranks on other hosts", test_ranks_elsewhere);
+	CU_add_test(s, "the SLOW column", test_slow_column);
 	CU_add_test(s, "filters and selection", test_filter_and_selection);
 	CU_add_test(s, "the selection follows a culprit until the user moves",
 		    test_selection_follows_culprit);

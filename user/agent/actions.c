@@ -21,7 +21,7 @@ static void hang_report(struct actions *ac, struct job *j, uint64_t now)
 {
 	sampler_refresh(ac->vs.sp, 1); /* with kernel stacks, for the report */
 	/* emitted once the Python stacks are read (off the loop, within their time limit) */
-	pystacks_hang(ac->vs.ins, ac->el, j, view_hang(&ac->vs, j, now, ac->cfg->soft_timeout_s));
+	pystacks_hang(ac->vs.ins, ac->el, j, view_hang(&ac->vs, j, now, view_secs(j->res.soft_ns)));
 	ac->hangs++;
 }
 

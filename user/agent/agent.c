@@ -95,7 +95,8 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	jint(o, "pid", getpid());
 	jstr(o, "version", FTBPF_VERSION);
 	jdbl(o, "uptime_s", view_secs(now - a->start_ns));
-	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
+	jdbl(o, "soft_timeout_s", config_soft_ceiling(&a->cfg));
+	jbool(o, "soft_timeout_auto", a->cfg.soft_auto);
 	jdbl(o, "hard_timeout_s", a->cfg.hard_timeout_s);
 	jstr(o, "action", config_action_name(a->cfg.action));
 	jstr(ft, "programs", f->tp_btf ? "tp_btf" : "raw_tp");
@@ -690,7 +691,8 @@ int agent_run(struct agent *a)
 	jbool(o, "oom", f->oom);
 	jbool(o, "resumed", f->resumed);
 	jstr(o, "socket", a->cfg.socket_path);
-	jdbl(o, "soft_timeout_s", a->cfg.soft_timeout_s);
+	jdbl(o, "soft_timeout_s", config_soft_ceiling(&a->cfg));
+	jbool(o, "soft_timeout_auto", a->cfg.soft_auto);
 	jdbl(o, "hard_timeout_s", a->cfg.hard_timeout_s);
 	jstr(o, "action", config_action_name(a->cfg.action));
 	eventlog_emit(a->el, o);

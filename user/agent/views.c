@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/cadwatch.h"
 #include "agent/ctl.h"
 #include "agent/jobparts.h"
 #include "agent/timersvc.h"
@@ -557,6 +558,7 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 		jbool(o, "timers_only", 1);
 	gpu_ioctl_json(o, v, k, now);
 	rank_client_json(o, v, k, now);
+	cadwatch_rank_json(o, k);
 	jbool(o, "exited", k->s.exited);
 	if (k->s.exited) {
 		view_exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);
@@ -687,6 +689,7 @@ struct json_object *view_job(const struct job *j)
 	jint(o, "run", j->run);
 	jstr(o, "previous_run", *j->prev_state ? j->prev_state : NULL);
 	jobparts_job_json(o, j);
+	cadwatch_job_json(o, j);
 	return o;
 }
 
@@ -785,6 +788,7 @@ void view_tracker_counters(struct json_object *c, struct tracker *tr)
 	    {"children_untracked", FTBPF_STAT_CHILD_CAP},
 	    {"threads_untracked", FTBPF_STAT_THREAD_CAP},
 	    {"children_tracked", FTBPF_STAT_CHILDREN},
+	    {"gpu_returns_lost", FTBPF_STAT_API_LOST_RET},
 	};
 
 	for (size_t i = 0; i < sizeof(stats) / sizeof(stats[0]); i++)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/cadwatch.h"
 #include "agent/eventlog.h"
 #include "agent/views.h"
 #include "ftbpf/slot.h"
@@ -76,10 +77,14 @@ void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct
 	w->ranks = ranks;
 	w->el = el;
 	sampler_init(&w->sp, tr);
-	det_params_from_seconds(&w->dp, cfg->soft_timeout_s, cfg->hard_timeout_s,
+	det_params_from_seconds(&w->dp, config_soft_ceiling(cfg), cfg->hard_timeout_s,
 				cfg->spin_threshold_s);
 	w->dp.restart_code = cfg->restart_exit_code;
 	w->dp.stop_code = cfg->stop_exit_code;
+	w->dp.soft_auto = cfg->soft_auto;
+	w->dp.auto_k = cfg->soft_timeout_k;
+	w->dp.auto_floor_ns = (uint64_t)(cfg->soft_timeout_floor_s * CLOCK_NS_PER_S);
+	cadwatch_init(&w->cw, el, cfg);
 	gpu_majors_setup(w, cfg->gpu_majors);
 }
 
@@ -251,12 +256,14 @@ void watch_sample(struct watch *w, uint64_t now)
 
 		sample_rank(w, k, now);
 		det_rank_update(&k->d, &k->s, now, &w->dp);
+		cadwatch_rank(&w->cw, &w->sp, k, now);
 	}
 }
 
 int watch_judge(struct watch *w, struct job *j, uint64_t now)
 {
 	int m = j->nmembers;
+	struct det_pace pace;
 
 	if (m > w->eval_cap) {
 		struct det_rank *nd = realloc(w->eval_d, (size_t)m * sizeof(*nd));
@@ -273,7 +280,8 @@ int watch_judge(struct watch *w, struct job *j, uint64_t now)
 		w->eval_d[i] = j->members[i]->d;
 		w->eval_s[i] = j->members[i]->s;
 	}
-	det_job_eval(w->eval_d, w->eval_s, m, now, 0, &w->dp, &j->res);
+	cadwatch_job(&w->cw, j, now, &pace);
+	det_job_eval_paced(w->eval_d, w->eval_s, m, now, 0, &w->dp, &pace, &j->res);
 	j->state = det_job_state(w->eval_s, m, &j->res, &w->dp, j->hard_killed);
 	for (int i = 0; i < m; i++) {
 		j->members[i]->d.hung = w->eval_d[i].hung;

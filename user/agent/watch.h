@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "agent/cadwatch.h"
 #include "lib/detector.h"
 #include "watch/sample.h"
 
@@ -31,6 +32,7 @@ struct watch {
 	struct eventlog *el;
 	struct sampler sp; /* owned: the sampling path and its task snapshot */
 	struct det_params dp;
+	struct cadwatch cw;	 /* step cadence and stragglers */
 	struct det_rank *eval_d; /* owned scratch for det_job_eval */
 	struct det_sample *eval_s;
 	int eval_cap;

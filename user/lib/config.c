@@ -50,7 +50,18 @@ static const struct key_def keys[] = {
     {"log_keep", "log-keep", T_INT, OFF(log_keep), 0, 0, 100,
      "rotated event logs kept (events.jsonl.1 ...)"},
     {"soft_timeout", "soft-timeout", T_DOUBLE, OFF(soft_timeout_s), 0, 0.5, 86400,
-     "seconds without progress on every rank of a job before it is reported hung"},
+     "seconds without progress on every rank of a job before it is reported hung, or auto: "
+     "at the job's own pace (docs/detection.md)"},
+    {"soft_timeout_max", "soft-timeout-max", T_DOUBLE, OFF(soft_timeout_max_s), 0, 0.5, 86400,
+     "soft_timeout auto: the longest it gets (a job computing, or of unknown pace)"},
+    {"soft_timeout_floor", "soft-timeout-floor", T_DOUBLE, OFF(soft_timeout_floor_s), 0, 0.5, 86400,
+     "soft_timeout auto: the shortest it gets"},
+    {"soft_timeout_k", "soft-timeout-k", T_DOUBLE, OFF(soft_timeout_k), 0, 1, 1000,
+     "soft_timeout auto: times the job's recent p99 step time"},
+    {"straggler_threshold", "straggler-threshold", T_DOUBLE, OFF(straggler_threshold), 0, 1.01, 10,
+     "a rank whose own time per step is this many times its job's median is a straggler"},
+    {"straggler_window", "straggler-window", T_DOUBLE, OFF(straggler_window_s), 0, 2, 3600,
+     "seconds the straggler figures are measured over, and a straggler must last"},
     {"hard_timeout", "hard-timeout", T_DOUBLE, OFF(hard_timeout_s), 0, 0.5, 604800,
      "seconds without progress before the hard-timeout action"},
     {"action", "action", T_ACTION, OFF(action), 0, 0, 0,
@@ -208,6 +219,12 @@ void config_defaults(struct ftbpf_config *c)
 	c->log_max_bytes = 64L << 20;
 	c->log_keep = 5;
 	c->soft_timeout_s = 60;
+	c->soft_auto = 1; /* auto, at most soft_timeout_max: docs/detection.md says why */
+	c->soft_timeout_max_s = 60;
+	c->soft_timeout_floor_s = 4;
+	c->soft_timeout_k = 3;
+	c->straggler_threshold = 1.10;
+	c->straggler_window_s = 10;
 	c->hard_timeout_s = 600;
 	c->action = ACTION_TERMINATE;
 	c->grace_s = 10;
@@ -382,6 +399,10 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 		snprintf(err, errlen, "unknown key '%.64s'", key);
 		return -ENOENT;
 	}
+	if (k->offset == OFF(soft_timeout_s) && !strcmp(value, "auto")) {
+		c->soft_auto = 1;
+		return 0;
+	}
 	switch (k->type) {
 	case T_STRING:
 		if (strlen(value) >= k->size) {
@@ -441,6 +462,8 @@ int config_set(struct ftbpf_config *c, const char *key, const char *value, char 
 				 k->max);
 			return -EINVAL;
 		}
+		if (k->offset == OFF(soft_timeout_s))
+			c->soft_auto = 0; /* a number: fixed */
 		if (k->type == T_DOUBLE)
 			*(double *)(base + k->offset) = d;
 		else if (k->type == T_INT)
@@ -589,12 +612,17 @@ int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 		p += n;
 		p += strspn(p, ", \t");
 	}
-	if (c->hard_timeout_s < c->soft_timeout_s) {
-		snprintf(err, errlen, "hard_timeout (%g) is shorter than soft_timeout (%g)",
-			 c->hard_timeout_s, c->soft_timeout_s);
+	if (c->hard_timeout_s < config_soft_ceiling(c)) {
+		snprintf(err, errlen, "hard_timeout (%g) is shorter than soft_timeout%s (%g)",
+			 c->hard_timeout_s, c->soft_auto ? "_max" : "", config_soft_ceiling(c));
 		return -EINVAL;
 	}
 	return 0;
+}
+
+double config_soft_ceiling(const struct ftbpf_config *c)
+{
+	return c->soft_auto ? c->soft_timeout_max_s : c->soft_timeout_s;
 }
 
 int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *buf, size_t len,
@@ -717,7 +745,10 @@ static void format_value(const struct ftbpf_config *c, const struct key_def *k, 
 		snprintf(out, len, "%d", *(const int *)(base + k->offset));
 		break;
 	case T_DOUBLE:
-		snprintf(out, len, "%g", *(const double *)(base + k->offset));
+		if (k->offset == OFF(soft_timeout_s) && c->soft_auto)
+			snprintf(out, len, "auto");
+		else
+			snprintf(out, len, "%g", *(const double *)(base + k->offset));
 		break;
 	case T_BYTES:
 		snprintf(out, len, "%ld", *(const long *)(base + k->offset));

@@ -22,6 +22,12 @@ struct ftbpf_config {
 	char pin_dir[256];
 	char log_file[256];
 	double soft_timeout_s;
+	int soft_auto;		     /* soft_timeout = auto: at the job's own pace (detector.h) */
+	double soft_timeout_max_s;   /* auto: the ceiling (what a fixed soft_timeout would be) */
+	double soft_timeout_floor_s; /* auto: never shorter than this */
+	double soft_timeout_k;	     /* auto: this many times the job's p99 step time */
+	double straggler_threshold;  /* own time per step over the job's median (1.10) */
+	double straggler_window_s;   /* measured over, and sustained for, this long */
 	double hard_timeout_s;
 	double grace_s;
 	double scan_interval_s;
@@ -84,6 +90,8 @@ struct ftbpf_config {
 };
 
 void config_defaults(struct ftbpf_config *c);
+/* The soft timeout a job gets at most: soft_timeout, or with auto its ceiling. */
+double config_soft_ceiling(const struct ftbpf_config *c);
 /* Set one key from text; errors are written to err. Returns 0 or -EINVAL/-ENOENT. */
 int config_set(struct ftbpf_config *c, const char *key, const char *value, char *err,
 	       size_t errlen);

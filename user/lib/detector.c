@@ -26,6 +26,9 @@ void det_params_from_seconds(struct det_params *p, double soft, double hard, dou
 	p->block_min_ns = 500000000ull;
 	p->restart_code = 0;
 	p->stop_code = 0;
+	p->soft_auto = 0;
+	p->auto_k = 3;
+	p->auto_floor_ns = 4 * NS;
 }
 
 /* The rank states. Scores order the suspects when nothing else names one: a stopped rank
@@ -175,11 +178,18 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 
 	d->syscall = -1;
 	d->no_progress_ns = since(now, base);
-	if (s->cpu_valid && d->have_prev && now > d->prev_ns)
+	if (s->cpu_valid && d->have_prev && now > d->prev_ns) {
 		d->cpu_frac = (double)(s->cpu_ns - d->prev_cpu_ns) / (double)(now - d->prev_ns);
-	else if (!s->cpu_valid)
+		d->others_frac = s->others_cpu_ns >= d->prev_others_ns
+				     ? (double)(s->others_cpu_ns - d->prev_others_ns) /
+					   (double)(now - d->prev_ns)
+				     : 0;
+	} else if (!s->cpu_valid) {
 		d->cpu_frac = 0;
+		d->others_frac = 0;
+	}
 	if (s->cpu_valid) {
+		d->prev_others_ns = s->others_cpu_ns;
 		d->prev_cpu_ns = s->cpu_ns;
 		d->prev_ns = now;
 		d->have_prev = 1;
@@ -372,8 +382,65 @@ static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, 
 	return 1;
 }
 
+int det_rank_working(const struct det_rank *d, const struct det_sample *s)
+{
+	if (s->exited)
+		return 0;
+	/* its other threads compute or do I/O (a checkpoint written by a thread, a loader) */
+	if (d->others_frac >= 0.2 || s->others_dstate)
+		return 1;
+	switch (d->state) {
+	case RS_RUNNING:
+	case RS_SPINNING: /* computing, however little CPU a busy host leaves it */
+		if (s->wait_since_ns)
+			return 0;
+		if (s->cur_nr < 0)
+			return d->cpu_frac >= 0.02 || s->task_state == 'R';
+		return !syscalls_is_sleep(s->cur_nr) &&
+		       !(syscalls_cadence(s->cur_nr) & FTBPF_SC_CAD_WAIT);
+	case RS_BLOCKED: /* its own I/O (a save, its input), not a wait on the others (a read of
+			    a socket is one: the kernel side says so in wait_since_ns) */
+		return !syscalls_is_sleep(d->syscall) &&
+		       !(syscalls_cadence(d->syscall) & FTBPF_SC_CAD_WAIT) && !s->wait_since_ns;
+	case RS_DSTATE:
+	case RS_GPU:
+	case RS_GPU_SYNC: /* its device computes (a long kernel is not a hang of the others) */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The soft timeout that applies to the job now (see det_job_eval_paced). */
+static uint64_t paced_soft(const struct det_rank *d, const struct det_sample *s, int n,
+			   const struct det_params *p, const struct det_pace *pace, int *paced)
+{
+	uint64_t t;
+
+	*paced = 0;
+	if (!p->soft_auto || !pace || !pace->p99_step_ns || !pace->complete)
+		return p->soft_ns;
+	for (int i = 0; i < n; i++)
+		if (det_rank_working(&d[i], &s[i]))
+			return p->soft_ns;
+	t = (uint64_t)(p->auto_k * (double)pace->p99_step_ns);
+	if (t < p->auto_floor_ns)
+		t = p->auto_floor_ns;
+	if (t >= p->soft_ns)
+		return p->soft_ns;
+	*paced = 1;
+	return t;
+}
+
 void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
 		  uint64_t activity_ns, const struct det_params *p, struct det_job *out)
+{
+	det_job_eval_paced(d, s, n, now, activity_ns, p, NULL, out);
+}
+
+void det_job_eval_paced(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
+			uint64_t activity_ns, const struct det_params *p,
+			const struct det_pace *pace, struct det_job *out)
 {
 	uint64_t last = activity_ns;
 	int first_dead = -1, maxs = -1, mins = 1000;
@@ -404,8 +471,11 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 	if (!out->live)
 		return;
 	out->no_progress_ns = since(now, last);
-	out->hung = out->no_progress_ns >= p->soft_ns;
-	out->hard = out->no_progress_ns >= p->hard_ns;
+	out->soft_ns = paced_soft(d, s, n, p, pace, &out->paced);
+	out->hard_ns =
+	    p->hard_ns > p->soft_ns ? p->hard_ns - p->soft_ns + out->soft_ns : p->hard_ns;
+	out->hung = out->no_progress_ns >= out->soft_ns;
+	out->hard = out->no_progress_ns >= out->hard_ns;
 
 	if (first_dead < 0 && nccl_culprits(d, s, n, out)) {
 		out->rule = DET_RULE_NCCL;

@@ -85,7 +85,11 @@ struct det_sample {
 	uint32_t gpu_req;      /* its request code */
 	unsigned api;	       /* main thread inside this probed CUDA/NCCL call, 0 none */
 	uint64_t api_since_ns;
-	uint64_t api_seq; /* NCCL collective in flight: its number on its communicator */
+	uint64_t api_seq;	/* NCCL collective in flight: its number on its communicator */
+	uint64_t others_cpu_ns; /* the CPU time of its other threads (utime + stime) */
+	int others_dstate;	/* another thread is in uninterruptible sleep (I/O) */
+	uint64_t wait_since_ns; /* waiting on its peers (a blocking wait, or a busy-wait loop of
+				   yields and empty polls) since, 0 when not */
 	int ncomm;
 	struct det_comm comm[DET_MAX_COMMS];
 };
@@ -97,6 +101,17 @@ struct det_params {
 	uint64_t block_min_ns; /* shorter syscalls are not reported as blocked */
 	int restart_code;      /* exit codes a decision asks for (42, 93): never a failure; */
 	int stop_code;	       /* 0: none (ftbpf-ci) */
+	/* soft_timeout = auto: soft_ns is the ceiling; a job whose ranks all wait on one
+	 * another is hung after max(auto_k x its p99 step time, auto_floor_ns) */
+	int soft_auto;
+	double auto_k;
+	uint64_t auto_floor_ns;
+};
+
+/* A job's own pace, for soft_timeout = auto (lib/cadence.c measures it). */
+struct det_pace {
+	uint64_t p99_step_ns; /* 0: unknown (too few steps seen yet) */
+	int complete;	      /* every rank of the job is on this host (its world size is known) */
 };
 
 /* Per-rank memory (between scans) and output. Zero-initialise before first use. */
@@ -107,8 +122,10 @@ struct det_rank {
 	uint64_t key_since_ns;
 
 	enum rank_state state;
-	int syscall;	 /* BLOCKED/DSTATE: the syscall, else -1 */
-	double cpu_frac; /* main-thread CPU share over the last interval */
+	int syscall;	    /* BLOCKED/DSTATE: the syscall, else -1 */
+	double cpu_frac;    /* main-thread CPU share over the last interval */
+	double others_frac; /* the other threads' CPU (in cores) over the last interval */
+	uint64_t prev_others_ns;
 	uint64_t state_since_ns;
 	uint64_t no_progress_ns;
 	int score; /* how likely this rank is the cause of a stall */
@@ -135,6 +152,8 @@ struct det_job {
 	int live, exited, hung, hard;
 	int failed; /* a rank died abnormally (signal or non-zero exit) */
 	uint64_t no_progress_ns;
+	uint64_t soft_ns, hard_ns; /* the timeouts applied (paced: shorter than configured) */
+	int paced;		   /* soft_ns came from the job's pace */
 	int n_culprits;
 	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */
 	enum det_rule rule;
@@ -175,6 +194,17 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
  */
 void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
 		  uint64_t activity_ns, const struct det_params *p, struct det_job *out);
+/*
+ * The same at the job's own pace (pace NULL: det_job_eval). With p->soft_auto, a job with a
+ * known pace whose live ranks all wait (on one another, in a sleep, stopped: none computing, in
+ * its own I/O or waiting on its GPU) is hung after max(auto_k x p99 step, auto_floor_ns), at
+ * most soft_ns; the hard timeout keeps its distance from the soft one.
+ */
+void det_job_eval_paced(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
+			uint64_t activity_ns, const struct det_params *p,
+			const struct det_pace *pace, struct det_job *out);
+/* Is the rank doing work of its own (computing, its own I/O, its GPU busy), not waiting? */
+int det_rank_working(const struct det_rank *d, const struct det_sample *s);
 const char *det_state_name(enum rank_state s);
 /* "killed by SIGKILL", "exited with code 3" into buf. */
 const char *det_exit_text(int status, char *buf, int len);

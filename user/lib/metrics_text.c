@@ -119,6 +119,8 @@ static const struct series job_series[] = {
      "no_progress_s"},
     {"ftbpf_job_ranks", "gauge", "ranks of the job on this host (live and exited)", "ranks"},
     {"ftbpf_job_live_ranks", "gauge", "live ranks of the job on this host", "live"},
+    {"ftbpf_job_step_seconds", "gauge", "the job's step time (its median rank's); 0 unknown",
+     "step_s"},
     {"ftbpf_job_generation", "gauge", "the job's restart generation (coordinated decisions)",
      "generation"},
 };
@@ -130,6 +132,13 @@ static const struct series rank_series[] = {
     {"ftbpf_rank_no_progress_seconds", "gauge", "seconds since the rank made progress",
      "no_progress_s"},
     {"ftbpf_rank_timers", "gauge", "countdown timers the rank has armed", "timers"},
+    {"ftbpf_rank_slowdown", "gauge",
+     "the rank's own time per step (compute and input) over its job's median; 0 unknown",
+     "slowdown"},
+    {"ftbpf_rank_straggler", "gauge", "1 while the rank is named a straggler of its job",
+     "straggler"},
+    {"ftbpf_rank_step_wait_seconds", "gauge", "seconds per step the rank waits on its peers",
+     "wait_s"},
 };
 
 static int is_array(struct json_object *a)

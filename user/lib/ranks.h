@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/cadence.h"
 #include "lib/container.h"
 #include "lib/detector.h"
 #include "lib/ident.h"
@@ -69,6 +70,7 @@ struct rank {
 	int timers_only; /* registered for countdown timers only: no job, never judged */
 	int heir_pid;	 /* a wrapper: the child that exec'd with its rank, to take it over */
 	uint64_t heir_start_ns, heir_ns;
+	struct cad_rank cad; /* its step cadence (agent/cadwatch.c) */
 };
 
 struct job {
@@ -97,6 +99,7 @@ struct job {
 	int nkill_culprits;
 	int timers_only;      /* its one member registered for timers only */
 	struct jv_verdict xv; /* the verdict over every host's part (agent/jobparts.c) */
+	struct cad_job cad;   /* its step cadence (agent/cadwatch.c) */
 };
 
 struct ranks {

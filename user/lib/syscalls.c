@@ -143,6 +143,43 @@ int syscalls_is_child_wait(int nr)
 	return 0;
 }
 
+unsigned int syscalls_cadence(int nr)
+{
+	unsigned int c = syscalls_class(nr);
+
+	switch (nr) {
+#ifdef SYS_sched_yield
+	case SYS_sched_yield:
+		return FTBPF_SC_CAD_WAIT;
+#endif
+#ifdef SYS_wait4
+	case SYS_wait4:
+		return 0;
+#endif
+#ifdef SYS_waitid
+	case SYS_waitid:
+		return 0;
+#endif
+#ifdef SYS_read
+	case SYS_read:
+#endif
+#ifdef SYS_readv
+	case SYS_readv:
+#endif
+#ifdef SYS_pread64
+	case SYS_pread64:
+#endif
+#ifdef SYS_preadv
+	case SYS_preadv:
+#endif
+#ifdef SYS_preadv2
+	case SYS_preadv2:
+#endif
+		return FTBPF_SC_CAD_READ;
+	}
+	return c == FTBPF_SC_WAIT || c == FTBPF_SC_FUTEX ? FTBPF_SC_CAD_WAIT : 0;
+}
+
 int syscalls_is_comm_wait(int nr)
 {
 	unsigned int c = syscalls_class(nr);

@@ -10,6 +10,9 @@ const char *syscalls_name(int nr);
 const char *syscalls_format(int nr, char *buf, size_t len);
 /* FTBPF_SC_* class used by the BPF program at syscall exit of a rank's main thread. */
 unsigned int syscalls_class(int nr);
+/* FTBPF_SC_CAD_* bits for the step cadence (see abi.h): waits on the peers (the progress
+ * class's waits less wait4/waitid, plus sched_yield: MPI's busy-wait loop), and reads. */
+unsigned int syscalls_cadence(int nr);
 /* A wait on another party (futex, poll family, socket receive, accept...). */
 int syscalls_is_comm_wait(int nr);
 /* A deliberate sleep (nanosleep, clock_nanosleep, pause, sigsuspend...). */

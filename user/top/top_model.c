@@ -25,9 +25,9 @@ const char *top_state_filter(int i)
 }
 
 static const char *const col_names[TC_N] = {
-    [TC_SEVERITY] = "severity", [TC_JOB] = "job",     [TC_RANK] = "rank",     [TC_PID] = "pid",
-    [TC_STATE] = "state",	[TC_TIME] = "time",   [TC_SYSC] = "sc/s",     [TC_GPU] = "gpu",
-    [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_REASON] = "reason",
+    [TC_SEVERITY] = "severity", [TC_JOB] = "job",     [TC_RANK] = "rank", [TC_PID] = "pid",
+    [TC_STATE] = "state",	[TC_TIME] = "time",   [TC_SYSC] = "sc/s", [TC_GPU] = "gpu",
+    [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_SLOW] = "slow", [TC_REASON] = "reason",
 };
 
 const char *top_col_name(enum top_col c)
@@ -113,6 +113,8 @@ static void row_from_json(struct top_row *r, struct json_object *o)
 	r->hung = ctl_get_bool(o, "hung");
 	r->culprit = ctl_get_bool(o, "culprit");
 	r->exited = ctl_get_bool(o, "exited");
+	r->slowdown = ctl_get_dbl(o, "slowdown", 0);
+	r->straggler = ctl_get_bool(o, "straggler");
 }
 
 static void job_from_json(struct top_job *j, struct json_object *o)
@@ -474,7 +476,8 @@ static int row_matches(const struct top_model *m, const struct top_row *r)
 	if (m->filter_state == 0)
 		return 1;
 	if (!strcmp(f, "problems"))
-		return r->hung || r->culprit || r->exited || strcmp(r->state, "running");
+		return r->hung || r->culprit || r->exited || r->straggler ||
+		       strcmp(r->state, "running");
 	if (!strcmp(f, "hung"))
 		return r->hung;
 	if (!strcmp(f, "culprit"))
@@ -527,6 +530,9 @@ static int cmp_rows(const struct top_row *a, const struct top_row *b, enum top_c
 		break;
 	case TC_TIMER: /* least time left first; none last */
 		r = cmp_dbl(a->timers ? a->timer_left_s : 1e18, b->timers ? b->timer_left_s : 1e18);
+		break;
+	case TC_SLOW: /* the slowest first */
+		r = cmp_dbl(b->slowdown, a->slowdown);
 		break;
 	case TC_REASON:
 		r = strcmp(a->reason, b->reason);

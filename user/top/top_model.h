@@ -22,6 +22,7 @@ enum top_col {
 	TC_GPU,	   /* age of the last GPU ioctl or probed CUDA/NCCL call */
 	TC_PING,   /* age of the last ftbpf_ping()/step() */
 	TC_TIMER,  /* armed countdown timers, time left on the earliest */
+	TC_SLOW,   /* own time per step over the job's median; '*' a straggler */
 	TC_REASON, /* last: takes the width that is left */
 	TC_N,
 };
@@ -57,7 +58,9 @@ struct top_row {
 	int timers;
 	double timer_left_s;
 	int hung, culprit, exited;
-	int elsewhere; /* a rank of the job on another host (its host leads the reason) */
+	int elsewhere;	 /* a rank of the job on another host (its host leads the reason) */
+	double slowdown; /* 0 unknown */
+	int straggler;
 };
 
 struct top_job {

@@ -82,10 +82,10 @@ void top_frame_add(struct top_frame *f, enum top_attr a, const char *fmt, ...)
 /* Column widths: minimum; REASON takes the rest. Optional columns are dropped, in order, when
  * the terminal is narrow. */
 static const int col_width[TC_N] = {
-    [TC_JOB] = 12, [TC_RANK] = 5, [TC_PID] = 7,	 [TC_STATE] = 10, [TC_TIME] = 7,
-    [TC_SYSC] = 6, [TC_GPU] = 6,  [TC_PING] = 6, [TC_TIMER] = 10, [TC_REASON] = 20,
+    [TC_JOB] = 12, [TC_RANK] = 5, [TC_PID] = 7,	   [TC_STATE] = 10, [TC_TIME] = 7,    [TC_SYSC] = 6,
+    [TC_GPU] = 6,  [TC_PING] = 6, [TC_TIMER] = 10, [TC_SLOW] = 5,   [TC_REASON] = 20,
 };
-static const enum top_col drop_order[] = {TC_GPU, TC_PING, TC_TIMER, TC_SYSC, TC_TIME};
+static const enum top_col drop_order[] = {TC_GPU, TC_PING, TC_TIMER, TC_SLOW, TC_SYSC, TC_TIME};
 
 int top_layout(int width, enum top_col *ret_cols, int *ret_widths)
 {
@@ -181,6 +181,13 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 		else
 			snprintf(buf, n, "%s", a);
 		break;
+	case TC_SLOW: /* "1.31*": a straggler */
+		if (r->slowdown <= 0)
+			snprintf(buf, n, "-");
+		else
+			snprintf(buf, n, "%.2f%s", r->slowdown > 9.99 ? 9.99 : r->slowdown,
+				 r->straggler ? "*" : "");
+		break;
 	case TC_REASON:
 		snprintf(buf, n, "%s", r->reason);
 		break;
@@ -192,7 +199,7 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 static int right_aligned(enum top_col c)
 {
 	return c == TC_RANK || c == TC_PID || c == TC_TIME || c == TC_SYSC || c == TC_GPU ||
-	       c == TC_PING || c == TC_TIMER;
+	       c == TC_PING || c == TC_TIMER || c == TC_SLOW;
 }
 
 /* Cells padded or cut to their column, separated by one space. */

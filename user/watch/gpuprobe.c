@@ -76,7 +76,9 @@ void gpuprobe_free(struct gpuprobe *g)
 	if (!g)
 		return;
 	for (int i = 0; i < g->nlibs; i++) {
-		for (int j = 0; j < g->libs[i].nlinks; j++)
+		/* the reverse of attaching: each entry probe goes before its return probe, so
+		 * that no call is seen entering without a return probe to end it */
+		for (int j = g->libs[i].nlinks - 1; j >= 0; j--)
 			bpf_link__destroy(g->libs[i].links[j]);
 		free(g->libs[i].links);
 	}
@@ -159,7 +161,10 @@ static int probe_lib(struct gpuprobe *g, struct lib *l, int fd)
 	for (int i = 0; i < c->n; i++) {
 		const struct gpuapi_sym *s = &gpuapi_syms[c->site[i].k];
 
-		for (int ret = 0; ret <= !!(s->cookie & FTBPF_COOKIE_RET); ret++) {
+		/* The return probe first: a call that begins between the two attachments then
+		 * shows its return alone (ignored), never its entry alone (a call "in flight"
+		 * whose return cannot be seen; gpu.bpf.h ends such calls, and counts them). */
+		for (int ret = !!(s->cookie & FTBPF_COOKIE_RET); ret >= 0; ret--) {
 			struct bpf_link *link = NULL;
 
 			r = tracker_uprobe_attach(g->tr, fdpath, c->site[i].off, s->cookie, ret,

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/cadence.h"
+#include "lib/syscalls.h"
 #include "os/ksyms.h"
 #include "os/procfs.h"
 #include "watch/tracker.h"
@@ -136,6 +138,64 @@ static void sample_proc(int pid, uint64_t now, struct det_sample *s, struct samp
 	s->progress_ns = m->io_change_ns;
 }
 
+/* The main thread waits on its peers: in a wait now, or in a busy-wait loop of yields and empty
+ * polls (its last wait ended moments ago). Since the wait span began. */
+#define BUSY_WAIT_GAP_NS 50000000ull
+static uint64_t wait_since(const struct ftbpf_thread *t, uint64_t now)
+{
+	if (t->cur_nr >= 0 && t->cad_enter_ns && (t->cad_cls & FTBPF_SC_CAD_WAIT))
+		return t->cad_start_ns && t->cad_enter_ns <= t->cad_last_ns + FTBPF_CAD_GAP_NS
+			   ? t->cad_start_ns
+			   : t->cad_enter_ns;
+	if (t->cad_start_ns && now >= t->cad_last_ns && now - t->cad_last_ns <= BUSY_WAIT_GAP_NS)
+		return t->cad_start_ns;
+	return 0;
+}
+
+int sampler_cadence(struct sampler *sp, int pid, uint64_t now, struct cad_obs *o)
+{
+	struct ftbpf_cad c;
+	struct ftbpf_thread t;
+	int r, have_t;
+
+	if (!sp->tr)
+		return -EOPNOTSUPP;
+	r = tracker_cad_get(sp->tr, (uint32_t)pid, &c);
+	if (r < 0) {
+		r = tracker_cad_add(sp->tr, (uint32_t)pid);
+		return r < 0 ? r : -ENOENT;
+	}
+	memset(o, 0, sizeof(*o));
+	o->now_ns = now;
+	o->wait_ns = c.wait_ns;
+	o->read_ns = c.read_ns;
+	o->spans = c.spans;
+	have_t = tracker_thread_get(sp->tr, (uint32_t)pid, &t) == 0;
+	if (have_t && t.cad_start_ns && t.cad_last_ns >= t.cad_start_ns)
+		o->wait_ns += t.cad_last_ns - t.cad_start_ns; /* the span open now */
+	if (have_t && t.cur_nr >= 0 && t.cad_enter_ns && now > t.cad_enter_ns && !t.api) {
+		if (t.cad_cls & FTBPF_SC_CAD_WAIT)
+			o->wait_ns += now - t.cad_enter_ns;
+		else if ((t.cad_cls & FTBPF_SC_CAD_READ) &&
+			 now - t.cad_enter_ns >= FTBPF_CAD_READ_MIN_NS)
+			o->read_ns += now - t.cad_enter_ns;
+	}
+	if (have_t && t.api && t.api_since_ns && now > t.api_since_ns) /* in a probed call */
+		o->wait_ns += now - t.api_since_ns;
+	/* the ring, oldest first: spans - FTBPF_CAD_RING .. spans - 1 */
+	for (uint64_t i = c.spans > FTBPF_CAD_RING ? c.spans - FTBPF_CAD_RING : 0; i < c.spans;
+	     i++) {
+		const struct ftbpf_cad_span *sp2 = &c.ring[i & (FTBPF_CAD_RING - 1)];
+
+		if (o->nspan > 0 && sp2->end_ns < o->span_end[o->nspan - 1])
+			continue; /* torn by a write during the copy */
+		o->span_start[o->nspan] = sp2->start_ns;
+		o->span_end[o->nspan] = sp2->end_ns;
+		o->nspan++;
+	}
+	return 0;
+}
+
 int sampler_sample(struct sampler *sp, int pid, uint64_t now, struct det_sample *s,
 		   struct sample_memory *mem)
 {
@@ -145,6 +205,7 @@ int sampler_sample(struct sampler *sp, int pid, uint64_t now, struct det_sample 
 
 	s->cpu_valid = 0;
 	s->wchan[0] = 0;
+	s->wait_since_ns = 0;
 	if (sp->tr && tracker_thread_get(sp->tr, (uint32_t)pid, &t) == 0) {
 		s->cur_nr = t.cur_nr;
 		s->enter_ns = t.enter_ns;
@@ -155,15 +216,23 @@ int sampler_sample(struct sampler *sp, int pid, uint64_t now, struct det_sample 
 		s->api = t.api;
 		s->api_since_ns = t.api_since_ns;
 		s->api_seq = t.api_seq;
+		s->wait_since_ns = wait_since(&t, now);
 	} else if (!sp->tr && mem) {
 		sample_proc(pid, now, s, mem);
 	} else {
 		s->cur_nr = -1; /* no syscall seen since it is watched */
 	}
+	s->others_cpu_ns = 0;
+	s->others_dstate = 0;
 	if (sn) {
 		s->task_state = sampler_state_char(sn);
 		s->cpu_ns = sn->utime_ns + sn->stime_ns;
 		s->cpu_valid = 1;
+		for (size_t i = 0; i < sp->nsnap; i++) /* its other threads */
+			if (sp->snap[i].tgid == (uint32_t)pid && sp->snap[i].tid != (uint32_t)pid) {
+				s->others_cpu_ns += sp->snap[i].utime_ns + sp->snap[i].stime_ns;
+				s->others_dstate |= sampler_state_char(&sp->snap[i]) == 'D';
+			}
 	} else if (procfs_stat(pid, pid, &st) == 0) {
 		s->task_state = st.state;
 		s->cpu_ns = st.utime_ns + st.stime_ns;

@@ -46,6 +46,13 @@ const struct ftbpf_task_snap *sampler_task(const struct sampler *sp, uint32_t ti
  */
 int sampler_sample(struct sampler *sp, int pid, uint64_t now, struct det_sample *s,
 		   struct sample_memory *mem);
+/*
+ * The step cadence of rank pid at now (lib/cadence.h): its kernel counters, with the wait (or
+ * read) open now counted up to now. -ENOENT when the kernel keeps none for it (it is started
+ * then: the next sample has one).
+ */
+struct cad_obs;
+int sampler_cadence(struct sampler *sp, int pid, uint64_t now, struct cad_obs *o);
 /* Threads of pid (from the snapshot, or /proc). */
 int sampler_nthreads(const struct sampler *sp, int pid);
 /* The kernel stack of thread tid of pid, one frame per string: from the snapshot when it has

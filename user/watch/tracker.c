@@ -302,7 +302,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	}
 	for (int nr = 0; nr < FTBPF_MAX_SYSCALLS; nr++) {
 		__u32 k = nr;
-		__u8 v = (__u8)syscalls_class(nr);
+		__u8 v = (__u8)(syscalls_class(nr) | syscalls_cadence(nr));
 
 		bpf_map_update_elem(bpf_map__fd(t->skel->maps.sysclass), &k, &v, BPF_ANY);
 	}
@@ -552,6 +552,21 @@ int tracker_uprobe_attach(struct tracker *t, const char *path, size_t offset, ui
 		return -EOPNOTSUPP;
 	*ret = bpf_program__attach_uprobe_opts(prog, -1, path, offset, &o);
 	return *ret ? 0 : -errno;
+}
+
+int tracker_cad_get(const struct tracker *t, uint32_t tgid, struct ftbpf_cad *ret)
+{
+	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.cadence), &tgid, ret) ? -errno : 0;
+}
+
+int tracker_cad_add(struct tracker *t, uint32_t tgid)
+{
+	struct ftbpf_cad c;
+
+	memset(&c, 0, sizeof(c));
+	if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.cadence), &tgid, &c, BPF_NOEXIST))
+		return errno == EEXIST ? 0 : -errno;
+	return 0;
 }
 
 static int comm_entry(void *ctx, const void *key, const void *val)

@@ -97,6 +97,9 @@ int tracker_maps_dirty_take(struct tracker *t, uint32_t tgid);
  */
 int tracker_uprobe_attach(struct tracker *t, const char *path, size_t offset, uint64_t cookie,
 			  int retprobe, struct bpf_link **ret);
+/* Step cadence of a rank (struct ftbpf_cad): add starts it (0 also when it exists), get reads. */
+int tracker_cad_add(struct tracker *t, uint32_t tgid);
+int tracker_cad_get(const struct tracker *t, uint32_t tgid, struct ftbpf_cad *ret);
 typedef int (*tracker_comm_fn)(void *ctx, const struct ftbpf_comm_key *k,
 			       const struct ftbpf_comm *c);
 int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx);

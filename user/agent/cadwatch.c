@@ -1,0 +1,158 @@
+/* Step cadence and stragglers in ftbpfd: see cadwatch.h. */
+#include "agent/cadwatch.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/eventlog.h"
+#include "agent/views.h"
+#include "ftbpf/slot.h"
+#include "lib/config.h"
+#include "lib/jsonx.h"
+#include "lib/ranks.h"
+#include "os/clock.h"
+#include "watch/sample.h"
+
+void cadwatch_init(struct cadwatch *c, struct eventlog *el, const struct ftbpf_config *cfg)
+{
+	memset(c, 0, sizeof(*c));
+	c->el = el;
+	cad_params_default(&c->p);
+	c->p.threshold = cfg->straggler_threshold;
+	c->p.window_s = cfg->straggler_window_s;
+	c->p.sustain_s = cfg->straggler_window_s;
+	/* the node as the decisions name it: node_name, else the mesh address, else the host */
+	if (*cfg->node_name)
+		snprintf(c->node, sizeof(c->node), "%s", cfg->node_name);
+	else if (*cfg->mesh_bind)
+		snprintf(c->node, sizeof(c->node), "%s", cfg->mesh_bind);
+	else if (gethostname(c->node, sizeof(c->node) - 1) < 0)
+		snprintf(c->node, sizeof(c->node), "localhost");
+}
+
+void cadwatch_rank(struct cadwatch *c, struct sampler *sp, struct rank *k, uint64_t now)
+{
+	struct cad_obs o;
+
+	if (k->s.exited || sampler_cadence(sp, k->pid, now, &o) < 0) {
+		k->cad.valid = 0;
+		return;
+	}
+	if (k->slot) /* the rank reports its steps (ftbpf_step): exact step boundaries */
+		o.steps = __atomic_load_n(&k->slot->step, __ATOMIC_RELAXED);
+	cad_rank_observe(&k->cad, &o, &c->p);
+}
+
+/* A monotonic time as wall-clock ISO 8601, as the events' ts. */
+static void iso_time(char *buf, size_t len, uint64_t mono_ns)
+{
+	uint64_t now_m = clock_mono_ns(), real = clock_real_ns();
+	uint64_t t = real - (now_m > mono_ns ? now_m - mono_ns : 0);
+	time_t sec = (time_t)(t / CLOCK_NS_PER_S);
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + strlen(buf), len - strlen(buf), ".%03dZ",
+		 (int)(t % CLOCK_NS_PER_S / 1000000));
+}
+
+static struct json_object *straggler_event(const struct cadwatch *c, const char *type,
+					   const struct job *j, const struct rank *k)
+{
+	struct json_object *o = view_job_event(type, j), *ranks = json_object_new_array();
+	char since[48];
+
+	for (int i = 0; i < j->nmembers; i++)
+		if (j->members[i]->cad.straggler)
+			json_object_array_add(ranks, json_object_new_int(j->members[i]->id.rank));
+	jint(o, "rank", k->id.rank);
+	jint(o, "pid", k->pid);
+	json_object_object_add(o, "ranks", ranks);
+	jstr(o, "node", c->node);
+	jdbl(o, "slowdown", k->cad.slowdown);
+	if (!strcmp(type, "straggler_recovered"))
+		jdbl(o, "peak_slowdown", k->cad.peak_slowdown);
+	iso_time(since, sizeof(since), k->cad.since_ns);
+	jstr(o, "since", since);
+	jstr(o, "reason", cad_reason_name(k->cad.reason));
+	jdbl(o, "step_s", j->cad.step_s);
+	jdbl(o, "compute_s", j->cad.step_s * (k->cad.own_frac - k->cad.read_frac));
+	jdbl(o, "read_s", j->cad.step_s * k->cad.read_frac);
+	jdbl(o, "wait_s", j->cad.step_s * k->cad.wait_frac);
+	jdbl(o, "median_own_s", j->cad.step_s * j->cad.median_own);
+	jstr(o, "evidence", k->cad.evidence);
+	return o;
+}
+
+void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pace *pace)
+{
+	struct cad_rank *r[256];
+	int was[256], n = 0, live = 0, world = 0;
+
+	for (int i = 0; i < j->nmembers && n < 256; i++) {
+		struct rank *k = j->members[i];
+
+		if (k->s.exited)
+			continue;
+		live++;
+		if (k->id.world_size > world)
+			world = k->id.world_size;
+		was[n] = k->cad.straggler;
+		r[n++] = &k->cad;
+	}
+	memset(pace, 0, sizeof(*pace));
+	/* a hung job's window mixes its steps and its stall: its cadence waits */
+	if (!j->res.hung)
+		cad_job_eval(r, n, now, &c->p, &j->cad);
+	pace->p99_step_ns = (uint64_t)(j->cad.p99_step_s * CLOCK_NS_PER_S);
+	pace->complete = world > 0 && live >= world;
+	for (int i = 0, m = 0; i < j->nmembers && m < n; i++) {
+		struct rank *k = j->members[i];
+
+		if (k->s.exited)
+			continue;
+		if (k->cad.straggler != was[m])
+			eventlog_emit(
+			    c->el,
+			    straggler_event(
+				c, k->cad.straggler ? "straggler" : "straggler_recovered", j, k));
+		m++;
+	}
+}
+
+void cadwatch_rank_json(struct json_object *o, const struct rank *k)
+{
+	const struct cad_rank *c = &k->cad;
+	double st = k->job ? k->job->cad.step_s : 0;
+	int v = c->valid && !k->s.exited;
+
+	jbool(o, "straggler", c->straggler && !k->s.exited);
+	jdbl(o, "slowdown", v ? c->slowdown : 0);
+	jstr(o, "straggler_reason", c->straggler ? cad_reason_name(c->reason) : NULL);
+	jdbl(o, "step_s", v ? st : 0);
+	jdbl(o, "compute_s", v ? st * (c->own_frac - c->read_frac) : 0);
+	jdbl(o, "wait_s", v ? st * c->wait_frac : 0);
+	jdbl(o, "read_s", v ? st * c->read_frac : 0);
+	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
+}
+
+void cadwatch_job_json(struct json_object *o, const struct job *j)
+{
+	struct json_object *s = json_object_new_array();
+
+	for (int i = 0; i < j->nmembers; i++)
+		if (j->members[i]->cad.straggler && !j->members[i]->s.exited)
+			json_object_array_add(s, json_object_new_int(j->members[i]->id.rank));
+	jdbl(o, "step_s", j->cad.step_s);
+	jdbl(o, "step_rate", j->cad.rate);
+	jdbl(o, "step_spread", j->cad.spread);
+	jdbl(o, "step_p99_s", j->cad.p99_step_s);
+	jdbl(o, "rank_imbalance", j->cad.imbalance);
+	jdbl(o, "soft_timeout_s", view_secs(j->res.soft_ns));
+	jbool(o, "paced", j->res.paced);
+	json_object_object_add(o, "stragglers", s);
+}
