@@ -31,10 +31,12 @@ awk -v p="$P99" 'BEGIN{exit !(p > 0 && p < 1)}' && pass "stall: the job's pace w
 wait_until 20 has_event hang ".job==\"$JS\"" || fail "stall: not flagged in 20 s"
 HANG=$(events_of hang | jq -c "select(.job==\"$JS\")" | head -1)
 D=$(awk -v h="$(date -d "$(echo "$HANG" | jq -r .ts)" +%s.%N)" -v f="$(cat "$T/stall/fault.ts")" 'BEGIN{printf "%.2f", h - f}')
-awk -v d="$D" -v l="$LIM" 'BEGIN{exit !(d <= l)}' && pass "stall: flagged ${D} s after the stall (limit ${LIM} s; soft timeout applied $(echo "$HANG" | jq .soft_timeout_s) s)" ||
+[ -n "$HANG" ] && awk -v d="$D" -v l="$LIM" 'BEGIN{exit !(d >= 0 && d <= l)}' && pass "stall: flagged ${D} s after the stall (limit ${LIM} s; soft timeout applied $(echo "$HANG" | jq .soft_timeout_s) s)" ||
 	fail "stall: flagged after ${D} s (limit ${LIM} s): $(echo "$HANG" | jq -c '{soft_timeout_s, why}')"
-echo "$HANG" | jq -e ".culprit_ranks == [1]" >/dev/null && pass "stall: rank 1 named: $(echo "$HANG" | jq -r .why)" || fail "stall: culprits $(echo "$HANG" | jq -c '{culprit_ranks, why}')"
+[ -n "$HANG" ] && echo "$HANG" | jq -e ".culprit_ranks == [1]" >/dev/null && pass "stall: rank 1 named: $(echo "$HANG" | jq -r .why)" || fail "stall: culprits $(echo "$HANG" | jq -c '{culprit_ranks, why}')"
 # phases: two evaluation passes and a save, each longer than the paced timeout, never a hang
+jq_status ".jobs[] | select(.job==\"$JP\") | .step_s > 0" && pass "phases: the job is watched at its pace" ||
+	fail "phases: not watched: $(status_json | jq -c '[.jobs[] | {job, step_s}]')"
 for r in 0 1 2; do [ -e "$T/stall/pid.$r" ] && kill "$(cat "$T/stall/pid.$r")" 2>/dev/null; done
 wait_until 160 test -s "$T/phases/steps.0" || fail "phases: the job did not finish: $(tail -3 "$T/phases/out.0")"
 log "phases: $(cat "$T/phases/steps.0" 2>/dev/null) steps; status: $(status_json | jq -c ".jobs[] | select(.job==\"$JP\") | {state, step_s, step_p99_s}")"
