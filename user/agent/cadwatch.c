@@ -123,36 +123,3 @@ void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pa
 		m++;
 	}
 }
-
-void cadwatch_rank_json(struct json_object *o, const struct rank *k)
-{
-	const struct cad_rank *c = &k->cad;
-	double st = k->job ? k->job->cad.step_s : 0;
-	int v = c->valid && !k->s.exited;
-
-	jbool(o, "straggler", c->straggler && !k->s.exited);
-	jdbl(o, "slowdown", v ? c->slowdown : 0);
-	jstr(o, "straggler_reason", c->straggler ? cad_reason_name(c->reason) : NULL);
-	jdbl(o, "step_s", v ? st : 0);
-	jdbl(o, "compute_s", v ? st * (c->own_frac - c->read_frac) : 0);
-	jdbl(o, "wait_s", v ? st * c->wait_frac : 0);
-	jdbl(o, "read_s", v ? st * c->read_frac : 0);
-	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
-}
-
-void cadwatch_job_json(struct json_object *o, const struct job *j)
-{
-	struct json_object *s = json_object_new_array();
-
-	for (int i = 0; i < j->nmembers; i++)
-		if (j->members[i]->cad.straggler && !j->members[i]->s.exited)
-			json_object_array_add(s, json_object_new_int(j->members[i]->id.rank));
-	jdbl(o, "step_s", j->cad.step_s);
-	jdbl(o, "step_rate", j->cad.rate);
-	jdbl(o, "step_spread", j->cad.spread);
-	jdbl(o, "step_p99_s", j->cad.p99_step_s);
-	jdbl(o, "rank_imbalance", j->cad.imbalance);
-	jdbl(o, "soft_timeout_s", view_secs(j->res.soft_ns));
-	jbool(o, "paced", j->res.paced);
-	json_object_object_add(o, "stragglers", s);
-}

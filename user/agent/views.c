@@ -7,11 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/cadwatch.h"
 #include "agent/ctl.h"
 #include "agent/jobparts.h"
-#include "agent/timersvc.h"
 #include "ftbpf/slot.h"
+#include "lib/cadence.h"
 #include "lib/config.h"
 #include "lib/gpuapi.h"
 #include "lib/jsonx.h"
@@ -482,6 +481,42 @@ static void gpu_ioctl_json(struct json_object *o, const struct view_src *v, cons
 
 /* Progress reported by the client library (ping, step) and the rank's armed countdown timers
  * (slot and agent-held): how many, and the time left on the earliest. */
+/* Step cadence (agent/cadwatch.c observes, lib/cadence.c judges): a rank's step_s, compute_s,
+ * wait_s, read_s, slowdown, straggler...; a job's step_s, step_rate, step_spread, step_p99_s,
+ * stragglers. */
+static void rank_cadence_json(struct json_object *o, const struct rank *k)
+{
+	const struct cad_rank *c = &k->cad;
+	double st = k->job ? k->job->cad.step_s : 0;
+	int v = c->valid && !k->s.exited;
+
+	jbool(o, "straggler", c->straggler && !k->s.exited);
+	jdbl(o, "slowdown", v ? c->slowdown : 0);
+	jstr(o, "straggler_reason", c->straggler ? cad_reason_name(c->reason) : NULL);
+	jdbl(o, "step_s", v ? st : 0);
+	jdbl(o, "compute_s", v ? st * (c->own_frac - c->read_frac) : 0);
+	jdbl(o, "wait_s", v ? st * c->wait_frac : 0);
+	jdbl(o, "read_s", v ? st * c->read_frac : 0);
+	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
+}
+
+static void job_cadence_json(struct json_object *o, const struct job *j)
+{
+	struct json_object *s = json_object_new_array();
+
+	for (int i = 0; i < j->nmembers; i++)
+		if (j->members[i]->cad.straggler && !j->members[i]->s.exited)
+			json_object_array_add(s, json_object_new_int(j->members[i]->id.rank));
+	jdbl(o, "step_s", j->cad.step_s);
+	jdbl(o, "step_rate", j->cad.rate);
+	jdbl(o, "step_spread", j->cad.spread);
+	jdbl(o, "step_p99_s", j->cad.p99_step_s);
+	jdbl(o, "rank_imbalance", j->cad.imbalance);
+	jdbl(o, "soft_timeout_s", view_secs(j->res.soft_ns));
+	jbool(o, "paced", j->res.paced);
+	json_object_object_add(o, "stragglers", s);
+}
+
 static void rank_client_json(struct json_object *o, const struct view_src *v, const struct rank *k,
 			     uint64_t now)
 {
@@ -493,7 +528,7 @@ static void rank_client_json(struct json_object *o, const struct view_src *v, co
 		step_ns = __atomic_load_n(&k->slot->step_ns, __ATOMIC_RELAXED);
 		step = __atomic_load_n(&k->slot->step, __ATOMIC_RELAXED);
 		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
-			uint64_t d = timersvc_slot_armed(&k->slot->timers[j]);
+			uint64_t d = timers_slot_armed(&k->slot->timers[j]);
 
 			if (!d)
 				continue;
@@ -558,7 +593,7 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 		jbool(o, "timers_only", 1);
 	gpu_ioctl_json(o, v, k, now);
 	rank_client_json(o, v, k, now);
-	cadwatch_rank_json(o, k);
+	rank_cadence_json(o, k);
 	jbool(o, "exited", k->s.exited);
 	if (k->s.exited) {
 		view_exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);
@@ -689,7 +724,7 @@ struct json_object *view_job(const struct job *j)
 	jint(o, "run", j->run);
 	jstr(o, "previous_run", *j->prev_state ? j->prev_state : NULL);
 	jobparts_job_json(o, j);
-	cadwatch_job_json(o, j);
+	job_cadence_json(o, j);
 	return o;
 }
 
