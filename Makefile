@@ -175,6 +175,9 @@ $(BUILD)/tests/test_ctl_server: tests/unit/test_ctl_server.c $(CORE_SRCS) $(BUIL
 # the client library's API, linked as a user's program is
 $(BUILD)/tests/test_client_api: tests/unit/test_client_api.c $(BUILD)/libftbpf.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit -lpthread
+# the fencing token over a slot in memory: the library compiled in (its handle is private)
+$(BUILD)/tests/test_client_fence: tests/unit/test_client_fence.c user/client/libftbpf.c | $(BUILD)/tests
+	$(CC) $(CFLAGS) $< -o $@ -lcunit -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm

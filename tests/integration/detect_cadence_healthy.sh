@@ -21,6 +21,8 @@ if command -v mpirun >/dev/null && /usr/bin/python3 -c 'import mpi4py' 2>/dev/nu
 		--seconds "$S" --compute-ms 20 --dir "$T/mpi" >"$T/mpi/out" 2>&1 &
 	WORKLOAD_PIDS+=($!)
 	wait_until 60 test -s "$T/mpi/pid.2" || fail "mpi: did not start: $(head -3 "$T/mpi/out")"
+	wait_until 30 jq_status "[.ranks[] | select(.pid==$(cat "$T/mpi/pid.2" 2>/dev/null || echo 0))] | length == 1" ||
+		fail "mpi: rank 2 not adopted: $(status_json | jq -c '[.ranks[] | {job, rank, pid}]')"
 	JM=$(status_json | jq -r ".ranks[] | select(.pid==$(cat "$T/mpi/pid.2" 2>/dev/null || echo 0)) | .job")
 else
 	fail "mpi: mpirun or mpi4py missing (make deps)"

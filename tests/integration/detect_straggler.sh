@@ -74,6 +74,8 @@ if command -v mpirun >/dev/null && /usr/bin/python3 -c 'import mpi4py' 2>/dev/nu
 		--slow-rank 2 --slow-pct 30 --slow-after 20 --dir "$T/mpi" >"$T/mpi/out" 2>&1 &
 	WORKLOAD_PIDS+=($!); echo $! >"$T/mpi/pids"
 	wait_until 30 test -s "$T/mpi/pid.2" || fail "mpi: did not start: $(head -5 "$T/mpi/out")"
+	wait_until 30 jq_status "[.ranks[] | select(.pid==$(cat "$T/mpi/pid.2"))] | length == 1" ||
+		fail "mpi: rank 2 not adopted: $(status_json | jq -c '[.ranks[] | {job, rank, pid}]')"
 	JM=$(status_json | jq -r ".ranks[] | select(.pid==$(cat "$T/mpi/pid.2")) | .job")
 	log "mpi job id: $JM"
 else

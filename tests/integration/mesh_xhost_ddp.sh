@@ -6,8 +6,9 @@
 # run id default. Healthy: no hang. Rank 3 stopped (SIGSTOP): EVERY agent's hang event names
 # rank 3 on host 2, stopped, within soft + 2 s; status, explain and metrics say so; forged,
 # replayed and lying parts meanwhile are counted and change nothing. SIGCONT: both recover.
-# Rank 3 killed: both agents' job_failed names it, on host 2. XH_LONG=1 also runs a rank that
-# sleeps and one that spins (new jobs), and a healthy job for XH_HEALTHY_S (180) seconds.
+# Rank 3 killed: both agents' job_failed names it, on host 2. A new job's rank 3 sleeps
+# mid-training: both agents' hang names it. XH_LONG=1 also runs a rank that spins (a new job)
+# and a healthy job for XH_HEALTHY_S (180) seconds.
 . "$(dirname "$0")/lib.sh"
 command -v ip >/dev/null || { log "SKIP: no ip(8)"; finish; }
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { log "SKIP: no python3-torch"; finish; }
@@ -118,20 +119,21 @@ else
 fi
 xev 1 job_failed | head -1 | jq -e '.why | test("first to die") and test("SIGKILL")' >/dev/null && pass "why: $(xev 1 job_failed | head -1 | jq -r .why)" || fail "why: $(xev 1 job_failed | head -1 | jq -c .why)"
 
+# a rank that sleeps mid-training (the reported case) always; a spinning one with XH_LONG
+for f in sleep ${XH_LONG:+spin}; do
+	PORT=$((PORT + 1)); JOB="torch:$NET.1:$PORT"
+	ddp "run-$f" $PORT --fault $f --fault-rank 3 --fault-after 8
+	wait_until 60 test -s "$T/run-$f/fault.ts" || fail "$f: no fault"
+	T0=$(cat "$T/run-$f/fault.ts")
+	st=$([ $f = sleep ] && echo blocked || echo spinning)
+	if wait_until $((SOFT + 12)) every_names "$JOB" hang 3 $st; then
+		pass "$f: both agents name rank 3 on host 2 ($st) after $(delay_of 1 "$JOB" hang "$T0")s and $(delay_of 2 "$JOB" hang "$T0")s"
+	else
+		fail "$f: $(for i in 1 2; do xev $i hang | jq -c "select(.job==\"$JOB\") | {culprit_ranks, culprit_node, culprit_state, why}"; done)"
+	fi
+	kill -9 $(cat "$T/run-$f"/pid.*) 2>/dev/null
+done
 if [ -n "${XH_LONG:-}" ]; then
-	for f in sleep spin; do
-		PORT=$((PORT + 1)); JOB="torch:$NET.1:$PORT"
-		ddp "run-$f" $PORT --fault $f --fault-rank 3 --fault-after 15
-		wait_until 60 test -s "$T/run-$f/fault.ts" || fail "$f: no fault"
-		T0=$(cat "$T/run-$f/fault.ts")
-		st=$([ $f = sleep ] && echo blocked || echo spinning)
-		if wait_until $((SOFT + 12)) every_names "$JOB" hang 3 $st; then
-			pass "$f: both agents name rank 3 on host 2 ($st) after $(delay_of 1 "$JOB" hang "$T0")s and $(delay_of 2 "$JOB" hang "$T0")s"
-		else
-			fail "$f: $(for i in 1 2; do xev $i hang | jq -c "select(.job==\"$JOB\") | {culprit_ranks, culprit_node, culprit_state, why}"; done)"
-		fi
-		kill -9 $(cat "$T/run-$f"/pid.*) 2>/dev/null
-	done
 	PORT=$((PORT + 1)); JOB="torch:$NET.1:$PORT"
 	ddp run-healthy $PORT
 	wait_until 30 adopted "$JOB" || fail "healthy run not adopted"

@@ -88,14 +88,20 @@ curl -s -m 5 --cacert "$C/ca.crt" "$EP/v3/kv/range" -d '{"key":"Lw=="}' >/dev/nu
 	fail "a client without a certificate was answered" || pass "a client without a certificate is not answered"
 
 # 4. a record written without the cluster key (by one who may write the prefix): refused
+# at the key and in the shape the agents' own generation records have (the job's run, a
+# generation past the current one, a stop)
 N0=$(status_json | jq '.agent.decisions.store.counters.records_rejected')
-"${CTL[@]}" "${ADMIN[@]}" put /ftbpf-sec/jobs/0/rjob/gen/7 \
-	'{"gen":7,"cause":"operator","stop":true,"resume_step":-1,"node":"x","at_ms":1}' >/dev/null 2>&1 ||
+RUN=$(status_json | jq '[.jobs[] | select(.job=="rjob") | .run][0]')
+FK=$(printf '/ftbpf-sec/jobs/0/rjob/runs/%s/gen/%020d' "$RUN" 7)
+"${CTL[@]}" "${ADMIN[@]}" get --prefix --keys-only /ftbpf-sec/jobs/0/rjob/runs/ | grep -q "/runs/$RUN/" ||
+	fail "no records of run $RUN of rjob: $("${CTL[@]}" "${ADMIN[@]}" get --prefix --keys-only /ftbpf-sec/ | head -5)"
+"${CTL[@]}" "${ADMIN[@]}" put "$FK" \
+	'{"generation":7,"cause":"operator","stop":true,"resume_step":-1,"node":"x","why":"forged"}' >/dev/null 2>&1 ||
 	fail "admin's put failed"
 wait_until 10 jq_status ".agent.decisions.store.counters.records_rejected > $N0" &&
 	pass "a forged stop decision is refused (records_rejected $(status_json | jq .agent.decisions.store.counters.records_rejected))" ||
 	fail "not refused: $(status_json | jq -c .agent.decisions.store)"
-wait_until 5 has_event store_rejected '.key=="/ftbpf-sec/jobs/0/rjob/gen/7"' &&
+wait_until 5 has_event store_rejected ".key==\"$FK\"" &&
 	pass "store_rejected logged: $(events_of store_rejected | tail -1 | jq -r .why)" || fail "no store_rejected event"
 sleep 2
 alive "${RP[0]}" && alive "${RP[1]}" && ! has_event decision '.job=="rjob" and .stop==true' &&

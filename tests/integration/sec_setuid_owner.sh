@@ -14,7 +14,8 @@
 SOFT=5
 start_agent --soft-timeout $SOFT --hard-timeout 300 --action report || exit 1
 export FTBPF_SOCKET=$SOCK
-# a set-user-ID root copy of sleep, in the test's 0755 folder (skipped if /tmp is nosuid)
+# a set-user-ID root copy of sleep, in the test's 0755 folder (the test fails if /tmp is nosuid:
+# it could show nothing)
 cp /bin/sleep "$T/suid-sleep" && chown root:root "$T/suid-sleep" && chmod 4755 "$T/suid-sleep"
 
 # root's registered job: two C ranks that save at an agreed step when preempted
@@ -32,7 +33,7 @@ $NOBODY env FTBPF_JOB=rjob FTBPF_RANK=5 FTBPF_WORLD_SIZE=8 "$T/suid-sleep" 60 &
 SU=$!; WORKLOAD_PIDS+=($SU)
 sleep 1
 if ! awk '/^Uid:/ {exit !($2 == 65534 && $3 == 0)}' "/proc/$SU/status"; then
-	log "set-user-ID programs do not run elevated here (nosuid?): $(grep Uid: /proc/$SU/status)"
+	fail "set-user-ID programs do not run elevated here (is /tmp nosuid?), nothing of this test is shown: $(grep Uid: /proc/$SU/status)"
 else
 	wait_until 5 jq_status '.agent.counters.adopt_refused_elevated >= 1' &&
 		pass "a set-user-ID process is not adopted (adopt_refused_elevated $(status_json | jq .agent.counters.adopt_refused_elevated))" ||

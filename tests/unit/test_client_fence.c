@@ -1,0 +1,96 @@
+/*
+ * The fencing token (invariant I4, docs/decisions.md) on the training loop's side: a save that
+ * should_save_gen handed out for generation G is committed by saved_gen only while the slot
+ * still says G, no stop was decided and the agent does not hold the rank. The client library
+ * is compiled in (its handle is private) over a slot in plain memory, written as the agent
+ * writes it.
+ */
+#include "client/libftbpf.c"
+
+#include <CUnit/Basic.h>
+
+static struct ftbpf_slot slot;
+static struct ftbpf handle;
+
+/* A slot whose agent asked every rank to save at step 10, in generation gen. */
+static struct ftbpf *requested(uint64_t gen)
+{
+	memset(&slot, 0, sizeof(slot));
+	slot.dec.generation = gen;
+	slot.own_generation = gen;
+	slot.dec.ckpt_step = 10;
+	slot.dec.ckpt_id = 1;
+	slot.dec.ckpt_state = FTBPF_CK_REQUESTED;
+	slot.dec.action = FTBPF_ACT_NONE;
+	slot.dec.resume_step = -1;
+	slot.saved_step = -1;
+	handle.slot = &slot;
+	handle.sock = -1;
+	handle.wait_ns = 1000000; /* 1 ms at a boundary: nothing here waits longer */
+	return &handle;
+}
+
+static void test_token_commits_in_its_generation(void)
+{
+	struct ftbpf *h = requested(3);
+	uint64_t gen = 99;
+
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(h, 9, &gen), 0); /* not the agreed step */
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(h, 10, &gen), 1);
+	CU_ASSERT_EQUAL(gen, 3);
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, gen), 0);
+	CU_ASSERT_EQUAL(slot.saved_step, 10);
+	CU_ASSERT_EQUAL(slot.saved_generation, 4); /* generation + 1: 0 means unknown */
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(h, 10, &gen), 0); /* saved once */
+}
+
+static void test_stale_token_is_refused(void)
+{
+	struct ftbpf *h = requested(3);
+	uint64_t gen = 0;
+
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(h, 10, &gen), 1);
+	/* while the rank saved, a new generation was decided (another node failed) */
+	slot.dec.generation = 4;
+	slot.own_generation = 4;
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, gen), -ESTALE);
+	CU_ASSERT_EQUAL(slot.saved_step, -1); /* nothing committed */
+	CU_ASSERT_EQUAL(slot.saved_generation, 0);
+	/* the job's generation moved but this process still runs in the old one */
+	h = requested(3);
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(h, 10, &gen), 1);
+	slot.dec.generation = 4;
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, gen), -ESTALE);
+	/* a stop was decided meanwhile */
+	h = requested(3);
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(h, 10, &gen), 1);
+	slot.dec.action = FTBPF_ACT_STOP;
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, gen), -ESTALE);
+	/* the node cannot reach the store: the agent holds the rank, nothing is committed */
+	h = requested(3);
+	CU_ASSERT_EQUAL(ftbpf_should_save_gen(h, 10, &gen), 1);
+	slot.hold = 1;
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, gen), -ESTALE);
+	CU_ASSERT_EQUAL(slot.saved_step, -1);
+	/* a token of another generation than the slot's, whatever the slot says */
+	h = requested(5);
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, 4), -ESTALE);
+	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, 5), 0);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("client_fence", NULL, NULL);
+	CU_add_test(s, "a save commits in its generation", test_token_commits_in_its_generation);
+	CU_add_test(s, "a stale fencing token is refused (I4)", test_stale_token_is_refused);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
