@@ -5,7 +5,7 @@
 # runs, quiet and busy, are in docs/benchmarks.md). Their cadence is known meanwhile.
 . "$(dirname "$0")/lib.sh"
 S=${CADENCE_SECONDS:-90}
-start_agent --soft-timeout auto --hard-timeout 600 --action report --node-name itnode || exit 1
+start_agent --node-name itnode --soft-timeout auto --hard-timeout 600 --action report || exit 1
 PORT=$((33600 + RANDOM % 900))
 mkdir -p "$T/ddp" "$T/mpi"
 for r in 0 1 2; do
@@ -13,7 +13,7 @@ for r in 0 1 2; do
 		/usr/bin/python3 "$ROOT/tests/workloads/ddp.py" --seconds "$S" --dir "$T/ddp" >"$T/ddp/out.$r" 2>&1 &
 	WORKLOAD_PIDS+=($!)
 done
-JD="torch:127.0.0.1:$PORT@itnode" # a loopback master: this host's job
+JD="torch:127.0.0.1:$PORT@itnode"  # a loopback master: this host's job
 HAVE_MPI=0
 if command -v mpirun >/dev/null && /usr/bin/python3 -c 'import mpi4py' 2>/dev/null; then
 	HAVE_MPI=1

@@ -6,7 +6,7 @@
 #   phases  the same job shape with a 30 s evaluation pass every 100 steps and a 20 s
 #           checkpoint save (rank 0 writes, the others wait in a barrier): never flagged
 . "$(dirname "$0")/lib.sh"
-start_agent --soft-timeout auto --hard-timeout 600 --action report --node-name itnode || exit 1
+start_agent --node-name itnode --soft-timeout auto --hard-timeout 600 --action report || exit 1
 jq_status '.agent.soft_timeout_auto' && pass "the agent runs with soft_timeout auto" || fail "not auto: $(status_json | jq -c .agent)"
 ddp() { # NAME ARGS...: a 3-rank DDP job; its id in $JOB
 	local name=$1 port=$((32600 + RANDOM % 900)); shift
@@ -16,7 +16,7 @@ ddp() { # NAME ARGS...: a 3-rank DDP job; its id in $JOB
 			/usr/bin/python3 "$ROOT/tests/workloads/ddp.py" --dir "$T/$name" "$@" >"$T/$name/out.$r" 2>&1 &
 		WORKLOAD_PIDS+=($!)
 	done
-	JOB="torch:127.0.0.1:$port@itnode" # a loopback master: this host's job
+	JOB="torch:127.0.0.1:$port@itnode"  # a loopback master: this host's job
 }
 ddp phases --seconds 150 --eval-every 100 --eval-seconds 30 --save-every 150 --save-seconds 20
 JP=$JOB

@@ -10,7 +10,7 @@
 # And before each slowdown, and on the other ranks, no straggler; never a hang.
 . "$(dirname "$0")/lib.sh"
 MPORT=$((9300 + RANDOM % 300))
-start_agent --soft-timeout 60 --hard-timeout 600 --action report --metrics-listen "127.0.0.1:$MPORT" --node-name itnode || exit 1
+start_agent --node-name itnode --soft-timeout 60 --hard-timeout 600 --action report --metrics-listen "127.0.0.1:$MPORT" || exit 1
 # ddp NAME [ddp.py args]: a 3-rank DDP job; its job id in $JOB, its pids in $T/NAME/pids
 ddp() {
 	local name=$1 port=$((31000 + RANDOM % 1500)); shift
@@ -20,7 +20,7 @@ ddp() {
 			/usr/bin/python3 "$ROOT/tests/workloads/ddp.py" --dir "$T/$name" "$@" >"$T/$name/out.$r" 2>&1 &
 		WORKLOAD_PIDS+=($!); echo $! >>"$T/$name/pids"
 	done
-	JOB="torch:127.0.0.1:$port@itnode" # a loopback master: this host's job
+	JOB="torch:127.0.0.1:$port@itnode"  # a loopback master: this host's job
 }
 # named NAME JOB RANK TSFILE LIMIT REASON: a straggler event for RANK of JOB within LIMIT s of TSFILE
 named() {

@@ -1,10 +1,11 @@
 #!/bin/bash
-# time-limit: 150
+# time-limit: 180
 # One verdict for an Open MPI job across hosts (issue #22): mpirun in namespace 1 launches four
 # mpi4py ranks, two per namespace, the second namespace's through a launch agent that is
 # `ip netns exec` (Open MPI's rsh launcher with --mca plm_rsh_agent; hosts named by address),
 # the TCP transport between them (--mca btl tcp,self, eth0 only). One agent per namespace, the
-# mesh up. Rank 3 (host 2) sleeps: both agents' hang names rank 3 on host 2 within soft + 2 s.
+# mesh up. Rank 3 (host 2) sleeps: both agents' hang names rank 3 on host 2 within soft + 2 s;
+# then it is killed: both agents' job_failed names it, exited.
 . "$(dirname "$0")/lib.sh"
 command -v ip >/dev/null && command -v mpirun >/dev/null || { log "SKIP: no ip(8) or mpirun"; finish; }
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || { log "SKIP: no python3-mpi4py"; finish; }
@@ -56,4 +57,17 @@ if wait_until $((SOFT + 12)) named; then
 else
 	fail "Open MPI: $(for i in 1 2; do xev $i hang | jq -c '{culprit_ranks, culprit_node, culprit_state, why, missing_ranks}'; done)"
 fi
+# the sleeping rank killed: every agent's job_failed names rank 3 on host 2, exited
+failed_named() {
+	local i e
+	for i in 1 2; do
+		e=$(xev $i job_failed | jq -c "select(.job==\"$JOB\")" | tail -1)
+		[ -n "$e" ] || return 1
+		echo "$e" | jq -e ".culprit_ranks == [3] and .culprit_node == \"$NET.2:7946\" and .culprit_state == \"exited\"" >/dev/null 2>&1 || return 1
+	done
+}
+kill -KILL "$(cat "$T/mpi/pid.3")"
+wait_until 15 failed_named &&
+	pass "rank 3 killed: both agents' job_failed names rank 3 on host 2: $(xev 1 job_failed | tail -1 | jq -r .why)" ||
+	fail "killed: $(for i in 1 2; do xev $i job_failed | jq -c '{culprit_ranks, culprit_node, culprit_state, why}'; done)"
 finish

@@ -24,9 +24,12 @@ for r in 0 1; do
 	WORKLOAD_PIDS+=($!)
 	disown $!
 done
-JOB=torch:127.0.0.1:$PORT
-wait_until 90 bash -c "FTBPF_SOCKET='$SOCK' ftbpf status --json | jq -e '.jobs[] | select(.job==\"$JOB\") | .hung' >/dev/null" &&
+# torchrun's loopback master names no host: the job is this host's, its node after the '@'
+JOB="torch:127.0.0.1:$PORT@"
+wait_until 90 bash -c "FTBPF_SOCKET='$SOCK' ftbpf status --json | jq -e '.jobs[] | select(.job | startswith(\"$JOB\")) | .hung' >/dev/null" &&
 	pass "the tour's torch job is flagged hung (soft 10 s)" || fail "not hung: $(FTBPF_SOCKET=$SOCK ftbpf status)"
+JOB=$(FTBPF_SOCKET=$SOCK ftbpf status --json | jq -r ".jobs[] | select(.job | startswith(\"$JOB\")) | .job" | head -1)
+log "job $JOB"
 FTBPF_SOCKET=$SOCK ftbpf status --json | jq -e ".jobs[] | select(.job==\"$JOB\") | .culprit_ranks == [1]" >/dev/null &&
 	pass "culprit: rank 1" || fail "culprit: $(FTBPF_SOCKET=$SOCK ftbpf status --json | jq -c '.jobs')"
 FTBPF_SOCKET=$SOCK ftbpf status >"$T/status.txt" && log "ftbpf status:" && sed 's/^/    /' "$T/status.txt"
