@@ -51,7 +51,7 @@ DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf
                tmux jq python3-torch openmpi-bin python3-mpi4py procps util-linux iproute2 help2man \
                libpython3.11-dev python3-pytest-xdist prometheus
 
-.PHONY: all deps run test test-faults unit integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
+.PHONY: all deps run test test-faults unit check-structure integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
 all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop man
 
 deps:
@@ -261,6 +261,7 @@ integration-asan: all asan-agent
 test: deps
 	$(MAKE) all $(FUZZERS)
 	$(MAKE) format-check
+	$(MAKE) check-structure
 	$(MAKE) unit
 	$(MAKE) bpf-test
 	$(MAKE) fuzz
@@ -293,6 +294,10 @@ format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: ok"
+
+# no include cycle, layers as docs/architecture.md's table says, no C/H/BPF file over 1,000 lines
+check-structure:
+	@/usr/bin/python3 tools/check_structure.py
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, the client library (ldconfig when
 # installing into /), headers, the Python binding where this system's python3 looks

@@ -8,8 +8,11 @@
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT" || exit 1
 # event types: the literals given to the event builders (view_event, view_rank_event,
-# view_job_event, also in a ?: pair) and the mesh's peer_* names (proto/swim.c)
-TYPES=$( (grep -rhoE 'view_(rank_|job_)?event\([^;]*' user/ | grep -oE '"[a-z_]+"' | tr -d '"'
+# view_job_event, view_straggler, dc_log_preemption; also in a ?: pair, also over several
+# lines) and the mesh's peer_* names (proto/swim.c)
+TYPES=$( (cat user/*/*.c | tr '\n' ' ' |
+	grep -oE '(view_(rank_|job_)?event|view_straggler|dc_log_preemption)\([^;]*' |
+	grep -oE '"[a-z_]+"' | tr -d '"'
 	grep -hoE 'return "peer_[a-z_]+"' user/proto/swim.c | grep -oE 'peer_[a-z_]+') | sort -u)
 N=$(echo "$TYPES" | grep -c .)
 [ "$N" -ge 25 ] && pass "$N event types found in the code" || fail "only $N event types found: has the way events are built changed? update this test ($TYPES)"

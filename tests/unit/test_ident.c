@@ -123,6 +123,64 @@ static void test_ident(void)
 	CU_ASSERT_FALSE(r.host_local);
 }
 
+/* The launcher table (ident.c's launchers[]): each row's names, precedence, the job-id rule of
+ * each launcher and its fallbacks. */
+static void test_ident_launchers(void)
+{
+	struct rank_ident r;
+
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_FTBPF), "ftbpf");
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_TORCH), "torchrun");
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_OMPI), "openmpi");
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_PMI), "pmi");
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_SLURM), "slurm");
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_CLIENT), "client");
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_NONE), "none");
+	/* precedence: torch over Open MPI over PMI over Slurm tasks */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=3\0SLURM_STEP_ID=0\0PMI_RANK=2\0"
+					       "OMPI_COMM_WORLD_RANK=1\0RANK=0\0WORLD_SIZE=4\0"),
+					   &r),
+			0);
+	CU_ASSERT_EQUAL(r.source, IDENT_TORCH);
+	CU_ASSERT_EQUAL(r.rank, 0);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=3\0SLURM_STEP_ID=0\0PMI_RANK=2\0"
+					       "OMPI_COMM_WORLD_RANK=1\0RANK=0\0"),
+					   &r),
+			0);
+	CU_ASSERT_EQUAL(r.source, IDENT_OMPI);
+	CU_ASSERT_EQUAL(r.rank, 1);
+	CU_ASSERT_EQUAL(
+	    ident_from_environ(ENV("SLURM_PROCID=3\0SLURM_STEP_ID=0\0PMI_RANK=2\0"), &r), 0);
+	CU_ASSERT_EQUAL(r.source, IDENT_PMI);
+	CU_ASSERT_EQUAL(r.rank, 2);
+	CU_ASSERT_EQUAL(r.local_rank, -1); /* PMI names no local rank */
+	/* each launcher's second job variable, and no job variable at all: host-local */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("OMPI_COMM_WORLD_RANK=0\0"
+					       "OMPI_COMM_WORLD_LOCAL_RANK=0\0"
+					       "OMPI_MCA_ess_base_jobid=123\0"),
+					   &r),
+			0);
+	CU_ASSERT_STRING_EQUAL(r.job, "ompi:123");
+	CU_ASSERT_EQUAL(r.local_rank, 0);
+	CU_ASSERT_FALSE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("OMPI_COMM_WORLD_RANK=0\0"), &r), 0);
+	CU_ASSERT_STRING_EQUAL(r.job, "ompi:");
+	CU_ASSERT_TRUE(r.host_local);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("PMI_RANK=0\0PMI_JOBID=kvs_5\0"), &r), 0);
+	CU_ASSERT_STRING_EQUAL(r.job, "pmi:kvs_5");
+	CU_ASSERT_EQUAL(r.restart_count, -1);
+	/* a malformed size or local rank of the chosen launcher is an error, not the next row */
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("OMPI_COMM_WORLD_RANK=0\0OMPI_COMM_WORLD_SIZE=0\0"
+					       "PMI_RANK=0\0"),
+					   &r),
+			-EINVAL);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=0\0SLURM_STEP_ID=1\0"
+					       "SLURM_LOCALID=x\0"),
+					   &r),
+			-EINVAL);
+	CU_ASSERT_EQUAL(ident_from_environ(ENV("PMI_RANK=-1\0"), &r), -EINVAL);
+}
+
 /* Wrappers hand the rank over to their child: which programs are wrappers, which rank is the
  * same. */
 static void test_ident_wrappers(void)
@@ -159,6 +217,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("ident", NULL, NULL);
 	CU_add_test(s, "rank identity from environment", test_ident);
+	CU_add_test(s, "the launcher table", test_ident_launchers);
 	CU_add_test(s, "wrappers and the same rank", test_ident_wrappers);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "ftbpf/slot.h"
 #include "proto/fifo_proto.h"
 #include "lib/timers.h"
 
@@ -112,6 +113,22 @@ static void test_fifo_parser(void)
 	CU_ASSERT_EQUAL(fifo_parse_line("x", FIFO_MAX_LINE + 1, &r, err, sizeof(err)), -E2BIG);
 }
 
+/* A slot timer's deadline counts only while it is armed (the process and the kernel share it). */
+static void test_slot_armed(void)
+{
+	struct ftbpf_slot_timer t;
+
+	memset(&t, 0, sizeof(t));
+	t.deadline_ns = 123456789;
+	CU_ASSERT_EQUAL(timers_slot_armed(&t), 0); /* free */
+	t.state = FTBPF_TS_ARMED;
+	CU_ASSERT_EQUAL(timers_slot_armed(&t), 123456789);
+	t.state = FTBPF_TS_FIRED;
+	CU_ASSERT_EQUAL(timers_slot_armed(&t), 0);
+	t.state = FTBPF_TS_BUSY; /* its owner is writing it */
+	CU_ASSERT_EQUAL(timers_slot_armed(&t), 0);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -122,6 +139,7 @@ int main(void)
 	s = CU_add_suite("timers", NULL, NULL);
 	CU_add_test(s, "table semantics", test_table);
 	CU_add_test(s, "limits", test_limits);
+	CU_add_test(s, "a slot timer counts while armed", test_slot_armed);
 	CU_add_test(s, "FileTimerClient line parser", test_fifo_parser);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

@@ -139,7 +139,7 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 		/* progress resumed; a job whose ranks are all gone did not recover, it ended; one
 		 * that failed did not either */
 		if (j->reported && j->res.live > 0 && !j->failed_reported)
-			eventlog_emit(ac->el, view_job_event("recovered", j));
+			eventlog_emit(ac->el, view_recovered(j));
 		if (j->reported || j->action_done) {
 			j->reported = j->soft_signalled = j->action_done = 0;
 			ac->js->dirty = 1;

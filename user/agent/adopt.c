@@ -155,16 +155,11 @@ int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid)
 	k->s.exit_code = 0;
 	k->exit_reported = 1;
 	k->fail_seen = 1;
-	{
-		struct json_object *o = view_rank_event("rank_left", k);
-
-		jstr(o, "why",
-		     cr.ruid != k->uid ? "it runs as another user now"
-				       : "it runs a set-user-ID or set-group-ID program");
-		jint(o, "now_uid", cr.ruid);
-		jint(o, "now_euid", cr.euid);
-		eventlog_emit(ad->el, o);
-	}
+	eventlog_emit(ad->el, view_rank_left(k,
+					     cr.ruid != k->uid
+						 ? "it runs as another user now"
+						 : "it runs a set-user-ID or set-group-ID program",
+					     cr.ruid, cr.euid));
 	adopt_pid(ad, tgid, "exec");
 	return 1;
 }

@@ -280,13 +280,7 @@ static void on_store_changed(void *ctx)
 	uint64_t n = store_rejected(a->st, key, sizeof(key), why, sizeof(why));
 
 	if (n) { /* never acted on; said once per change, to root only */
-		struct json_object *o = view_event("store_rejected");
-
-		jint(o, "uid", 0);
-		jstr(o, "key", key);
-		jstr(o, "why", why);
-		jint(o, "count", (int64_t)n);
-		eventlog_emit(a->el, o);
+		eventlog_emit(a->el, view_store_rejected(key, why, n));
 	}
 	if (a->dc)
 		decide_tick(a->dc);
@@ -681,21 +675,9 @@ fail:
 int agent_run(struct agent *a)
 {
 	const struct tracker_features *f = tracker_features(a->tr);
-	struct json_object *o = view_event("agent_start");
 	int r = 0;
 
-	jint(o, "pid", getpid());
-	jstr(o, "version", FTBPF_VERSION);
-	jstr(o, "programs", f->tp_btf ? "tp_btf" : "raw_tp");
-	jbool(o, "task_iter", f->task_iter);
-	jbool(o, "oom", f->oom);
-	jbool(o, "resumed", f->resumed);
-	jstr(o, "socket", a->cfg.socket_path);
-	jdbl(o, "soft_timeout_s", config_soft_ceiling(&a->cfg));
-	jbool(o, "soft_timeout_auto", a->cfg.soft_auto);
-	jdbl(o, "hard_timeout_s", a->cfg.hard_timeout_s);
-	jstr(o, "action", config_action_name(a->cfg.action));
-	eventlog_emit(a->el, o);
+	eventlog_emit(a->el, view_agent_start(f, &a->cfg));
 	adopt_resume(a->ad);
 	timersvc_restore(a->ts);
 	while (tracker_consume(a->tr, RB_BATCH) == 1) /* events queued while no agent ran */
@@ -711,9 +693,7 @@ int agent_run(struct agent *a)
 		;
 	sd_notify(0, "STOPPING=1");
 	jobstate_save(&a->js, &a->ranks);
-	o = view_event("agent_stop");
-	jint(o, "pid", getpid());
-	eventlog_emit(a->el, o);
+	eventlog_emit(a->el, view_agent_stop());
 	return r < 0 ? r : 0;
 }
 

@@ -46,48 +46,6 @@ void cadwatch_rank(struct cadwatch *c, struct sampler *sp, struct rank *k, uint6
 	cad_rank_observe(&k->cad, &o, &c->p);
 }
 
-/* A monotonic time as wall-clock ISO 8601, as the events' ts. */
-static void iso_time(char *buf, size_t len, uint64_t mono_ns)
-{
-	uint64_t now_m = clock_mono_ns(), real = clock_real_ns();
-	uint64_t t = real - (now_m > mono_ns ? now_m - mono_ns : 0);
-	time_t sec = (time_t)(t / CLOCK_NS_PER_S);
-	struct tm tm;
-
-	gmtime_r(&sec, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + strlen(buf), len - strlen(buf), ".%03dZ",
-		 (int)(t % CLOCK_NS_PER_S / 1000000));
-}
-
-static struct json_object *straggler_event(const struct cadwatch *c, const char *type,
-					   const struct job *j, const struct rank *k)
-{
-	struct json_object *o = view_job_event(type, j), *ranks = json_object_new_array();
-	char since[48];
-
-	for (int i = 0; i < j->nmembers; i++)
-		if (j->members[i]->cad.straggler)
-			json_object_array_add(ranks, json_object_new_int(j->members[i]->id.rank));
-	jint(o, "rank", k->id.rank);
-	jint(o, "pid", k->pid);
-	json_object_object_add(o, "ranks", ranks);
-	jstr(o, "node", c->node);
-	jdbl(o, "slowdown", k->cad.slowdown);
-	if (!strcmp(type, "straggler_recovered"))
-		jdbl(o, "peak_slowdown", k->cad.peak_slowdown);
-	iso_time(since, sizeof(since), k->cad.since_ns);
-	jstr(o, "since", since);
-	jstr(o, "reason", cad_reason_name(k->cad.reason));
-	jdbl(o, "step_s", j->cad.step_s);
-	jdbl(o, "compute_s", j->cad.step_s * (k->cad.own_frac - k->cad.read_frac));
-	jdbl(o, "read_s", j->cad.step_s * k->cad.read_frac);
-	jdbl(o, "wait_s", j->cad.step_s * k->cad.wait_frac);
-	jdbl(o, "median_own_s", j->cad.step_s * j->cad.median_own);
-	jstr(o, "evidence", k->cad.evidence);
-	return o;
-}
-
 void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pace *pace)
 {
 	struct cad_rank *r[256];
@@ -118,41 +76,8 @@ void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pa
 		if (k->cad.straggler != was[m])
 			eventlog_emit(
 			    c->el,
-			    straggler_event(
-				c, k->cad.straggler ? "straggler" : "straggler_recovered", j, k));
+			    view_straggler(k->cad.straggler ? "straggler" : "straggler_recovered",
+					   j, k, c->node));
 		m++;
 	}
-}
-
-void cadwatch_rank_json(struct json_object *o, const struct rank *k)
-{
-	const struct cad_rank *c = &k->cad;
-	double st = k->job ? k->job->cad.step_s : 0;
-	int v = c->valid && !k->s.exited;
-
-	jbool(o, "straggler", c->straggler && !k->s.exited);
-	jdbl(o, "slowdown", v ? c->slowdown : 0);
-	jstr(o, "straggler_reason", c->straggler ? cad_reason_name(c->reason) : NULL);
-	jdbl(o, "step_s", v ? st : 0);
-	jdbl(o, "compute_s", v ? st * (c->own_frac - c->read_frac) : 0);
-	jdbl(o, "wait_s", v ? st * c->wait_frac : 0);
-	jdbl(o, "read_s", v ? st * c->read_frac : 0);
-	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
-}
-
-void cadwatch_job_json(struct json_object *o, const struct job *j)
-{
-	struct json_object *s = json_object_new_array();
-
-	for (int i = 0; i < j->nmembers; i++)
-		if (j->members[i]->cad.straggler && !j->members[i]->s.exited)
-			json_object_array_add(s, json_object_new_int(j->members[i]->id.rank));
-	jdbl(o, "step_s", j->cad.step_s);
-	jdbl(o, "step_rate", j->cad.rate);
-	jdbl(o, "step_spread", j->cad.spread);
-	jdbl(o, "step_p99_s", j->cad.p99_step_s);
-	jdbl(o, "rank_imbalance", j->cad.imbalance);
-	jdbl(o, "soft_timeout_s", view_secs(j->res.soft_ns));
-	jbool(o, "paced", j->res.paced);
-	json_object_object_add(o, "stragglers", s);
 }

@@ -2,7 +2,7 @@
  * Step cadence and stragglers in ftbpfd (lib/cadence.c is the rule): each scan, every live
  * rank's cadence is observed (watch/sample.c), each job judged: its step time and rate, each
  * rank's slowdown; `straggler` and `straggler_recovered` events; the job's pace for
- * soft_timeout = auto; the status fields of ranks and jobs.
+ * soft_timeout = auto; views.c formats the status fields of ranks and jobs from k->cad and j->cad.
  */
 #ifndef FTBPF_CADWATCH_H
 #define FTBPF_CADWATCH_H
@@ -30,9 +30,5 @@ void cadwatch_init(struct cadwatch *c, struct eventlog *el, const struct ftbpf_c
 void cadwatch_rank(struct cadwatch *c, struct sampler *sp, struct rank *k, uint64_t now);
 /* Judge job j at now (after its ranks were observed): events, and its pace for the detector. */
 void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pace *pace);
-/* Status fields: a rank's (step_s, compute_s, wait_s, read_s, slowdown, straggler, ...) and a
- * job's (step_s, step_rate, step_spread, step_p99_s, stragglers). */
-void cadwatch_rank_json(struct json_object *o, const struct rank *k);
-void cadwatch_job_json(struct json_object *o, const struct job *j);
 
 #endif

@@ -162,7 +162,7 @@ static struct json_object *do_timers(struct handlers *h, const struct ctl_reques
 		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
 			const struct ftbpf_slot_timer *t = &k->slot->timers[j];
 			char scope[FTBPF_SLOT_SCOPE_LEN + 1];
-			uint64_t d = timersvc_slot_armed(t);
+			uint64_t d = timers_slot_armed(t);
 
 			if (!d)
 				continue;

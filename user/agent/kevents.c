@@ -41,7 +41,6 @@ static void on_exec(struct kevents *kv, struct rank *k, const struct ftbpf_event
 static void on_exit_event(struct kevents *kv, struct rank *k, const struct ftbpf_event *e)
 {
 	const struct rank *owner;
-	struct json_object *o;
 
 	timersvc_exited(kv->ts, (int)e->tgid);
 	if (!k) {
@@ -59,9 +58,7 @@ static void on_exit_event(struct kevents *kv, struct rank *k, const struct ftbpf
 	k->s.sender_pid = e->sender_pid;
 	snprintf(k->s.sender_comm, sizeof(k->s.sender_comm), "%.15s", e->sender_comm);
 	k->exit_reported = 1;
-	o = view_rank_event("exit", k);
-	view_exit_fields(o, e->code, e->sender_pid, k->s.sender_comm);
-	eventlog_emit(kv->el, o);
+	eventlog_emit(kv->el, view_rank_exit(k));
 }
 
 static void on_signal(struct kevents *kv, struct rank *k, const struct ftbpf_event *e)

@@ -138,13 +138,6 @@ static int restore_one(void *ctx, const struct ftbpf_timer_key *k, const struct 
 }
 
 /* ---- slots ---- */
-uint64_t timersvc_slot_armed(const struct ftbpf_slot_timer *t)
-{
-	uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_RELAXED);
-
-	return __atomic_load_n(&t->state, __ATOMIC_RELAXED) == FTBPF_TS_ARMED ? d : 0;
-}
-
 /* Earliest armed deadline over every slot, plus the slack (0 none). */
 static uint64_t slots_next_deadline(const struct timersvc *ts)
 {

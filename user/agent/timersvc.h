@@ -59,9 +59,6 @@ void timersvc_kernel_fired(struct timersvc *ts, const struct rank *k);
 void timersvc_kill_after_grace(struct timersvc *ts, int pid, int pidfd, uid_t uid, int rank);
 /* Unmap and unpin rank k's slot. */
 void timersvc_slot_drop(struct timersvc *ts, struct rank *k);
-/* The deadline of a slot timer that is armed, else 0 (the slot is shared with the process
- * and the kernel: read with atomic loads). */
-uint64_t timersvc_slot_armed(const struct ftbpf_slot_timer *t);
 /* The agent-held timers. */
 const struct timers *timersvc_table(const struct timersvc *ts);
 /* SIGKILLs sent after a grace. */

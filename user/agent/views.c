@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "agent/cadwatch.h"
 #include "agent/ctl.h"
 #include "agent/jobparts.h"
-#include "agent/timersvc.h"
 #include "ftbpf/slot.h"
+#include "lib/cadence.h"
 #include "lib/config.h"
 #include "lib/gpuapi.h"
 #include "lib/jsonx.h"
@@ -90,6 +91,110 @@ void view_exit_fields(struct json_object *o, int status, uint32_t sender, const 
 }
 
 /* The rank's container and pod (null when it is in neither). */
+struct json_object *view_agent_start(const struct tracker_features *f,
+				     const struct ftbpf_config *cfg)
+{
+	struct json_object *o = view_event("agent_start");
+
+	jint(o, "pid", getpid());
+	jstr(o, "version", FTBPF_VERSION);
+	jstr(o, "programs", f->tp_btf ? "tp_btf" : "raw_tp");
+	jbool(o, "task_iter", f->task_iter);
+	jbool(o, "oom", f->oom);
+	jbool(o, "resumed", f->resumed);
+	jstr(o, "socket", cfg->socket_path);
+	jdbl(o, "soft_timeout_s", config_soft_ceiling(cfg));
+	jbool(o, "soft_timeout_auto", cfg->soft_auto);
+	jdbl(o, "hard_timeout_s", cfg->hard_timeout_s);
+	jstr(o, "action", config_action_name(cfg->action));
+	return o;
+}
+
+struct json_object *view_agent_stop(void)
+{
+	struct json_object *o = view_event("agent_stop");
+
+	jint(o, "pid", getpid());
+	return o;
+}
+
+struct json_object *view_store_rejected(const char *key, const char *why, uint64_t count)
+{
+	struct json_object *o = view_event("store_rejected");
+
+	jint(o, "uid", 0);
+	jstr(o, "key", key);
+	jstr(o, "why", why);
+	jint(o, "count", (int64_t)count);
+	return o;
+}
+
+struct json_object *view_rank_exit(const struct rank *k)
+{
+	struct json_object *o = view_rank_event("exit", k);
+
+	view_exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);
+	return o;
+}
+
+struct json_object *view_rank_left(const struct rank *k, const char *why, uid_t now_uid,
+				   uid_t now_euid)
+{
+	struct json_object *o = view_rank_event("rank_left", k);
+
+	jstr(o, "why", why);
+	jint(o, "now_uid", now_uid);
+	jint(o, "now_euid", now_euid);
+	return o;
+}
+
+struct json_object *view_recovered(const struct job *j)
+{
+	return view_job_event("recovered", j);
+}
+
+/* A monotonic time as wall-clock ISO 8601, as the events' ts. */
+static void iso_time(char *buf, size_t len, uint64_t mono_ns)
+{
+	uint64_t now_m = clock_mono_ns(), real = clock_real_ns();
+	uint64_t t = real - (now_m > mono_ns ? now_m - mono_ns : 0);
+	time_t sec = (time_t)(t / CLOCK_NS_PER_S);
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + strlen(buf), len - strlen(buf), ".%03dZ",
+		 (int)(t % CLOCK_NS_PER_S / 1000000));
+}
+
+struct json_object *view_straggler(const char *type, const struct job *j, const struct rank *k,
+				   const char *node)
+{
+	struct json_object *o = view_job_event(type, j), *ranks = json_object_new_array();
+	char since[48];
+
+	for (int i = 0; i < j->nmembers; i++)
+		if (j->members[i]->cad.straggler)
+			json_object_array_add(ranks, json_object_new_int(j->members[i]->id.rank));
+	jint(o, "rank", k->id.rank);
+	jint(o, "pid", k->pid);
+	json_object_object_add(o, "ranks", ranks);
+	jstr(o, "node", node);
+	jdbl(o, "slowdown", k->cad.slowdown);
+	if (!strcmp(type, "straggler_recovered"))
+		jdbl(o, "peak_slowdown", k->cad.peak_slowdown);
+	iso_time(since, sizeof(since), k->cad.since_ns);
+	jstr(o, "since", since);
+	jstr(o, "reason", cad_reason_name(k->cad.reason));
+	jdbl(o, "step_s", j->cad.step_s);
+	jdbl(o, "compute_s", j->cad.step_s * (k->cad.own_frac - k->cad.read_frac));
+	jdbl(o, "read_s", j->cad.step_s * k->cad.read_frac);
+	jdbl(o, "wait_s", j->cad.step_s * k->cad.wait_frac);
+	jdbl(o, "median_own_s", j->cad.step_s * j->cad.median_own);
+	jstr(o, "evidence", k->cad.evidence);
+	return o;
+}
+
 static void view_container(struct json_object *o, const struct rank *k)
 {
 	struct json_object *c;
@@ -482,6 +587,42 @@ static void gpu_ioctl_json(struct json_object *o, const struct view_src *v, cons
 
 /* Progress reported by the client library (ping, step) and the rank's armed countdown timers
  * (slot and agent-held): how many, and the time left on the earliest. */
+/* Step cadence (agent/cadwatch.c observes, lib/cadence.c judges): a rank's step_s, compute_s,
+ * wait_s, read_s, slowdown, straggler...; a job's step_s, step_rate, step_spread, step_p99_s,
+ * stragglers. */
+static void rank_cadence_json(struct json_object *o, const struct rank *k)
+{
+	const struct cad_rank *c = &k->cad;
+	double st = k->job ? k->job->cad.step_s : 0;
+	int v = c->valid && !k->s.exited;
+
+	jbool(o, "straggler", c->straggler && !k->s.exited);
+	jdbl(o, "slowdown", v ? c->slowdown : 0);
+	jstr(o, "straggler_reason", c->straggler ? cad_reason_name(c->reason) : NULL);
+	jdbl(o, "step_s", v ? st : 0);
+	jdbl(o, "compute_s", v ? st * (c->own_frac - c->read_frac) : 0);
+	jdbl(o, "wait_s", v ? st * c->wait_frac : 0);
+	jdbl(o, "read_s", v ? st * c->read_frac : 0);
+	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
+}
+
+static void job_cadence_json(struct json_object *o, const struct job *j)
+{
+	struct json_object *s = json_object_new_array();
+
+	for (int i = 0; i < j->nmembers; i++)
+		if (j->members[i]->cad.straggler && !j->members[i]->s.exited)
+			json_object_array_add(s, json_object_new_int(j->members[i]->id.rank));
+	jdbl(o, "step_s", j->cad.step_s);
+	jdbl(o, "step_rate", j->cad.rate);
+	jdbl(o, "step_spread", j->cad.spread);
+	jdbl(o, "step_p99_s", j->cad.p99_step_s);
+	jdbl(o, "rank_imbalance", j->cad.imbalance);
+	jdbl(o, "soft_timeout_s", view_secs(j->res.soft_ns));
+	jbool(o, "paced", j->res.paced);
+	json_object_object_add(o, "stragglers", s);
+}
+
 static void rank_client_json(struct json_object *o, const struct view_src *v, const struct rank *k,
 			     uint64_t now)
 {
@@ -493,7 +634,7 @@ static void rank_client_json(struct json_object *o, const struct view_src *v, co
 		step_ns = __atomic_load_n(&k->slot->step_ns, __ATOMIC_RELAXED);
 		step = __atomic_load_n(&k->slot->step, __ATOMIC_RELAXED);
 		for (int j = 0; j < FTBPF_SLOT_TIMERS; j++) {
-			uint64_t d = timersvc_slot_armed(&k->slot->timers[j]);
+			uint64_t d = timers_slot_armed(&k->slot->timers[j]);
 
 			if (!d)
 				continue;
@@ -558,7 +699,7 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 		jbool(o, "timers_only", 1);
 	gpu_ioctl_json(o, v, k, now);
 	rank_client_json(o, v, k, now);
-	cadwatch_rank_json(o, k);
+	rank_cadence_json(o, k);
 	jbool(o, "exited", k->s.exited);
 	if (k->s.exited) {
 		view_exit_fields(o, k->s.exit_code, k->s.sender_pid, k->s.sender_comm);
@@ -689,7 +830,7 @@ struct json_object *view_job(const struct job *j)
 	jint(o, "run", j->run);
 	jstr(o, "previous_run", *j->prev_state ? j->prev_state : NULL);
 	jobparts_job_json(o, j);
-	cadwatch_job_json(o, j);
+	job_cadence_json(o, j);
 	return o;
 }
 

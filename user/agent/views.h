@@ -20,6 +20,8 @@ struct timers;
 struct ctl_counters;
 struct swim_member;
 struct inspector;
+struct tracker_features;
+struct ftbpf_config;
 
 /* Where a rank's view reads from (all borrowed). */
 struct view_src {
@@ -62,6 +64,20 @@ struct json_object *view_timer_expired(int pid, uid_t uid, const struct rank *k,
 /* what a process is doing now: state, comm, syscall in flight, wait channel, kernel stack */
 void view_diagnosis(struct json_object *o, struct tracker *tr, int pid, uint64_t now);
 /* the job's ranks are finished or dead, with the rank that went first */
+struct json_object *view_agent_start(const struct tracker_features *f,
+				     const struct ftbpf_config *cfg);
+struct json_object *view_agent_stop(void);
+/* records of the agreement store that were refused (root only) */
+struct json_object *view_store_rejected(const char *key, const char *why, uint64_t count);
+/* a rank's exit, from its recorded exit status and fatal signal's sender */
+struct json_object *view_rank_exit(const struct rank *k);
+/* a rank that left its job (it runs as another user, or a set-ID program, now) */
+struct json_object *view_rank_left(const struct rank *k, const char *why, uid_t now_uid,
+				   uid_t now_euid);
+struct json_object *view_recovered(const struct job *j);
+/* "straggler" or "straggler_recovered": rank k of job j, on node */
+struct json_object *view_straggler(const char *type, const struct job *j, const struct rank *k,
+				   const char *node);
 struct json_object *view_job_failed(const struct job *j);
 struct json_object *view_hard_timeout(const struct job *j, const char *action);
 /* a peer of the heartbeat mesh changed state */

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/mesh_proto.h"
-#include "proto/swim.h"
+#include "lib/meshaddr.h"
+#include "lib/swim_config.h"
 
 enum key_type { T_DOUBLE, T_STRING, T_ACTION, T_SIGNAL, T_BOOL, T_INT, T_BYTES };
 

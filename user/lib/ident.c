@@ -1,6 +1,7 @@
 /*
- * Which processes are ranks, from the variables their launcher sets. Order of precedence:
- * FTBPF_RANK/FTBPF_JOB (explicit), torchrun's RANK/WORLD_SIZE, Open MPI, PMI, Slurm tasks.
+ * Which processes are ranks, from the variables their launcher sets (the table `launchers[]`,
+ * in order of precedence: FTBPF_RANK/FTBPF_JOB (explicit), torchrun's RANK/WORLD_SIZE, Open
+ * MPI, PMI, Slurm tasks).
  * Only the environment is read; nothing here trusts its values beyond the range checks.
  */
 #include "lib/ident.h"
@@ -100,86 +101,147 @@ static void set_job(struct rank_ident *r, const char *prefix, const char *a, con
 		snprintf(r->job, sizeof(r->job), "%s%s", prefix, a);
 }
 
+/* torchrun's run id is "none" unless --rdzv-id or --standalone gave one: then it names no job,
+ * and two unrelated jobs would merge; the rendezvous store's address (MASTER_ADDR:MASTER_PORT,
+ * unique per job on a host) names it instead. */
+static int job_torch(const struct env_view *v, struct rank_ident *r)
+{
+	char a[FTBPF_JOB_LEN] = "", b[FTBPF_JOB_LEN] = "";
+
+	if (env_str(v, "TORCHELASTIC_RUN_ID", a, sizeof(a)) && strcmp(a, "none")) {
+		set_job(r, "torch:", a, NULL);
+		return 0;
+	}
+	a[0] = 0;
+	env_str(v, "MASTER_ADDR", a, sizeof(a));
+	env_str(v, "MASTER_PORT", b, sizeof(b));
+	set_job(r, "torch:", a, b);
+	r->host_local = !*a || ident_addr_is_loopback(a);
+	return 0;
+}
+
+/* The batch script and the extern step carry SLURM_PROCID too: only job steps launched by srun
+ * (a small numeric SLURM_STEP_ID) are ranks. The job is the step: JOB:STEP. */
+static int job_slurm(const struct env_view *v, struct rank_ident *r)
+{
+	char a[FTBPF_JOB_LEN] = "", b[16];
+	int step;
+
+	if (env_int(v, "SLURM_STEP_ID", 0, 0x7ffffff0, &step) != 1)
+		return -ENOENT;
+	env_str(v, "SLURM_JOB_ID", a, sizeof(a));
+	snprintf(b, sizeof(b), "%d", step);
+	set_job(r, "slurm:", a, b);
+	r->host_local = !*a;
+	return 0;
+}
+
+/*
+ * The launchers, in order of precedence: the first whose rank variable is set (and, where
+ * named, whose `requires` variable is present) decides. A launcher's job id is `prefix` + the
+ * first of `job_vars` that is set, else `prefix` + `no_job` and host-local; `job` replaces that
+ * rule where a launcher needs its own (0, or -ENOENT: not a rank after all). Supporting a new
+ * launcher is one row here (and its source in ident.h) plus its case in tests/unit/test_ident.c.
+ */
+struct launcher {
+	enum ident_source source;
+	const char *name;     /* ident_source_name, "source" in status and events */
+	const char *rank;     /* 0..MAX_RANK */
+	const char *requires; /* must be present too (NULL: nothing) */
+	const char *world;    /* 1..MAX_RANK, optional */
+	const char *local;    /* 0..MAX_RANK, optional (NULL: the launcher has none) */
+	const char *restarts; /* the restart count, optional (NULL: none) */
+	const char *prefix;
+	const char *job_vars[2];
+	const char *no_job;
+	int (*job)(const struct env_view *v, struct rank_ident *r);
+};
+
+static const struct launcher launchers[] = {
+    {.source = IDENT_FTBPF,
+     .name = "ftbpf",
+     .rank = "FTBPF_RANK",
+     .world = "FTBPF_WORLD_SIZE",
+     .local = "FTBPF_LOCAL_RANK",
+     .prefix = "",
+     .job_vars = {"FTBPF_JOB"},
+     .no_job = "default"},
+    {.source = IDENT_TORCH,
+     .name = "torchrun",
+     .rank = "RANK",
+     .requires = "WORLD_SIZE",
+     .world = "WORLD_SIZE",
+     .local = "LOCAL_RANK",
+     .restarts = "TORCHELASTIC_RESTART_COUNT",
+     .job = job_torch},
+    {.source = IDENT_OMPI,
+     .name = "openmpi",
+     .rank = "OMPI_COMM_WORLD_RANK",
+     .world = "OMPI_COMM_WORLD_SIZE",
+     .local = "OMPI_COMM_WORLD_LOCAL_RANK",
+     .prefix = "ompi:",
+     .job_vars = {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"},
+     .no_job = ""},
+    {.source = IDENT_PMI,
+     .name = "pmi",
+     .rank = "PMI_RANK",
+     .world = "PMI_SIZE",
+     .restarts = "SLURM_RESTART_COUNT",
+     .prefix = "pmi:",
+     .job_vars = {"SLURM_JOB_ID", "PMI_JOBID"},
+     .no_job = ""},
+    {.source = IDENT_SLURM,
+     .name = "slurm",
+     .rank = "SLURM_PROCID",
+     .world = "SLURM_NTASKS",
+     .local = "SLURM_LOCALID",
+     .restarts = "SLURM_RESTART_COUNT",
+     .job = job_slurm},
+};
+
+#define NLAUNCHERS (sizeof(launchers) / sizeof(launchers[0]))
+
+static void job_from_vars(const struct launcher *l, const struct env_view *v, struct rank_ident *r)
+{
+	char a[FTBPF_JOB_LEN] = "";
+
+	for (size_t i = 0; i < 2 && l->job_vars[i]; i++)
+		if (env_str(v, l->job_vars[i], a, sizeof(a)))
+			break;
+	r->host_local = !*a;
+	set_job(r, l->prefix, *a ? a : l->no_job, NULL);
+}
+
 int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 {
 	struct env_view v = {env, len};
 	struct rank_ident r = {.rank = -1, .local_rank = -1, .world_size = -1, .restart_count = -1};
-	char a[FTBPF_JOB_LEN] = "", b[FTBPF_JOB_LEN] = "";
-	int rc, step;
+	const struct launcher *l = NULL;
+	int rc;
 
-	if ((rc = env_int(&v, "FTBPF_RANK", 0, MAX_RANK, &r.rank)) != 0) {
+	for (size_t i = 0; i < NLAUNCHERS && !l; i++) {
+		rc = env_int(&v, launchers[i].rank, 0, MAX_RANK, &r.rank);
+		if (!rc ||
+		    (launchers[i].requires && !env_get(&v, launchers[i].requires, &(size_t){0})))
+			continue;
 		if (rc < 0)
 			return rc;
-		r.source = IDENT_FTBPF;
-		if (env_int(&v, "FTBPF_WORLD_SIZE", 1, MAX_RANK, &r.world_size) < 0 ||
-		    env_int(&v, "FTBPF_LOCAL_RANK", 0, MAX_RANK, &r.local_rank) < 0)
-			return -EINVAL;
-		if (!env_str(&v, "FTBPF_JOB", r.job, sizeof(r.job))) {
-			snprintf(r.job, sizeof(r.job), "default");
-			r.host_local = 1;
-		}
-	} else if ((rc = env_int(&v, "RANK", 0, MAX_RANK, &r.rank)) != 0 &&
-		   env_get(&v, "WORLD_SIZE", &(size_t){0})) {
-		if (rc < 0)
-			return rc;
-		r.source = IDENT_TORCH;
-		if (env_int(&v, "WORLD_SIZE", 1, MAX_RANK, &r.world_size) < 0 ||
-		    env_int(&v, "LOCAL_RANK", 0, MAX_RANK, &r.local_rank) < 0)
-			return -EINVAL;
-		/* torchrun's run id is "none" unless --rdzv-id or --standalone gave one: then it
-		 * names no job, and two unrelated jobs would merge; the rendezvous store's address
-		 * (MASTER_ADDR:MASTER_PORT, unique per job on a host) names it instead */
-		if (env_str(&v, "TORCHELASTIC_RUN_ID", a, sizeof(a)) && strcmp(a, "none")) {
-			set_job(&r, "torch:", a, NULL);
-		} else {
-			a[0] = 0;
-			env_str(&v, "MASTER_ADDR", a, sizeof(a));
-			env_str(&v, "MASTER_PORT", b, sizeof(b));
-			set_job(&r, "torch:", a, b);
-			r.host_local = !*a || ident_addr_is_loopback(a);
-		}
-		(void)env_int(&v, "TORCHELASTIC_RESTART_COUNT", 0, INT32_MAX, &r.restart_count);
-	} else if ((rc = env_int(&v, "OMPI_COMM_WORLD_RANK", 0, MAX_RANK, &r.rank)) != 0) {
-		if (rc < 0)
-			return rc;
-		r.source = IDENT_OMPI;
-		if (env_int(&v, "OMPI_COMM_WORLD_SIZE", 1, MAX_RANK, &r.world_size) < 0 ||
-		    env_int(&v, "OMPI_COMM_WORLD_LOCAL_RANK", 0, MAX_RANK, &r.local_rank) < 0)
-			return -EINVAL;
-		if (!env_str(&v, "PMIX_NAMESPACE", a, sizeof(a)))
-			env_str(&v, "OMPI_MCA_ess_base_jobid", a, sizeof(a));
-		set_job(&r, "ompi:", a, NULL);
-		r.host_local = !*a;
-	} else if ((rc = env_int(&v, "PMI_RANK", 0, MAX_RANK, &r.rank)) != 0) {
-		if (rc < 0)
-			return rc;
-		r.source = IDENT_PMI;
-		if (env_int(&v, "PMI_SIZE", 1, MAX_RANK, &r.world_size) < 0)
-			return -EINVAL;
-		if (!env_str(&v, "SLURM_JOB_ID", a, sizeof(a)))
-			env_str(&v, "PMI_JOBID", a, sizeof(a));
-		set_job(&r, "pmi:", a, NULL);
-		r.host_local = !*a;
-		(void)env_int(&v, "SLURM_RESTART_COUNT", 0, INT32_MAX, &r.restart_count);
-	} else if ((rc = env_int(&v, "SLURM_PROCID", 0, MAX_RANK, &r.rank)) != 0) {
-		if (rc < 0)
-			return rc;
-		/* The batch script and the extern step carry SLURM_PROCID too: only job steps
-		 * launched by srun (a small numeric SLURM_STEP_ID) are ranks. */
-		if (env_int(&v, "SLURM_STEP_ID", 0, 0x7ffffff0, &step) != 1)
-			return -ENOENT;
-		r.source = IDENT_SLURM;
-		if (env_int(&v, "SLURM_NTASKS", 1, MAX_RANK, &r.world_size) < 0 ||
-		    env_int(&v, "SLURM_LOCALID", 0, MAX_RANK, &r.local_rank) < 0)
-			return -EINVAL;
-		env_str(&v, "SLURM_JOB_ID", a, sizeof(a));
-		snprintf(b, sizeof(b), "%d", step);
-		set_job(&r, "slurm:", a, b);
-		r.host_local = !*a;
-		(void)env_int(&v, "SLURM_RESTART_COUNT", 0, INT32_MAX, &r.restart_count);
-	} else {
-		return -ENOENT;
+		l = &launchers[i];
 	}
+	if (!l)
+		return -ENOENT;
+	r.source = l->source;
+	if (l->job) {
+		if ((rc = l->job(&v, &r)) < 0)
+			return rc;
+	} else {
+		job_from_vars(l, &v, &r);
+	}
+	if (env_int(&v, l->world, 1, MAX_RANK, &r.world_size) < 0 ||
+	    (l->local && env_int(&v, l->local, 0, MAX_RANK, &r.local_rank) < 0))
+		return -EINVAL;
+	if (l->restarts)
+		(void)env_int(&v, l->restarts, 0, INT32_MAX, &r.restart_count);
 	if (r.world_size > 0 && r.rank >= r.world_size)
 		return -EINVAL;
 	*ret = r;
@@ -188,23 +250,10 @@ int ident_from_environ(const char *env, size_t len, struct rank_ident *ret)
 
 const char *ident_source_name(enum ident_source s)
 {
-	switch (s) {
-	case IDENT_FTBPF:
-		return "ftbpf";
-	case IDENT_TORCH:
-		return "torchrun";
-	case IDENT_OMPI:
-		return "openmpi";
-	case IDENT_PMI:
-		return "pmi";
-	case IDENT_SLURM:
-		return "slurm";
-	case IDENT_CLIENT:
-		return "client";
-	case IDENT_NONE:
-		break;
-	}
-	return "none";
+	for (size_t i = 0; i < NLAUNCHERS; i++)
+		if (launchers[i].source == s)
+			return launchers[i].name;
+	return s == IDENT_CLIENT ? "client" : "none";
 }
 
 int ident_addr_is_loopback(const char *a)

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ftbpf/slot.h"
+
 void timers_init(struct timers *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -157,4 +159,11 @@ const char *timers_source_name(enum timer_source s)
 		return "slot";
 	}
 	return "?";
+}
+
+uint64_t timers_slot_armed(const struct ftbpf_slot_timer *t)
+{
+	uint64_t d = __atomic_load_n(&t->deadline_ns, __ATOMIC_RELAXED);
+
+	return __atomic_load_n(&t->state, __ATOMIC_RELAXED) == FTBPF_TS_ARMED ? d : 0;
 }

@@ -56,4 +56,9 @@ int timers_count_uid(const struct timers *t, uid_t uid);
 /* "fifo", "ctl" or "slot" */
 const char *timers_source_name(enum timer_source s);
 
+struct ftbpf_slot_timer;
+/* The deadline of a slot timer that is armed, else 0 (the slot is shared with the process
+ * and the kernel: read with atomic loads). */
+uint64_t timers_slot_armed(const struct ftbpf_slot_timer *t);
+
 #endif

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/meshaddr.h"
+
 #define MESH_VERSION	2
 #define MESH_MAX_PACKET 1400 /* fits a 1500-byte MTU with IP/UDP headers */
 #define MESH_KEY_BYTES	32
@@ -34,12 +36,6 @@ enum mesh_state {
 	MESH_SUSPECT = 1,
 	MESH_DEAD = 2,
 	MESH_LEFT = 3,
-};
-
-/* A node: IPv4 address and UDP port (host byte order). */
-struct mesh_addr {
-	uint32_t ip;
-	uint16_t port;
 };
 
 /* What a node tells about its jobs (counts; 0xffff saturates). */
@@ -116,9 +112,5 @@ int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq);
  * file must be a regular file of root's (or ours) that nobody else can read or write. 0, or -1
  * with a message in err. */
 int mesh_load_key(const char *path, uint8_t key[MESH_KEY_BYTES], char *err, size_t errlen);
-
-/* "10.0.0.1:7946" -> addr; 0 or -EINVAL. */
-int mesh_parse_addr(const char *s, struct mesh_addr *ret);
-void mesh_format_addr(const struct mesh_addr *a, char *buf, size_t len);
 
 #endif

@@ -1,9 +1,8 @@
-/* Mesh node addresses as text ("10.0.0.1:7946"): apart from the wire format so that the
- * configuration can check them without the protocol and its crypto library. */
+/* Mesh node addresses as text: see meshaddr.h. */
 #include <errno.h>
 #include <stdio.h>
 
-#include "proto/mesh_proto.h"
+#include "lib/meshaddr.h"
 
 int mesh_parse_addr(const char *s, struct mesh_addr *ret)
 {

@@ -1,8 +1,5 @@
-/*
- * The heartbeat mesh's protocol defaults, apart from the protocol code (swim.c) so that the
- * agent's configuration can take its defaults from here without linking the protocol.
- */
-#include "proto/swim.h"
+/* The heartbeat mesh's timing defaults: see swim_config.h. */
+#include "lib/swim_config.h"
 
 void swim_config_memberlist(struct swim_config *c)
 {

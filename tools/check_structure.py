@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Check the code's structure against docs/architecture.md (run by `make check-structure`).
+
+Fails, saying where, on:
+  - an include cycle among modules (a module is user/LAYER/NAME.c and .h; the private header
+    NAME_int.h of a split module counts as the module NAME itself);
+  - an include from one layer into another that the "may use" table in docs/architecture.md
+    does not allow (the table is read from the doc, so the doc and this check cannot drift);
+  - a C, header or BPF file over 1,000 lines.
+Stdlib only; run from the repository root (or pass it as the first argument).
+"""
+import os
+import re
+import sys
+
+MAX_LINES = 1000
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_]+)\.h"')
+# a row of the layer table: | `agent` | `lib`, `os`, ... |  ("nothing" for none)
+RULE_ROW = re.compile(r'^\|\s*`([a-z]+)`\s*\|([^|]*)\|')
+SKIP_DIRS = {'.git', 'build'}
+
+
+def module_of(layer, name):
+    if name.endswith('_int'):
+        name = name[: -len('_int')]
+    return layer + '/' + name
+
+
+def read_rules(doc):
+    """The layer table between the markers in docs/architecture.md: layer -> allowed layers."""
+    rules, inside = {}, False
+    with open(doc, encoding='utf-8') as f:
+        for line in f:
+            if 'layer-rules:begin' in line:
+                inside = True
+            elif 'layer-rules:end' in line:
+                break
+            elif inside:
+                m = RULE_ROW.match(line)
+                if m:
+                    rules[m.group(1)] = set(re.findall(r'`([a-z]+)`', m.group(2)))
+    return rules
+
+
+def scan_user(root):
+    """Module graph and layer edges of user/: {module: {module: first 'file:line'}}."""
+    graph = {}
+    for layer in sorted(os.listdir(os.path.join(root, 'user'))):
+        d = os.path.join(root, 'user', layer)
+        if not os.path.isdir(d):
+            continue
+        for fn in sorted(os.listdir(d)):
+            base, ext = os.path.splitext(fn)
+            if ext not in ('.c', '.h'):
+                continue
+            mod = module_of(layer, base)
+            edges = graph.setdefault(mod, {})
+            path = os.path.join('user', layer, fn)
+            with open(os.path.join(root, path), encoding='utf-8', errors='replace') as f:
+                for no, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    dep = module_of(m.group(1), m.group(2))
+                    if dep != mod:
+                        edges.setdefault(dep, '%s:%d' % (path, no))
+    return graph
+
+
+def cycles(graph):
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, {}))))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in graph:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, {})))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def long_files(root):
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS)
+        for fn in sorted(files):
+            if fn.endswith(('.c', '.h')):
+                p = os.path.join(d, fn)
+                with open(p, 'rb') as f:
+                    n = sum(1 for _ in f)
+                if n > MAX_LINES:
+                    yield os.path.relpath(p, root), n
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else '.'
+    doc = os.path.join(root, 'docs', 'architecture.md')
+    errors = []
+    rules = read_rules(doc)
+    if not rules:
+        errors.append('%s: no layer table between <!-- layer-rules:begin --> and '
+                      '<!-- layer-rules:end -->' % doc)
+    graph = scan_user(root)
+    for comp in cycles(graph):
+        ring = ', '.join('%s -> %s (%s)' % (a, b, graph[a][b])
+                         for a in comp for b in sorted(graph[a]) if b in comp)
+        errors.append('include cycle among %s: %s' % (' '.join(comp), ring))
+    # the public headers (include/ftbpf) are usable by every layer
+    layers = {m.split('/')[0] for m in graph}
+    for layer in sorted(layers - set(rules)):
+        if rules:
+            errors.append('layer user/%s/ has no row in the layer table of %s' % (layer, doc))
+    for mod in sorted(graph):
+        a = mod.split('/')[0]
+        for dep, where in sorted(graph[mod].items()):
+            b = dep.split('/')[0]
+            if a == b or b == 'ftbpf' or a not in rules:
+                continue
+            if b not in rules.get(a, set()):
+                errors.append('%s: layer %s uses %s (%s), which docs/architecture.md does not '
+                              'allow (%s may use: %s)' % (where, a, b, dep, a,
+                                                          ', '.join(sorted(rules[a])) or
+                                                          'nothing'))
+    for comp in cycles({a: {b: '' for b in used} for a, used in rules.items()}):
+        errors.append('the layer table in %s has a cycle: %s' % (doc, ' '.join(comp)))
+    for path, n in long_files(root):
+        errors.append('%s: %d lines (at most %d: split it by concern)' % (path, n, MAX_LINES))
+    for e in errors:
+        print('check-structure: ' + e, file=sys.stderr)
+    if errors:
+        print('check-structure: FAILED (%d problem(s))' % len(errors), file=sys.stderr)
+        return 1
+    print('check-structure: ok (%d modules, no include cycle, layers as documented, no file '
+          'over %d lines)' % (len(graph), MAX_LINES))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
