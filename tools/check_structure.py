@@ -10,6 +10,7 @@ Fails, saying where, on:
 Stdlib only; run from the repository root (or pass it as the first argument).
 """
 import os
+import subprocess
 import re
 import sys
 
@@ -109,16 +110,30 @@ def cycles(graph):
     return out
 
 
+def source_files(root):
+    """The C and header files of the source tree: git's list where there is one (build
+    folders, whatever their name, hold generated files), else a walk that skips build*."""
+    try:
+        out = subprocess.run(['git', '-C', root, 'ls-files', '-z', '--', '*.c', '*.h'],
+                             capture_output=True, check=True).stdout
+        return sorted(os.path.join(root, x) for x in out.decode().split('\0') if x)
+    except (OSError, subprocess.CalledProcessError):
+        found = []
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs
+                             if x not in SKIP_DIRS and not x.startswith(('build', '.')))
+            found += [os.path.join(d, fn) for fn in sorted(files) if fn.endswith(('.c', '.h'))]
+        return found
+
+
 def long_files(root):
-    for d, dirs, files in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS)
-        for fn in sorted(files):
-            if fn.endswith(('.c', '.h')):
-                p = os.path.join(d, fn)
-                with open(p, 'rb') as f:
-                    n = sum(1 for _ in f)
-                if n > MAX_LINES:
-                    yield os.path.relpath(p, root), n
+    for p in source_files(root):
+        if not os.path.isfile(p):
+            continue
+        with open(p, 'rb') as f:
+            n = sum(1 for _ in f)
+        if n > MAX_LINES:
+            yield os.path.relpath(p, root), n
 
 
 def main():
