@@ -41,13 +41,16 @@ for t in "${tests[@]}"; do
 	limit=$(sed -n 's/^# time-limit: *\([0-9]*\).*/\1/p' "$t"); limit=${limit:-${TEST_TIMEOUT:-300}}
 	# one integration test at a time on this machine, whoever runs it: every agent watches the
 	# whole host, so two tests side by side would adopt, flag and act on each other's ranks
-	FTBPF_IT_LOCKED=1 "${LOCK[@]}" timeout --kill-after=15 "$limit" ./"$t" 2>&1 | tee "$outs/$t.out"
+	# (the moment it got the machine is noted: its own time is told apart from the wait)
+	FTBPF_IT_LOCKED=1 "${LOCK[@]}" bash -c 'date +%s >"$0"; exec timeout --kill-after=15 "$1" ./"$2"' \
+		"$outs/$t.began" "$limit" "$t" 2>&1 | tee "$outs/$t.out"
 	rc=${PIPESTATUS[0]}
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "[$t] FAIL: timed out after ${limit}s (# time-limit in the test, or TEST_TIMEOUT)" | tee -a "$outs/$t.out"
 	fi
 	if [ "$rc" -eq 0 ]; then pass=$((pass + 1)); else failed=$((failed + 1)); names+=("$t"); fi
-	echo "--- $t took $(( $(date +%s) - start ))s"
+	began=$(cat "$outs/$t.began" 2>/dev/null || echo "$start")
+	echo "--- $t took $(( $(date +%s) - began ))s (waited $(( began - start ))s for the machine)"
 done
 if [ $failed -gt 0 ]; then
 	for t in "${names[@]}"; do
