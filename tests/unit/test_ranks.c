@@ -92,6 +92,32 @@ static void test_replaced(void)
 	ranks_fini(&r);
 }
 
+/* A process that inherited a live rank's variables and ended (a wrapper's `date`) is a stray:
+ * the verdict leaves it out. A rank's earlier incarnation is never one. */
+static void test_stray(void)
+{
+	struct ranks r;
+	struct rank *a, *b, *c;
+
+	ranks_init(&r);
+	a = ranks_add(&r, 100, 10, 0, "j"); /* rank 0, live */
+	a->id.rank = 0;
+	b = ranks_add(&r, 101, 20, 0, "j"); /* started after it with rank 0: `date` */
+	b->id.rank = 0;
+	CU_ASSERT_FALSE(rank_is_stray(a->job, b)); /* live: not judged a stray */
+	b->s.exited = 1;
+	CU_ASSERT_TRUE(rank_is_stray(a->job, b));
+	CU_ASSERT_FALSE(rank_is_stray(a->job, a));
+	/* rank 1 crashed and its launcher restarted it: the crash is no stray */
+	c = ranks_add(&r, 102, 5, 0, "j");
+	c->id.rank = 1;
+	c->s.exited = 1;
+	b = ranks_add(&r, 103, 30, 0, "j");
+	b->id.rank = 1;
+	CU_ASSERT_FALSE(rank_is_stray(a->job, c));
+	ranks_fini(&r);
+}
+
 static void test_asked(void)
 {
 	struct ranks r;
@@ -126,6 +152,7 @@ int main(void)
 	CU_add_test(s, "runs: a relaunch is a new run", test_runs);
 	CU_add_test(s, "a restarted rank replaces its ended incarnation", test_replaced);
 	CU_add_test(s, "what a decision asked (slot)", test_asked);
+	CU_add_test(s, "a stray with a live rank's variables", test_stray);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -93,8 +93,10 @@ void watch_fini(struct watch *w)
 	sampler_fini(&w->sp);
 	free(w->eval_d);
 	free(w->eval_s);
+	free(w->eval_map);
 	w->eval_d = NULL;
 	w->eval_s = NULL;
+	w->eval_map = NULL;
 }
 
 /* ---- NCCL communicators and CUDA/NCCL probes ---- */
@@ -262,31 +264,45 @@ void watch_sample(struct watch *w, uint64_t now)
 
 int watch_judge(struct watch *w, struct job *j, uint64_t now)
 {
-	int m = j->nmembers;
+	int m = j->nmembers, n;
 	struct det_pace pace;
 
 	if (m > w->eval_cap) {
 		struct det_rank *nd = realloc(w->eval_d, (size_t)m * sizeof(*nd));
 		struct det_sample *ns = nd ? realloc(w->eval_s, (size_t)m * sizeof(*ns)) : NULL;
+		int *nm = ns ? realloc(w->eval_map, (size_t)m * sizeof(*nm)) : NULL;
 
 		if (nd)
 			w->eval_d = nd;
-		if (!ns)
+		if (ns)
+			w->eval_s = ns;
+		if (!nm)
 			return -ENOMEM;
-		w->eval_s = ns;
+		w->eval_map = nm;
 		w->eval_cap = m;
 	}
+	/* the job's ranks, its strays left out (their ends say nothing of the job) */
+	n = 0;
 	for (int i = 0; i < m; i++) {
-		w->eval_d[i] = j->members[i]->d;
-		w->eval_s[i] = j->members[i]->s;
+		if (rank_is_stray(j, j->members[i])) {
+			j->members[i]->d.hung = 0;
+			j->members[i]->d.culprit = 0;
+			continue;
+		}
+		w->eval_map[n] = i;
+		w->eval_d[n] = j->members[i]->d;
+		w->eval_s[n] = j->members[i]->s;
+		n++;
 	}
 	cadwatch_job(&w->cw, j, now, &pace);
-	det_job_eval_paced(w->eval_d, w->eval_s, m, now, 0, &w->dp, &pace, &j->res);
-	j->state = det_job_state(w->eval_s, m, &j->res, &w->dp, j->hard_killed);
-	for (int i = 0; i < m; i++) {
-		j->members[i]->d.hung = w->eval_d[i].hung;
-		j->members[i]->d.culprit = w->eval_d[i].culprit;
+	det_job_eval_paced(w->eval_d, w->eval_s, n, now, 0, &w->dp, &pace, &j->res);
+	j->state = det_job_state(w->eval_s, n, &j->res, &w->dp, j->hard_killed);
+	for (int x = 0; x < n; x++) {
+		j->members[w->eval_map[x]]->d.hung = w->eval_d[x].hung;
+		j->members[w->eval_map[x]]->d.culprit = w->eval_d[x].culprit;
 	}
+	for (int c = 0; c < j->res.n_culprits; c++) /* indices into the members again */
+		j->res.culprits[c] = w->eval_map[j->res.culprits[c]];
 	return 0;
 }
 

@@ -35,6 +35,7 @@ struct watch {
 	struct cadwatch cw;	 /* step cadence and stragglers */
 	struct det_rank *eval_d; /* owned scratch for det_job_eval */
 	struct det_sample *eval_s;
+	int *eval_map; /* eval index -> member index (strays left out) */
 	int eval_cap;
 	unsigned gpu_majors[64]; /* character-device majors treated as GPUs */
 	int ngpu;

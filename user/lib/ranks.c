@@ -275,6 +275,19 @@ int rank_asked(const struct rank *k)
 	}
 }
 
+int rank_is_stray(const struct job *j, const struct rank *k)
+{
+	if (!k->s.exited)
+		return 0;
+	for (int i = 0; j && i < j->nmembers; i++) {
+		const struct rank *o = j->members[i];
+
+		if (o != k && !o->s.exited && o->id.rank == k->id.rank && o->start_ns < k->start_ns)
+			return 1;
+	}
+	return 0;
+}
+
 int ranks_job_drop_replaced(struct ranks *r, struct rank *k,
 			    void (*drop)(void *ctx, struct rank *k), void *ctx)
 {

@@ -131,6 +131,11 @@ int job_has_live(const struct job *j);
  * release what the caller holds for them), the per-run verdict is cleared, run is counted. */
 void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
 		       void (*drop)(void *ctx, struct rank *k), void *ctx);
+/* Is k a stray of its job: it ended while a member that started before it, with the same
+ * rank, still lives? (A process that inherited a rank's variables: a wrapper script's `date`,
+ * a helper the launcher ran; not the rank's incarnation, which came first.) Its end says
+ * nothing of the job: the verdict leaves it out. */
+int rank_is_stray(const struct job *j, const struct rank *k);
 /* Rank k replaces its ended incarnations in its job (a rank restarted alone): all but the
  * latest are forgotten (drop called for each first), so that a job's rows stay bounded by
  * twice its size. Returns how many. */
