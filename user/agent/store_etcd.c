@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ struct store_etcd {
 	uint8_t rkey[STORE_RECORD_KEY_BYTES];
 	uint64_t rejected, rejected_told;
 	char rej_key[160], rej_why[96];
+	struct kvmap refused; /* refused keys -> a hash of what was refused: counted once */
 	/* the agent's side */
 	int efd; /* owned */
 	struct loop *loop;
@@ -139,6 +141,26 @@ static const char *strip(const struct store_etcd *s, const char *key)
 	return strncmp(key, s->prefix, n) ? NULL : key + n;
 }
 
+#define REFUSED_MAX 4096 /* refused records remembered (then forgotten all at once) */
+
+/* Was this very record (key and value) refused already? Remembers it if not. s->mu is held. */
+static int refused_before_locked(struct store_etcd *s, const char *k, const char *stored)
+{
+	unsigned char h[16];
+	char hex[sizeof(h) * 2 + 1];
+	const char *was;
+
+	crypto_generichash(h, sizeof(h), (const unsigned char *)stored, strlen(stored), NULL, 0);
+	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+	was = kvmap_get(&s->refused, k);
+	if (was && !strcmp(was, hex))
+		return 1;
+	if (s->refused.n >= REFUSED_MAX)
+		kvmap_clear(&s->refused, "");
+	kvmap_set(&s->refused, k, hex);
+	return 0;
+}
+
 /* A stored value as the mirror holds it: the record itself when it is authentic (or when
  * records are not authenticated), else NULL: refused and counted. s->mu is held. */
 static const char *opened_locked(struct store_etcd *s, const char *k, const char *stored)
@@ -149,6 +171,8 @@ static const char *opened_locked(struct store_etcd *s, const char *k, const char
 		return stored;
 	if (store_record_open(s->rkey, k, stored, &value, &why) == 0)
 		return value;
+	if (refused_before_locked(s, k, stored))
+		return NULL; /* the same record read again (the prefix re-read): counted once */
 	s->rejected++;
 	snprintf(s->rej_key, sizeof(s->rej_key), "%s%s", s->prefix, k);
 	snprintf(s->rej_why, sizeof(s->rej_why), "%s", why);
@@ -179,6 +203,8 @@ static int apply_event(void *ctx, int put, const char *key, const char *value, i
 		kvmap_set(&s->mirror, k, value);
 	else
 		kvmap_del(&s->mirror, k); /* deleted, or replaced by what is refused */
+	if (!put)
+		kvmap_del(&s->refused, k); /* a record put there again is judged again */
 	s->last_ok_ms = now_ms();
 	pthread_mutex_unlock(&s->mu);
 	notify(s);
@@ -640,6 +666,7 @@ static void etcd_close(struct store *b)
 	etcd_conn_free(s->rc);
 	etcd_conn_free(s->lc);
 	kvmap_fini(&s->mirror);
+	kvmap_fini(&s->refused);
 	kvmap_fini(&s->leased);
 	if (s->efd >= 0)
 		close(s->efd);
@@ -741,6 +768,7 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	kvmap_init(&s->mirror);
+	kvmap_init(&s->refused);
 	kvmap_init(&s->leased);
 	snprintf(s->prefix, sizeof(s->prefix), "%s",
 		 o->prefix && *o->prefix ? o->prefix : "/ftbpf/");
