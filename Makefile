@@ -229,7 +229,7 @@ unit: $(UNIT_TESTS)
 bpf-test: $(BPF_TESTS)
 	@tests/run-unit.sh $(BPF_TESTS)
 
-FUZZ_SECONDS ?= 20
+FUZZ_SECONDS ?= 10
 fuzz: $(FUZZERS)
 	@tests/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZERS)
 
@@ -239,18 +239,18 @@ integration: all
 # The agent built with AddressSanitizer and UBSan (its own build folder), run through the
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
-ASAN_TESTS := detect_sleeping_culprit ops_agent_restart detect_late_start sec_ctl_bad_input detect_children_events \
-              timers_slot sec_ctl sec_files sec_stale_pid decide_bad_store ops_metrics timers_torch_contract \
-              sec_setuid_owner sec_etcd_trust sec_metrics_cli sec_tables \
-              sec_mapped_fifo sec_many_mappings sec_truncate_race sec_probe_table ops_job_states \
-              detect_waitsfor_chain mesh_xhost_chain detect_cadence_healthy
+# (the adversarial tests, the restart and the FIFO re-open paths: what parses or holds what
+# others send; the rest runs in the plain build only, for make test's time)
+ASAN_TESTS := sec_ctl_bad_input sec_ctl sec_files sec_stale_pid sec_setuid_owner sec_etcd_trust \
+              sec_metrics_cli sec_tables sec_mapped_fifo sec_many_mappings sec_truncate_race \
+              sec_probe_table decide_bad_store ops_agent_restart timers_torch_contract
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
-# The detection, timer and decision tests again, on a busy host (a CPU hog per core, a fork loop)
-BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_killed_by_sender \
-              detect_hard_timeout detect_soft_signal detect_torch_hang detect_torch_runid_none timers_fifo \
-              timers_slot timers_python gpu_nccl gpu_driver gpu_healthy_loop detect_cadence_healthy \
-              decide_failure decide_cluster decide_bad_store detect_wrappers
+# The detection and timer tests again, on a busy host (a CPU hog per core, a fork loop); more with
+# make integration-busy BUSY_TESTS="..." (make test runs these, for its time)
+BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_hard_timeout \
+              detect_soft_signal timers_fifo timers_slot gpu_driver gpu_healthy_loop detect_wrappers \
+              detect_cadence_healthy
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 
