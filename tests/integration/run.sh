@@ -11,7 +11,14 @@ AREAS="detect timers ci mesh decide sec ops gpu top"
 all_tests() { local a; for a in $AREAS; do ls "$a"_*.sh 2>/dev/null; done; }
 tests=()
 if [ $# -eq 0 ]; then
-	mapfile -t tests < <(all_tests)
+	# a test whose header says "# known-open: WHY" shows a bug not fixed yet: it is not run
+	# with the others (said here, and again at the end), only when named
+	open_bugs=()
+	while read -r t; do
+		why=$(sed -n 's/^# known-open: *//p' "$t" | head -1)
+		if [ -n "$why" ]; then open_bugs+=("${t%.sh}: $why"); else tests+=("$t"); fi
+	done < <(all_tests)
+	for b in "${open_bugs[@]}"; do echo "not run, a known open bug: $b"; done
 else
 	bad=0
 	for want in "$@"; do
@@ -60,5 +67,6 @@ if [ $failed -gt 0 ]; then
 	echo "failed: ${names[*]}"
 fi
 rm -rf "$outs"
-echo "integration: $pass passed, $failed failed"
+for b in "${open_bugs[@]}"; do echo "not run, a known open bug: $b"; done
+echo "integration: $pass passed, $failed failed${open_bugs:+, ${#open_bugs[@]} not run (known open bugs)}"
 [ $failed -eq 0 ]
