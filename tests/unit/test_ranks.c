@@ -115,6 +115,10 @@ static void test_stray(void)
 	b = ranks_add(&r, 103, 30, 0, "j");
 	b->id.rank = 1;
 	CU_ASSERT_FALSE(rank_is_stray(a->job, c));
+	/* a job whose ranks had decisions written into their slots is the decisions' */
+	CU_ASSERT_FALSE(job_uses_decisions(a->job));
+	c->dec_written = 3;
+	CU_ASSERT_TRUE(job_uses_decisions(a->job));
 	ranks_fini(&r);
 }
 

@@ -511,9 +511,11 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		close(pidfd);
 		return 0;
 	}
-	/* all of the job's ranks here ended: a relaunch, a new run with its own verdict */
+	/* all of the job's ranks here ended: a relaunch, a new run with its own verdict (not
+	 * for a job the decisions drive: its ended ranks stay for the decider to judge, and its
+	 * runs are the store's) */
 	j = ranks_job_find(ad->ranks, uid, idp->job);
-	if (j && j->nmembers && !job_has_live(j)) {
+	if (j && j->nmembers && !job_has_live(j) && !job_uses_decisions(j)) {
 		ranks_job_new_run(ad->ranks, j, clock_mono_ns(), drop_old, ad);
 	}
 	k = ranks_add(ad->ranks, pid, st.start_ns, uid, idp->job);

@@ -216,9 +216,11 @@ static struct rank *adopt_client(struct handlers *h, const struct ctl_request *r
 	r = adopt_as(h->ad, peer->pid, fd, &id, "register", 1);
 	*why = r < 0 ? strerror(-r) : "not adopted";
 	k = ranks_find_live(h->ranks, peer->pid);
-	if (k && !*req->job && req->rank < 0 && k->job->nmembers == 1) {
-		/* it named no job and no rank: a process that uses countdown timers, not a
-		 * rank; it gets its slot, and is never judged nor part of a decision */
+	if (k && !*req->job && req->rank < 0 && k->id.source == IDENT_CLIENT &&
+	    k->job->nmembers == 1) {
+		/* it named no job and no rank, and no launcher's variables make it one: a
+		 * process that uses countdown timers, not a rank; it gets its slot, and is never
+		 * judged nor part of a decision (a single-rank torch job is a job) */
 		k->timers_only = 1;
 		k->job->timers_only = 1;
 	}

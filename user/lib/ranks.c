@@ -275,6 +275,14 @@ int rank_asked(const struct rank *k)
 	}
 }
 
+int job_uses_decisions(const struct job *j)
+{
+	for (int i = 0; j && i < j->nmembers; i++)
+		if (j->members[i]->slot || j->members[i]->dec_written)
+			return 1;
+	return 0;
+}
+
 int rank_is_stray(const struct job *j, const struct rank *k)
 {
 	if (!k->s.exited)
