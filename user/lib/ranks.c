@@ -283,6 +283,20 @@ int job_uses_decisions(const struct job *j)
 	return 0;
 }
 
+int job_ended_abnormally(const struct job *j, int restart_code, int stop_code)
+{
+	for (int i = 0; j && i < j->nmembers; i++) {
+		const struct rank *k = j->members[i];
+		int sig = k->s.exit_code & 0x7f, code = (k->s.exit_code >> 8) & 0xff;
+
+		if (!k->s.exited || k->s.killed)
+			continue;
+		if (sig || (code != 0 && code != restart_code && code != stop_code))
+			return 1;
+	}
+	return 0;
+}
+
 int rank_is_stray(const struct job *j, const struct rank *k)
 {
 	if (!k->s.exited)
