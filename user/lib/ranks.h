@@ -135,8 +135,8 @@ void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
  * Such a job's lifecycle is its decisions' (generations, runs in the store): a launcher's
  * restart of all its ranks is not a new run here, and its ended ranks stay until judged. */
 int job_uses_decisions(const struct job *j);
-/* Did a rank of the job end in a failure: a signal the agent did not send, or an exit code
- * other than 0 and the codes decisions ask for? */
+/* Did a rank of the job end in a failure, in its latest incarnation: a signal the agent did
+ * not send, or an exit code other than 0 and the codes decisions ask for? */
 int job_ended_abnormally(const struct job *j, int restart_code, int stop_code);
 /* Is k a stray of its job: it ended while a member that started before it, with the same
  * rank, still lives? (A process that inherited a rank's variables: a wrapper script's `date`,
