@@ -115,24 +115,6 @@ static void test_stray(void)
 	b = ranks_add(&r, 103, 30, 0, "j");
 	b->id.rank = 1;
 	CU_ASSERT_FALSE(rank_is_stray(a->job, c));
-	/* a job whose ranks had decisions written into their slots is the decisions' */
-	CU_ASSERT_FALSE(job_uses_decisions(a->job));
-	c->dec_written = 3;
-	CU_ASSERT_TRUE(job_uses_decisions(a->job));
-	/* ended as decided (exit 42, 93, 0) or in a failure (exit 1, a signal); b is rank 1's
-	 * latest incarnation, c an earlier one */
-	b->s.exited = 1;
-	b->s.exit_code = 93 << 8;
-	c->s.exit_code = 9; /* the earlier incarnation was killed: it no longer counts */
-	CU_ASSERT_FALSE(job_ended_abnormally(a->job, 42, 93));
-	b->s.exit_code = 42 << 8;
-	CU_ASSERT_FALSE(job_ended_abnormally(a->job, 42, 93));
-	b->s.exit_code = 1 << 8;
-	CU_ASSERT_TRUE(job_ended_abnormally(a->job, 42, 93));
-	b->s.exit_code = 9; /* SIGKILL */
-	CU_ASSERT_TRUE(job_ended_abnormally(a->job, 42, 93));
-	b->s.killed = 1; /* ... sent by the agent's own action */
-	CU_ASSERT_FALSE(job_ended_abnormally(a->job, 42, 93));
 	ranks_fini(&r);
 }
 

@@ -38,7 +38,6 @@ struct adopter {
 	uint64_t lost_seen;		  /* folded + lost exec events at the last walk */
 	uint64_t rescan_ns;		  /* time of the last walk */
 	uint64_t folded_seen, recheck_ns; /* a rank's events folded: its execs may be among them */
-	int restart_code, stop_code;	  /* the exit codes decisions ask for (42, 93) */
 	uint64_t adopted, errors, rescans, handovers;
 	uint64_t refused_elevated;  /* set-user-ID/-group-ID processes not adopted */
 	uint64_t left;		    /* ranks that exec'd as another user, or with privileges */
@@ -75,12 +74,6 @@ void adopter_free(struct adopter *ad)
 void adopter_set_node(struct adopter *ad, const char *node)
 {
 	snprintf(ad->node, sizeof(ad->node), "%s", node ? node : "");
-}
-
-void adopter_set_exit_codes(struct adopter *ad, int restart_code, int stop_code)
-{
-	ad->restart_code = restart_code;
-	ad->stop_code = stop_code;
 }
 
 int adopt_job_wanted(const struct adopter *ad, const char *job)
@@ -518,12 +511,9 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		close(pidfd);
 		return 0;
 	}
-	/* all of the job's ranks here ended: a relaunch, a new run with its own verdict (not
-	 * for a job the decisions drive that ended in a failure: its ended ranks stay for the
-	 * decider to judge, and the ranks its launcher restarts are of the next generation) */
+	/* all of the job's ranks here ended: a relaunch, a new run with its own verdict */
 	j = ranks_job_find(ad->ranks, uid, idp->job);
-	if (j && j->nmembers && !job_has_live(j) &&
-	    !(job_uses_decisions(j) && job_ended_abnormally(j, ad->restart_code, ad->stop_code))) {
+	if (j && j->nmembers && !job_has_live(j)) {
 		ranks_job_new_run(ad->ranks, j, clock_mono_ns(), drop_old, ad);
 	}
 	k = ranks_add(ad->ranks, pid, st.start_ns, uid, idp->job);

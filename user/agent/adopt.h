@@ -27,9 +27,6 @@ struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct even
 void adopter_free(struct adopter *ad);
 /* This host's name, for the ids of jobs local to it (lib/ident.h: ident_scope). */
 void adopter_set_node(struct adopter *ad, const char *node);
-/* The exit codes decisions ask for (restart_exit_code, stop_exit_code): a job that ended
- * with them ended as decided, not in a failure. */
-void adopter_set_exit_codes(struct adopter *ad, int restart_code, int stop_code);
 /* Does --only-jobs let this job in? */
 int adopt_job_wanted(const struct adopter *ad, const char *job);
 /* Adopt pid if its environment names a rank. how: "exec", "scan", "register". 0 (also when

@@ -616,7 +616,6 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	}
 	node_name(a);
 	adopter_set_node(a->ad, a->node); /* jobs local to this host carry its name */
-	adopter_set_exit_codes(a->ad, a->cfg.restart_exit_code, a->cfg.stop_exit_code);
 	{
 		struct timersvc_opts to = {.tr = a->tr,
 					   .el = a->el,

@@ -275,35 +275,6 @@ int rank_asked(const struct rank *k)
 	}
 }
 
-int job_uses_decisions(const struct job *j)
-{
-	for (int i = 0; j && i < j->nmembers; i++)
-		if (j->members[i]->slot || j->members[i]->dec_written)
-			return 1;
-	return 0;
-}
-
-int job_ended_abnormally(const struct job *j, int restart_code, int stop_code)
-{
-	for (int i = 0; j && i < j->nmembers; i++) {
-		const struct rank *k = j->members[i];
-		int sig = k->s.exit_code & 0x7f, code = (k->s.exit_code >> 8) & 0xff;
-
-		int later = 0;
-
-		if (!k->s.exited || k->s.killed)
-			continue;
-		for (int o = 0; o < j->nmembers; o++) /* only each rank's latest end counts */
-			later |= j->members[o]->id.rank == k->id.rank &&
-				 j->members[o]->start_ns > k->start_ns;
-		if (later)
-			continue;
-		if (sig || (code != 0 && code != restart_code && code != stop_code))
-			return 1;
-	}
-	return 0;
-}
-
 int rank_is_stray(const struct job *j, const struct rank *k)
 {
 	if (!k->s.exited)

@@ -131,13 +131,6 @@ int job_has_live(const struct job *j);
  * release what the caller holds for them), the per-run verdict is cleared, run is counted. */
 void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
 		       void (*drop)(void *ctx, struct rank *k), void *ctx);
-/* Did any rank of the job (live or ended) use the decision API (a slot with decisions written)?
- * Such a job's lifecycle is its decisions' (generations, runs in the store): a launcher's
- * restart of all its ranks is not a new run here, and its ended ranks stay until judged. */
-int job_uses_decisions(const struct job *j);
-/* Did a rank of the job end in a failure, in its latest incarnation: a signal the agent did
- * not send, or an exit code other than 0 and the codes decisions ask for? */
-int job_ended_abnormally(const struct job *j, int restart_code, int stop_code);
 /* Is k a stray of its job: it ended while a member that started before it, with the same
  * rank, still lives? (A process that inherited a rank's variables: a wrapper script's `date`,
  * a helper the launcher ran; not the rank's incarnation, which came first.) Its end says
