@@ -476,14 +476,34 @@ static int open_scan_timer(struct agent *a, char *err, size_t errlen)
 	return watch_fd(a, a->tfd, on_scan_timer, 0, err, errlen);
 }
 
+/* The signals the agent reads from its signalfd, blocked in every thread: before any thread
+ * is started (the inspector's workers, the etcd store's), so that each inherits the mask and
+ * a SIGTERM is never delivered to a thread where it would end the process unhandled. */
+static void signals_mask(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+}
+
+static int block_signals(char *err, size_t errlen)
+{
+	sigset_t mask;
+
+	signals_mask(&mask);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+		snprintf(err, errlen, "signals: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 static int open_signals(struct agent *a, char *err, size_t errlen)
 {
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
+	signals_mask(&mask);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || signal(SIGPIPE, SIG_IGN) == SIG_ERR ||
 	    (a->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		snprintf(err, errlen, "signals: %s", strerror(errno));
@@ -596,7 +616,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	fd_budget(&a->cfg);
 	a->start_ns = clock_mono_ns();
 	ranks_init(&a->ranks);
-	if (lock_state_dir(a, err, errlen) < 0)
+	if (block_signals(err, errlen) < 0 || lock_state_dir(a, err, errlen) < 0)
 		goto fail;
 	jobstate_open(&a->js, a->cfg.state_dir);
 	if (open_eventlog(a, err, errlen) < 0)

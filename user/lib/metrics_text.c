@@ -258,6 +258,8 @@ static const struct counter_info {
     {"ranks_left", "ranks that left their job (now another user's, or set-user-ID)", 0},
     {"wrapper_handovers", "ranks taken over from a wrapper (timeout, sh) by the child it started",
      0},
+    {"gpu_returns_lost",
+     "CUDA/NCCL calls whose return the probes never saw (ended by the kernel side)", 0},
     {"gpu_libs_refused",
      "CUDA/NCCL libraries not probed: their user's share of the probe table was full", 0},
     {"inspections", "Python stack and probe inspections done off the event loop", 0},
