@@ -239,18 +239,17 @@ integration: all
 # The agent built with AddressSanitizer and UBSan (its own build folder), run through the
 # adversarial tests and a few others: memory errors, leaks and undefined behaviour fail them.
 ASAN_BUILD := build-asan
-# (the adversarial tests, the restart and the FIFO re-open paths: what parses or holds what
-# others send; the rest runs in the plain build only, for make test's time)
+# (the adversarial tests and the junk etcd server: what parses or holds what others send; the
+# rest runs in the plain build only, for make test's time)
 ASAN_TESTS := sec_ctl_bad_input sec_ctl sec_files sec_stale_pid sec_setuid_owner sec_etcd_trust \
               sec_metrics_cli sec_tables sec_mapped_fifo sec_many_mappings sec_truncate_race \
-              sec_probe_table decide_bad_store ops_agent_restart timers_torch_contract
+              sec_probe_table decide_bad_store
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection and timer tests again, on a busy host (a CPU hog per core, a fork loop); more with
 # make integration-busy BUSY_TESTS="..." (make test runs these, for its time)
 BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_hard_timeout \
-              detect_soft_signal timers_fifo timers_slot gpu_driver gpu_healthy_loop detect_wrappers \
-              detect_cadence_healthy
+              detect_soft_signal timers_fifo timers_slot gpu_driver detect_wrappers
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 
