@@ -13,7 +13,7 @@ done
 out=$("$RUN" ops_config no_such_test 2>&1); rc=$?
 [ $rc -eq 2 ] && ! grep -q "^running" <<<"$out" && pass "one bad name among good ones: nothing runs" || fail "mixed selection: rc=$rc: $out"
 cd "$ROOT/tests/integration"
-helpers="lib.sh netns.sh cluster.sh run.sh"
+helpers="lib.sh netns.sh cluster.sh xhnet.sh run.sh"
 unnamed=$(for f in *.sh; do case " $helpers " in *" $f "*) continue ;; esac
 	grep -qE '^(detect|timers|ci|mesh|decide|sec|ops|gpu|top)_[a-z0-9_]+\.sh$' <<<"$f" || echo "$f"; done)
 [ -z "$unnamed" ] && pass "every test file is named AREA_WHAT.sh" || fail "not selected by a full run: $unnamed"

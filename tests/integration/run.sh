@@ -2,7 +2,8 @@
 # Runs integration tests (as root: real BPF programs, real processes) and prints "N passed, M
 # failed". With no arguments: every test. Arguments select tests by whole name (`decide_local` or
 # `decide_local.sh`); a name that is not exactly one test is an error and nothing runs. A test is
-# a file named AREA_WHAT.sh for an area below; lib.sh, netns.sh and cluster.sh are helpers.
+# a file named AREA_WHAT.sh for an area below; lib.sh, netns.sh, cluster.sh and xhnet.sh are
+# helpers.
 # FTBPFD=path runs another agent binary (make test: an ASan/UBSan build). The FAIL lines of
 # failed tests are printed again at the end, so that a log cut to its tail still says what failed.
 cd "$(dirname "$0")"
