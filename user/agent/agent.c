@@ -503,8 +503,8 @@ static int open_signals(struct agent *a, char *err, size_t errlen)
 {
 	sigset_t mask;
 
-	signals_mask(&mask);
-	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 || signal(SIGPIPE, SIG_IGN) == SIG_ERR ||
+	signals_mask(&mask); /* blocked already (block_signals, before any thread) */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR ||
 	    (a->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		snprintf(err, errlen, "signals: %s", strerror(errno));
 		return -errno;
