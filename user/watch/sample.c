@@ -22,6 +22,10 @@ void sampler_init(struct sampler *sp, struct tracker *tr)
 {
 	memset(sp, 0, sizeof(*sp));
 	sp->tr = tr;
+	/* now, not at the first hang: reading /proc/kallsyms takes 100 ms and more, which the
+	 * loop (and every client waiting on it) would pay at the worst moment */
+	if (tr)
+		sp->ksyms = ksyms_load();
 }
 
 void sampler_fini(struct sampler *sp)
@@ -255,7 +259,7 @@ struct json_object *sampler_kstack_json(struct sampler *sp, int pid, int tid)
 	char buf[4096], sym[160];
 
 	if (sn && sn->nr_stack > 0) {
-		if (!sp->ksyms)
+		if (!sp->ksyms) /* could not be read at start (it can be, later) */
 			sp->ksyms = ksyms_load();
 		for (int i = 0; sp->ksyms && i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
 			json_object_array_add(arr, json_object_new_string(ksyms_format(

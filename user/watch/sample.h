@@ -22,7 +22,7 @@ struct sampler {
 	struct tracker *tr;	      /* borrowed; NULL: /proc only */
 	struct ftbpf_task_snap *snap; /* owned: the latest task snapshot */
 	size_t nsnap;
-	struct ksyms *ksyms; /* owned, loaded on first need */
+	struct ksyms *ksyms; /* owned, loaded with a tracker at init, else on first need */
 };
 
 /* What the /proc fallback remembers of a process between samples (its progress estimate). */
