@@ -493,6 +493,26 @@ static void test_apply_generation(void)
 	dp_apply_generation(&cfg, &rec, &mem, rk, 3, &out);
 	CU_ASSERT_EQUAL(rk[1].generation, 1);
 	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[1]), FTBPF_ACT_RESTART);
+	/* the same when the failed ranks are gone from the table before the decision arrives (all
+	 * of the job's ranks here ended, the launcher's restart is a new run that forgets them):
+	 * the failure a look saw is remembered */
+	reset();
+	rk[0].exited = 1;
+	rk[0].wait_status = 1 << 8;
+	rk[0].exit_ms = now.mono_ms - 3000;
+	dp_failures(&cfg, &rec, &mem, rk, 1, 0, "", &now, &out);
+	CU_ASSERT_EQUAL(mem.fail_ms, now.mono_ms - 3000);
+	rec.gen = 1;
+	rec.g.generation = 1;
+	mem.gen_seen_ms = now.mono_ms;
+	rk[1].start_ms = now.mono_ms - 2000; /* restarted after the failure, alone in the table */
+	rk[2].start_ms = now.mono_ms - 5000; /* an old one */
+	out.nacts = 0;
+	dp_apply_generation(&cfg, &rec, &mem, rk + 1, 2, &out);
+	CU_ASSERT_EQUAL(rk[1].generation, 1);
+	CU_ASSERT_EQUAL(rk[2].generation, 0);
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 1);
+	CU_ASSERT_EQUAL(mem.fail_ms, 0); /* dealt with */
 	/* left out: the launcher is stopped */
 	reset();
 	rec.gen = 1;

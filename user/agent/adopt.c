@@ -43,6 +43,8 @@ struct adopter {
 	uint64_t left;		    /* ranks that exec'd as another user, or with privileges */
 	uint64_t refused_user_full; /* a user's share of the rank table was full */
 	char node[64];		    /* this host's name in host-local job ids (ident_scope) */
+	void (*run_end)(void *ctx, struct job *j); /* see adopter_on_run_end */
+	void *run_end_ctx;
 };
 
 struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
@@ -74,6 +76,12 @@ void adopter_free(struct adopter *ad)
 void adopter_set_node(struct adopter *ad, const char *node)
 {
 	snprintf(ad->node, sizeof(ad->node), "%s", node ? node : "");
+}
+
+void adopter_on_run_end(struct adopter *ad, void (*fn)(void *ctx, struct job *j), void *ctx)
+{
+	ad->run_end = fn;
+	ad->run_end_ctx = ctx;
 }
 
 int adopt_job_wanted(const struct adopter *ad, const char *job)
@@ -514,6 +522,10 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	/* all of the job's ranks here ended: a relaunch, a new run with its own verdict */
 	j = ranks_job_find(ad->ranks, uid, idp->job);
 	if (j && j->nmembers && !job_has_live(j)) {
+		/* a launcher restarts a failed rank at once, before any scan saw the failure: the
+		 * run that ended is judged and decided on now, or its end would be lost with it */
+		if (ad->run_end)
+			ad->run_end(ad->run_end_ctx, j);
 		ranks_job_new_run(ad->ranks, j, clock_mono_ns(), drop_old, ad);
 	}
 	k = ranks_add(ad->ranks, pid, st.start_ns, uid, idp->job);

@@ -19,6 +19,7 @@ struct eventlog;
 struct rank_ident;
 struct json_object;
 struct adopter;
+struct job;
 
 /* NULL on ENOMEM. only_jobs: an fnmatch pattern of the jobs to adopt ("" all); only_netns:
  * only processes in our network namespace. All borrowed. */
@@ -27,6 +28,9 @@ struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct even
 void adopter_free(struct adopter *ad);
 /* This host's name, for the ids of jobs local to it (lib/ident.h: ident_scope). */
 void adopter_set_node(struct adopter *ad, const char *node);
+/* Called when a rank of job j is adopted and all of j's earlier ranks here ended: the run they
+ * were is judged (verdict, events, decisions) before the new run forgets them. */
+void adopter_on_run_end(struct adopter *ad, void (*fn)(void *ctx, struct job *j), void *ctx);
 /* Does --only-jobs let this job in? */
 int adopt_job_wanted(const struct adopter *ad, const char *job);
 /* Adopt pid if its environment names a rank. how: "exec", "scan", "register". 0 (also when

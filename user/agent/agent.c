@@ -210,6 +210,23 @@ static void scan(struct agent *a)
 	metrics_tick(a->metrics);
 }
 
+/* All of job j's ranks here ended and a relaunch begins (adopt.c): the run that ended is judged
+ * now, as a scan would (its failure reported, its end decided on), before it is forgotten. Its
+ * ranks are all gone: nothing to sample. */
+static void on_run_end(void *ctx, struct job *j)
+{
+	struct agent *a = ctx;
+	uint64_t now = clock_mono_ns();
+
+	if (!j->timers_only && watch_judge(&a->w, j, now) == 0) {
+		if (a->jp)
+			jobparts_job(a->jp, j, now);
+		actions_job(&a->ac, j, now);
+	}
+	if (a->dc)
+		decide_job(a->dc, j);
+}
+
 /* ---- loop handlers ---- */
 static void on_ring(void *ctx, uint32_t arg, uint32_t events)
 {
@@ -636,6 +653,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	}
 	node_name(a);
 	adopter_set_node(a->ad, a->node); /* jobs local to this host carry its name */
+	adopter_on_run_end(a->ad, on_run_end, a);
 	{
 		struct timersvc_opts to = {.tr = a->tr,
 					   .el = a->el,

@@ -145,6 +145,18 @@ static void forget_idle(struct decider *d)
 	}
 }
 
+/* A look at one job: one that settled a claim here, or wrote a request into slots, is followed
+ * by another at once (a step of the agreement per look, not per scan). */
+static void look(struct decider *d, struct djob *dj)
+{
+	for (int pass = 0; pass < 4; pass++) {
+		d->again = 0;
+		tick_job(d, dj);
+		if (!d->again)
+			break;
+	}
+}
+
 void decide_tick(struct decider *d)
 {
 	forget_idle(d);
@@ -155,17 +167,17 @@ void decide_tick(struct decider *d)
 			dc_find(d, j->uid, j->id, 1);
 	}
 	for (int i = 0; i < d->njobs; i++) {
-		if (!local_job(d, d->jobs[i]))
-			continue;
-		/* a look that settled a claim here, or wrote a request into slots, is followed by
-		 * another at once (a step of the agreement per look, not per scan) */
-		for (int pass = 0; pass < 4; pass++) {
-			d->again = 0;
-			tick_job(d, d->jobs[i]);
-			if (!d->again)
-				break;
-		}
+		if (local_job(d, d->jobs[i]))
+			look(d, d->jobs[i]);
 	}
+}
+
+void decide_job(struct decider *d, struct job *j)
+{
+	struct djob *dj;
+
+	if (participates(j) && (dj = dc_find(d, j->uid, j->id, 1)))
+		look(d, dj);
 }
 
 /* ---- triggers ---- */

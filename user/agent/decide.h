@@ -60,6 +60,9 @@ void decide_peer_alive(struct decider *d, const char *node);
 void decide_rank_registered(struct decider *d, struct rank *k);
 /* Look at every job again (each scan, and when the store changed). */
 void decide_tick(struct decider *d);
+/* Look at job j now: all of its ranks here ended and a relaunch is about to begin a new run,
+ * which forgets them; their ends (a failure, saves) are decided on first. */
+void decide_job(struct decider *d, struct job *j);
 /* The job's generation and checkpoint, for status ("generation", "checkpoint"). */
 void decide_job_json(struct decider *d, const struct job *j, struct json_object *o);
 /* Every decision the store holds for the jobs uid may see (0: all), oldest first. */

@@ -714,6 +714,10 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 		    ranks[i].generation < r->gen && ranks[i].exit_ms < since &&
 		    dp_abnormal_exit(c, &ranks[i]))
 			since = ranks[i].exit_ms;
+	/* the same, remembered: the ranks that failed may be gone from the table already */
+	if (m->fail_ms && m->fail_gen >= prev && m->fail_gen < r->gen && m->fail_ms < since)
+		since = m->fail_ms;
+	m->fail_ms = m->fail_gen = 0;
 	m->final_claimed = 0;
 	m->req_ms = m->done_ms = 0;
 	m->retargets = 0;
@@ -743,6 +747,20 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 		act(out, DP_ACT_HEALTH_CHECK, -1, 0, "");
 }
 
+/* Remember when a rank of the current generation failed here, the first such failure. */
+static void note_failure(const struct dp_config *c, const struct dp_records *r,
+			 struct dp_memory *m, const struct dp_rank *k)
+{
+	if (k->generation != r->gen || !k->registered || !k->exit_ms || !dp_abnormal_exit(c, k))
+		return;
+	if (m->fail_gen != r->gen)
+		m->fail_ms = 0;
+	if (!m->fail_ms || k->exit_ms < m->fail_ms) {
+		m->fail_ms = k->exit_ms;
+		m->fail_gen = r->gen;
+	}
+}
+
 void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 		 struct dp_rank *ranks, int n, int hard, const char *hard_why,
 		 const struct dp_now *now, struct dp_out *out)
@@ -758,6 +776,8 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 		if (k->generation != r->gen || !k->registered || !dp_abnormal_exit(c, k))
 			continue;
 		k->fail_seen = 1;
+		for (int f = i; f < n; f++) /* remember the first (dp_apply_generation) */
+			note_failure(c, r, m, &ranks[f]);
 		snprintf(why, sizeof(why), "rank %d (pid %d) on %s ended: %s %d", k->rank, k->pid,
 			 c->node, sig ? "signal" : "exit code",
 			 sig ? sig : (k->wait_status >> 8) & 0xff);

@@ -156,6 +156,11 @@ struct dp_memory {
 	uint64_t hang_claimed;	   /* the generation a hard timeout was claimed for */
 	int held;	      /* the ranks wait at a step boundary (the store is unreachable) */
 	uint64_t gen_seen_ms; /* when the current generation was first seen here (mono) */
+	/* the first failure here of a rank of generation fail_gen (mono, 0 none): a launcher
+	 * restarts the others after it, and a relaunch forgets the ranks that failed (a new run
+	 * of the job's ranks here) before the decision arrives */
+	uint64_t fail_ms;
+	uint64_t fail_gen;
 	/* I5: a preemption not yet in a request (the store unreachable, an operator's request
 	 * in progress, a claim that expired): claimed when it can be, or said why not */
 	uint64_t preempt_ms; /* since (mono), 0 none */
