@@ -1,6 +1,5 @@
 #!/bin/bash
 # time-limit: 300
-# known-open: issue 21: since the job issue's rule that a relaunch after all ranks ended is a new run (its ended ranks dropped), the ranks a launcher restarts after a host died read generation 0, not 1 (the decider never sees the failed ranks' ends)
 # A host dying: three agents in network namespaces with etcd, a launcher of two C ranks on each
 # (docs/examples/c_loop.c, one restart allowed) whose ranks end with exit 1 when a peer of the
 # job is gone (--peers: a collective that lost its peer), as a torch DDP rank does. Node 3's

@@ -71,7 +71,11 @@ static void tick_job(struct decider *d, struct djob *dj)
 	struct dp_local l;
 	struct dp_now now;
 
-	if (!dj->run && j) { /* an agent restarted: its ranks registered with the earlier one */
+	uint64_t last_ok;
+
+	/* an agent restarted: its ranks registered with the earlier one; their run is read from
+	 * the store, once it can be (not guessed from what is not read yet) */
+	if (!dj->run && j && store_reachable(d->st, &last_ok)) {
 		for (int i = 0; i < j->nmembers && !dj->run; i++)
 			if (!j->members[i]->s.exited && j->members[i]->dec_written)
 				dc_choose_run(d, dj, j, j->members[i]);

@@ -80,6 +80,7 @@ struct store_etcd {
 	int stop;
 	uint64_t last_ok_ms;
 	uint64_t watch_fail_ms; /* since when the watcher cannot read the prefix (0: it can) */
+	int mirrored;		/* the prefix was read in full once: the mirror means something */
 	int64_t lease;
 	uint64_t claims_won, claims_lost, claims_expired, watch_restarts, ops_retried;
 	struct lease_left leases[LEASES_KNOWN]; /* round robin */
@@ -254,6 +255,7 @@ static void *watcher(void *arg)
 		}
 		s->last_ok_ms = now_ms();
 		s->watch_fail_ms = 0;
+		s->mirrored = 1;
 		s->error[0] = 0;
 		pthread_mutex_unlock(&s->mu);
 		kvmap_fini(&all);
@@ -590,12 +592,18 @@ static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
 	uint64_t last;
 
 	uint64_t failing;
+	int mirrored;
 
 	pthread_mutex_lock(&s->mu);
 	last = s->last_ok_ms;
 	failing = s->watch_fail_ms;
+	mirrored = s->mirrored;
 	pthread_mutex_unlock(&s->mu);
 	*last_ok_ms = last;
+	/* the lease may be granted before the prefix was read: an empty mirror is not "no record"
+	 * (a restarted agent would take its ranks for a new run's) */
+	if (!mirrored)
+		return 0;
 	/* the lease's keepalives answer while the mirror may be stale: a watcher that cannot read
 	 * the prefix makes the store unreachable (nothing is decided on a stale mirror) */
 	if (failing && now_ms() - failing >= REACHABLE_MS)
