@@ -200,12 +200,13 @@ static int apply_event(void *ctx, int put, const char *key, const char *value, i
 	if (!k)
 		return 0;
 	pthread_mutex_lock(&s->mu);
-	if (put && (value = opened_locked(s, k, value)))
-		kvmap_set(&s->mirror, k, value);
-	else
-		kvmap_del(&s->mirror, k); /* deleted, or replaced by what is refused */
-	if (!put)
+	if (!put) {
+		kvmap_del(&s->mirror, k);
 		kvmap_del(&s->refused, k); /* a record put there again is judged again */
+	} else if ((value = opened_locked(s, k, value))) {
+		kvmap_set(&s->mirror, k, value);
+	} /* else refused: an authentic record it overwrote stays what we know (a forged or
+	   * damaged value never erases a decision) */
 	s->last_ok_ms = now_ms();
 	pthread_mutex_unlock(&s->mu);
 	notify(s);
@@ -245,13 +246,20 @@ static void *watcher(void *arg)
 			continue;
 		}
 		pthread_mutex_lock(&s->mu);
-		kvmap_fini(&s->mirror);
-		kvmap_init(&s->mirror);
-		for (size_t i = 0; i < all.n; i++) {
-			const char *k = strip(s, all.v[i].key), *v;
+		{
+			struct kvmap was = s->mirror;
 
-			if (k && (v = opened_locked(s, k, all.v[i].value)))
-				kvmap_set(&s->mirror, k, v);
+			kvmap_init(&s->mirror);
+			for (size_t i = 0; i < all.n; i++) {
+				const char *k = strip(s, all.v[i].key), *v;
+
+				if (!k)
+					continue;
+				if ((v = opened_locked(s, k, all.v[i].value)) ||
+				    (v = kvmap_get(&was, k))) /* refused: the authentic one stays */
+					kvmap_set(&s->mirror, k, v);
+			}
+			kvmap_fini(&was);
 		}
 		s->last_ok_ms = now_ms();
 		s->watch_fail_ms = 0;
