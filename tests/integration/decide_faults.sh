@@ -30,9 +30,7 @@
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 . "$(dirname "$0")/cluster.sh"
 RUNS=${FAULT_RUNS:-1}
-# agent_kill is left out unless named (FAULT_KINDS=agent_kill): its one run in the last full
-# test run lost the killed agent's node (I6) and its launcher did not end: open under issue 21
-KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_restart rank_stop two_preemptions preempt_failure clock_step}
+KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step}
 NET=10.79.4
 # the agents' pins on a bpffs of the test's own: `ip netns exec` mounts a new /sys, where
 # /sys/fs/bpf is not, and an agent killed and started again must find its pinned maps (and its
