@@ -748,8 +748,8 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 }
 
 /* Remember when a rank of the current generation failed here, the first such failure. */
-static void note_failure(const struct dp_config *c, const struct dp_records *r,
-			 struct dp_memory *m, const struct dp_rank *k)
+static void note_failure(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
+			 const struct dp_rank *k)
 {
 	if (k->generation != r->gen || !k->registered || !k->exit_ms || !dp_abnormal_exit(c, k))
 		return;
