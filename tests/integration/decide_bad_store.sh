@@ -108,8 +108,8 @@ ranks_alive && [ "$(events_of decision | jq -s '[.[] | select(.job=="bjob" and .
 # the forged gen/1 overwrote the authentic one in etcd: what the agent knows stays (generation
 # 1: the preemption's restart), and nothing of the old generation comes back to the ranks (its
 # preemption checkpoint would tell them to exit)
-GEN=$(status_json | jq '[.jobs[] | select(.job=="bjob")][0].generation')
 sleep 3
+GEN=$(status_json | jq '[.jobs[] | select(.job=="bjob")][0].generation')
 [ "$GEN" = 1 ] && ranks_alive && ! grep -qs "EXIT" "$D"/log.* &&
 	pass "the authentic generation 1 overwritten by a forged record: still generation 1, the ranks train on" ||
 	fail "after the overwrite: generation $GEN, $(tail -qn 2 "$D"/log.* | tr '\n' ' ')"

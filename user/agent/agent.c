@@ -218,6 +218,8 @@ static void on_run_end(void *ctx, struct job *j)
 	struct agent *a = ctx;
 	uint64_t now = clock_mono_ns();
 
+	if (!j->restored) /* at start, before the first scan: what the last agent reported */
+		jobstate_restore(&a->js, j);
 	if (!j->timers_only && watch_judge(&a->w, j, now) == 0) {
 		if (a->jp)
 			jobparts_job(a->jp, j, now);

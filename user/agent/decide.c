@@ -80,6 +80,8 @@ static void tick_job(struct decider *d, struct djob *dj)
 			if (!j->members[i]->s.exited && j->members[i]->dec_written)
 				dc_choose_run(d, dj, j, j->members[i]);
 	}
+	if (!dj->run)
+		return; /* no run known yet: the slots keep what the last agent wrote in them */
 	dc_load(d, dj);
 	dc_log_refused(d, dj);
 	if (dc_gather(d, dj, j) < 0)
@@ -269,9 +271,15 @@ void decide_rank_registered(struct decider *d, struct rank *k)
 	struct djob *dj = dc_find(d, k->job->uid, k->job->id, 1);
 	int i;
 
+	uint64_t last_ok;
+
 	if (!dj || !k->slot)
 		return;
-	dc_choose_run(d, dj, k->job, k);
+	/* the run is chosen from the store's records: not from a mirror not read yet (an agent
+	 * just started, etcd down), or it would take an old job's relaunch for its first run; the
+	 * next look chooses it once the store can be read */
+	if (dj->run || store_reachable(d->st, &last_ok))
+		dc_choose_run(d, dj, k->job, k);
 	dc_load(d, dj);
 	k->generation = dj->rec.gen;
 	k->dec_written = 0;

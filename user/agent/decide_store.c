@@ -309,8 +309,11 @@ static int max_run(void *ctx, const char *key, const char *value)
 
 static void set_run(struct djob *dj, uint64_t run)
 {
-	if (dj->run != run) { /* a new run: nothing of the last one is remembered */
-		memset(&dj->mem, 0, sizeof(dj->mem));
+	/* a new run: nothing of the last one is remembered (from none: what was seen while the run
+	 * could not be read yet, a preemption say, is this run's) */
+	if (dj->run != run) {
+		if (dj->run)
+			memset(&dj->mem, 0, sizeof(dj->mem));
 		memset(&dj->rec, 0, sizeof(dj->rec));
 		dj->rec.last_complete = -1;
 		dj->run_ms = clock_mono_ns() / 1000000;

@@ -14,6 +14,7 @@
 
 #include "lib/cadence.h"
 #include "lib/syscalls.h"
+#include "os/clock.h"
 #include "os/ksyms.h"
 #include "os/procfs.h"
 #include "watch/tracker.h"
@@ -24,8 +25,10 @@ void sampler_init(struct sampler *sp, struct tracker *tr)
 	sp->tr = tr;
 	/* now, not at the first hang: reading /proc/kallsyms takes 100 ms and more, which the
 	 * loop (and every client waiting on it) would pay at the worst moment */
-	if (tr)
+	if (tr) {
 		sp->ksyms = ksyms_load();
+		sp->ksyms_retry_ns = clock_mono_ns() + 60 * CLOCK_NS_PER_S;
+	}
 }
 
 void sampler_fini(struct sampler *sp)
@@ -259,8 +262,14 @@ struct json_object *sampler_kstack_json(struct sampler *sp, int pid, int tid)
 	char buf[4096], sym[160];
 
 	if (sn && sn->nr_stack > 0) {
-		if (!sp->ksyms) /* could not be read at start (it can be, later) */
+		uint64_t now = clock_mono_ns();
+
+		/* could not be read at start (kptr_restrict, say): tried again, but not at every
+		 * stack (each try costs the loop 100 ms and more) */
+		if (!sp->ksyms && now >= sp->ksyms_retry_ns) {
 			sp->ksyms = ksyms_load();
+			sp->ksyms_retry_ns = now + 60 * CLOCK_NS_PER_S;
+		}
 		for (int i = 0; sp->ksyms && i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
 			json_object_array_add(arr, json_object_new_string(ksyms_format(
 						       sp->ksyms, sn->stack[i], sym, sizeof(sym))));
