@@ -71,11 +71,9 @@ static void tick_job(struct decider *d, struct djob *dj)
 	struct dp_local l;
 	struct dp_now now;
 
-	uint64_t last_ok;
-
 	/* an agent restarted: its ranks registered with the earlier one; their run is read from
-	 * the store, once it can be (not guessed from what is not read yet) */
-	if (!dj->run && j && store_reachable(d->st, &last_ok)) {
+	 * the store, once it can be (dc_choose_run) */
+	if (!dj->run && j) {
 		for (int i = 0; i < j->nmembers && !dj->run; i++)
 			if (!j->members[i]->s.exited && j->members[i]->dec_written)
 				dc_choose_run(d, dj, j, j->members[i]);
@@ -271,15 +269,9 @@ void decide_rank_registered(struct decider *d, struct rank *k)
 	struct djob *dj = dc_find(d, k->job->uid, k->job->id, 1);
 	int i;
 
-	uint64_t last_ok;
-
 	if (!dj || !k->slot)
 		return;
-	/* the run is chosen from the store's records: not from a mirror not read yet (an agent
-	 * just started, etcd down), or it would take an old job's relaunch for its first run; the
-	 * next look chooses it once the store can be read */
-	if (dj->run || store_reachable(d->st, &last_ok))
-		dc_choose_run(d, dj, k->job, k);
+	dc_choose_run(d, dj, k->job, k); /* none while the store cannot be read: a later look */
 	dc_load(d, dj);
 	k->generation = dj->rec.gen;
 	k->dec_written = 0;

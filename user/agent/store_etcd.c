@@ -256,11 +256,11 @@ static void *watcher(void *arg)
 
 				if (!k)
 					continue;
+				/* refused: the authentic value it overwrote stays */
 				if ((v = opened_locked(s, k, all.v[i].value)))
-					kvmap_del(&s->refused, k); /* authentic */
+					kvmap_del(&s->refused, k);
 				else
-					v = kvmap_get(&was,
-						      k); /* refused: the authentic one stays */
+					v = kvmap_get(&was, k);
 				if (v)
 					kvmap_set(&s->mirror, k, v);
 			}

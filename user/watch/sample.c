@@ -19,16 +19,24 @@
 #include "os/procfs.h"
 #include "watch/tracker.h"
 
+/* Read the kernel's symbols; a failed read (kptr_restrict, say) is tried again a minute on,
+ * not at every stack: each try costs the loop 100 ms and more. */
+static void ksyms_try(struct sampler *sp, uint64_t now)
+{
+	if (sp->ksyms || now < sp->ksyms_retry_ns)
+		return;
+	sp->ksyms = ksyms_load();
+	sp->ksyms_retry_ns = now + 60 * CLOCK_NS_PER_S;
+}
+
 void sampler_init(struct sampler *sp, struct tracker *tr)
 {
 	memset(sp, 0, sizeof(*sp));
 	sp->tr = tr;
 	/* now, not at the first hang: reading /proc/kallsyms takes 100 ms and more, which the
 	 * loop (and every client waiting on it) would pay at the worst moment */
-	if (tr) {
-		sp->ksyms = ksyms_load();
-		sp->ksyms_retry_ns = clock_mono_ns() + 60 * CLOCK_NS_PER_S;
-	}
+	if (tr)
+		ksyms_try(sp, clock_mono_ns());
 }
 
 void sampler_fini(struct sampler *sp)
@@ -262,14 +270,7 @@ struct json_object *sampler_kstack_json(struct sampler *sp, int pid, int tid)
 	char buf[4096], sym[160];
 
 	if (sn && sn->nr_stack > 0) {
-		uint64_t now = clock_mono_ns();
-
-		/* could not be read at start (kptr_restrict, say): tried again, but not at every
-		 * stack (each try costs the loop 100 ms and more) */
-		if (!sp->ksyms && now >= sp->ksyms_retry_ns) {
-			sp->ksyms = ksyms_load();
-			sp->ksyms_retry_ns = now + 60 * CLOCK_NS_PER_S;
-		}
+		ksyms_try(sp, clock_mono_ns()); /* if it could not be read at start */
 		for (int i = 0; sp->ksyms && i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
 			json_object_array_add(arr, json_object_new_string(ksyms_format(
 						       sp->ksyms, sn->stack[i], sym, sizeof(sym))));
