@@ -2,7 +2,8 @@
 # time-limit: 600
 # Stragglers in real jobs (docs/detection.md), from the kernel alone, no code in the loop:
 #   slow30   torch DDP over gloo, 3 ranks: from 20 s on, rank 1 does 30% more CPU work per step:
-#            a `straggler` event names it within 30 s (reason compute), status and metrics say so
+#            a `straggler` event names it within 30 s (reason compute), status and metrics say so;
+#            after 60 s of it the rank keeps pace again: `straggler_recovered` within 45 s
 #   stall    the same job shape, rank 2 blocked 200 ms in read(2) before each step: named with
 #            reason data
 #   slow10   rank 0 10% slower: named within 60 s
@@ -44,7 +45,7 @@ named() {
 stop_job() { local p; for p in $(cat "$T/$1/pids"); do kill "$p" 2>/dev/null; done; }
 
 # two jobs at a time: slow30 and stall, then slow10 and mpi
-ddp slow30 --seconds 200 --slow-rank 1 --slow-pct 30 --slow-after 20
+ddp slow30 --seconds 200 --slow-rank 1 --slow-pct 30 --slow-after 20 --slow-for 60
 J30=$JOB
 ddp stall --seconds 200 --stall-rank 2 --stall-ms 200 --stall-after 20
 JS=$JOB
@@ -61,6 +62,21 @@ jq_status ".jobs[] | select(.job==\"$J30\") | .stragglers == [1]" && pass "slow3
 M=$(curl -s "http://127.0.0.1:$MPORT/metrics" | grep -E '^ftbpf_rank_slowdown\{' | grep "job=\"$J30\"" | grep 'rank="1"')
 awk -v v="${M##* }" 'BEGIN{exit !(v >= 1.1)}' && pass "slow30: metric $M" || fail "slow30: ftbpf_rank_slowdown: '$M'"
 named stall "$JS" 2 stall.ts 40 data
+# slow30's rank 1 keeps pace again 80 s in: recovered, its peak said, status no longer says so
+if wait_until 100 test -s "$T/slow30/slow_end.ts" &&
+	wait_until 50 has_event straggler_recovered ".job==\"$J30\" and .rank==1"; then
+	ev=$(events_of straggler_recovered | jq -c "select(.job==\"$J30\" and .rank==1)" | head -1)
+	d=$(awk -v h="$(date -d "$(echo "$ev" | jq -r .ts)" +%s.%N)" -v f="$(cat "$T/slow30/slow_end.ts")" 'BEGIN{printf "%.1f", h - f}')
+	awk -v d="$d" 'BEGIN{exit !(d <= 45)}' && echo "$ev" | jq -e '.peak_slowdown >= 1.1' >/dev/null &&
+		pass "slow30: straggler_recovered ${d} s after rank 1 kept pace again: $(echo "$ev" | jq -c '{slowdown, peak_slowdown, since}')" ||
+		fail "slow30: recovered after ${d} s (limit 45 s): $ev"
+	jq_status ".ranks[] | select(.job==\"$J30\" and .rank==1) | .straggler | not" &&
+		jq_status ".jobs[] | select(.job==\"$J30\") | .stragglers == []" &&
+		pass "slow30: status: no straggler any more" ||
+		fail "slow30: status after recovery: $(status_json | jq -c "[.ranks[] | select(.job==\"$J30\") | {rank, straggler, slowdown}]")"
+else
+	fail "slow30: no straggler_recovered: $(status_json | jq -c "[.ranks[] | select(.job==\"$J30\") | {rank, straggler, slowdown}]")"
+fi
 stop_job slow30
 stop_job stall
 

@@ -1,11 +1,13 @@
 #!/bin/bash
-# time-limit: 180
+# time-limit: 360
 # One verdict for an Open MPI job across hosts (issue #22): mpirun in namespace 1 launches four
 # mpi4py ranks, two per namespace, the second namespace's through a launch agent that is
 # `ip netns exec` (Open MPI's rsh launcher with --mca plm_rsh_agent; hosts named by address),
 # the TCP transport between them (--mca btl tcp,self, eth0 only). One agent per namespace, the
 # mesh up. Rank 3 (host 2) sleeps: both agents' hang names rank 3 on host 2 within soft + 2 s;
-# then it is killed: both agents' job_failed names it, exited.
+# then it is killed: both agents' job_failed names it, exited. Then in new jobs rank 3 spins
+# (no system call, while the others busy-poll in Open MPI's progress loop), and is stopped
+# (SIGSTOP) after 10 healthy seconds: named by both, spinning and stopped, within soft + 2 s.
 . "$(dirname "$0")/lib.sh"
 command -v ip >/dev/null && command -v mpirun >/dev/null || { log "SKIP: no ip(8) or mpirun"; finish; }
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null || { log "SKIP: no python3-mpi4py"; finish; }
@@ -23,40 +25,57 @@ h=\$1; shift
 exec ip netns exec "xhm\${h##*.}" sh -c "\$*"
 EOS
 chmod 755 "$T/xh-rsh"
-mkdir -p "$T/mpi"
-ip netns exec xhm1 mpirun --allow-run-as-root --oversubscribe -np 4 --host $NET.1:2,$NET.2:2 \
-	--mca plm_rsh_agent "$T/xh-rsh" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
-	--mca oob_tcp_if_include eth0 -x PATH \
-	/usr/bin/python3 "$ROOT/tests/workloads/mpi_allreduce.py" --seconds 300 --dir "$T/mpi" \
-	--fault-rank 3 --fault-after 12 >"$T/mpi/out" 2>&1 &
-WORKLOAD_PIDS+=($!)
-disown $!
-if ! wait_until 60 bash -c "for r in 0 1 2 3; do test -s '$T/mpi/pid.'\$r || exit 1; done"; then
-	fail "mpirun across namespaces did not start its ranks: $(tail -5 "$T/mpi/out")"
-	finish
-fi
-JOB=$(xf 1 status --json | jq -r '[.ranks[] | select(.source=="openmpi") | .job][0]')
-log "job $JOB"
+# mpijob NAME ARGS...: an mpirun across both namespaces (mpi_allreduce.py ARGS); its job id in
+# $JOB, its ranks' pids in $T/NAME/pid.RANK
+mpijob() {
+	local name=$1; shift
+	mkdir -p "$T/$name"
+	ip netns exec xhm1 mpirun --allow-run-as-root --oversubscribe -np 4 --host $NET.1:2,$NET.2:2 \
+		--mca plm_rsh_agent "$T/xh-rsh" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
+		--mca oob_tcp_if_include eth0 -x PATH \
+		/usr/bin/python3 "$ROOT/tests/workloads/mpi_allreduce.py" --seconds 300 --dir "$T/$name" \
+		"$@" >"$T/$name/out" 2>&1 &
+	WORKLOAD_PIDS+=($!)
+	disown $!
+	if ! wait_until 60 bash -c "for r in 0 1 2 3; do test -s '$T/$name/pid.'\$r || exit 1; done"; then
+		fail "$name: mpirun across namespaces did not start its ranks: $(tail -5 "$T/$name/out")"
+		finish
+	fi
+	JOB=
+	wait_until 15 mpi_job_of "$(cat "$T/$name/pid.0")"
+	log "$name: job $JOB"
+}
+# the job id host 1's agent gives the rank at pid $1 (into $JOB)
+mpi_job_of() { JOB=$(xf 1 status --json | jq -r ".ranks[] | select(.pid==$1 and .source==\"openmpi\") | .job"); [ -n "$JOB" ]; }
+mpijob mpi --fault-rank 3 --fault-after 12
 xf 2 status --json | jq -e "[.ranks[] | select(.job==\"$JOB\")] | length == 2" >/dev/null &&
 	pass "both agents adopted their two ranks of one Open MPI job ($JOB)" || fail "adoption: $(xf 2 status --json | jq -c '[.ranks[] | {job, rank, source}]')"
+# named STATE: every agent's last hang of $JOB names rank 3 on host 2, in STATE
 named() {
 	local i e
 	for i in 1 2; do
 		e=$(xev $i hang | jq -c "select(.job==\"$JOB\")" | tail -1)
 		[ -n "$e" ] || return 1
-		echo "$e" | jq -e ".culprit_ranks == [3] and .culprit_node == \"$NET.2:7946\"" >/dev/null 2>&1 || return 1
+		echo "$e" | jq -e ".culprit_ranks == [3] and .culprit_node == \"$NET.2:7946\" and .culprit_state == \"$1\"" >/dev/null 2>&1 || return 1
 	done
 }
+# check_named WHAT STATE T0: both agents name rank 3 (STATE) within soft + 2 s of T0
+check_named() {
+	local what=$1 state=$2 t0=$3 i d
+	if wait_until $((SOFT + 12)) named "$state"; then
+		for i in 1 2; do
+			d=$(awk -v a="$t0" -v b="$(date -d "$(xev $i hang | jq -r "select(.job==\"$JOB\") | .ts" | tail -1)" +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
+			awk -v d="$d" -v s=$SOFT 'BEGIN{exit !(d <= s + 2)}' &&
+				pass "$what: host $i names rank 3 on host 2 ($state) after ${d}s: $(xev $i hang | jq -r "select(.job==\"$JOB\") | .why" | tail -1)" ||
+				fail "$what: host $i late: ${d}s"
+		done
+	else
+		fail "$what: $(for i in 1 2; do xev $i hang | jq -c "select(.job==\"$JOB\") | {culprit_ranks, culprit_node, culprit_state, why, missing_ranks}"; done)"
+	fi
+}
+# 1. rank 3 sleeps (the others wait in the all-reduce, Open MPI polling for it)
 wait_until 40 test -s "$T/mpi/fault.ts" || fail "no fault"
-T0=$(cat "$T/mpi/fault.ts")
-if wait_until $((SOFT + 12)) named; then
-	for i in 1 2; do
-		d=$(awk -v a="$T0" -v b="$(date -d "$(xev $i hang | jq -r .ts | tail -1)" +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
-		awk -v d="$d" -v s=$SOFT 'BEGIN{exit !(d <= s + 2)}' && pass "host $i names rank 3 on host 2 after ${d}s: $(xev $i hang | tail -1 | jq -r .why)" || fail "host $i late: ${d}s"
-	done
-else
-	fail "Open MPI: $(for i in 1 2; do xev $i hang | jq -c '{culprit_ranks, culprit_node, culprit_state, why, missing_ranks}'; done)"
-fi
+check_named sleep blocked "$(cat "$T/mpi/fault.ts")"
 # the sleeping rank killed: every agent's job_failed names rank 3 on host 2, exited
 failed_named() {
 	local i e
@@ -68,6 +87,24 @@ failed_named() {
 }
 kill -KILL "$(cat "$T/mpi/pid.3")"
 wait_until 15 failed_named &&
-	pass "rank 3 killed: both agents' job_failed names rank 3 on host 2: $(xev 1 job_failed | tail -1 | jq -r .why)" ||
+	pass "rank 3 killed: both agents' job_failed names rank 3 on host 2: $(xev 1 job_failed | jq -r "select(.job==\"$JOB\") | .why" | tail -1)" ||
 	fail "killed: $(for i in 1 2; do xev $i job_failed | jq -c '{culprit_ranks, culprit_node, culprit_state, why}'; done)"
+kill -9 $(cat "$T/mpi"/pid.*) 2>/dev/null
+
+# 2. a new job: rank 3 spins in user space, no system call, while the others poll for it
+mpijob mpi-spin --fault-rank 3 --fault-after 8 --fault-kind spin
+wait_until 40 test -s "$T/mpi-spin/fault.ts" || fail "spin: no fault"
+check_named spin spinning "$(cat "$T/mpi-spin/fault.ts")"
+kill -9 $(cat "$T/mpi-spin"/pid.*) 2>/dev/null
+
+# 3. a new job, healthy for 10 s, then rank 3 is stopped (SIGSTOP)
+mpijob mpi-stop
+sleep 10
+n=$( (xev 1 hang; xev 2 hang) | jq -c "select(.job==\"$JOB\")" | wc -l)
+[ "$n" = 0 ] && pass "healthy cross-host Open MPI job for 10 s: no hang" || fail "$n hang events while healthy"
+T0=$(date +%s.%N)
+kill -STOP "$(cat "$T/mpi-stop/pid.3")"
+check_named SIGSTOP stopped "$T0"
+kill -CONT "$(cat "$T/mpi-stop/pid.3")" 2>/dev/null
+kill -9 $(cat "$T/mpi-stop"/pid.*) 2>/dev/null
 finish

@@ -70,6 +70,7 @@ def main():
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-pct", type=float, default=0)
     p.add_argument("--slow-after", type=float, default=0)
+    p.add_argument("--slow-for", type=float, default=0)  # seconds slow; 0: to the end
     p.add_argument("--stall-rank", type=int, default=-1)
     p.add_argument("--stall-ms", type=float, default=0)
     p.add_argument("--stall-after", type=float, default=0)
@@ -91,7 +92,7 @@ def main():
     start = time.monotonic()
     step = 0
     times = []  # this rank's step times before the slowdown: what P% is of
-    slow_noted = stall_noted = False
+    slow_noted = stall_noted = slow_end_noted = False
     last = time.monotonic()
     while True:
         # the ranks agree on when to stop: leaving the loop on each rank's own clock lets one
@@ -123,7 +124,13 @@ def main():
         opt.step()
         if a.compute_ms:
             spin(a.compute_ms / 1000.0)
-        if rank == a.slow_rank and a.slow_pct > 0 and now - start >= a.slow_after and times:
+        slow_over = a.slow_for > 0 and now - start >= a.slow_after + a.slow_for
+        if rank == a.slow_rank and slow_noted and slow_over and not slow_end_noted:
+            slow_end_noted = True
+            with open(os.path.join(a.dir, "slow_end.ts"), "w") as f:
+                f.write("%.3f\n" % time.time())
+        if rank == a.slow_rank and a.slow_pct > 0 and now - start >= a.slow_after and times \
+                and not slow_over:
             if not slow_noted:
                 slow_noted = True
                 with open(os.path.join(a.dir, "slow.ts"), "w") as f:

@@ -1,6 +1,7 @@
 """An mpi4py job for the cross-host tests: every rank all-reduces a number in a loop (Open MPI's
-TCP transport between hosts); rank --fault-rank sleeps forever after --fault-after seconds,
-which leaves the others waiting in the all-reduce. Writes DIR/pid.RANK and DIR/fault.ts."""
+TCP transport between hosts); rank --fault-rank sleeps forever after --fault-after seconds
+(--fault-kind spin: computes forever, no system call), which leaves the others waiting in the
+all-reduce. Writes DIR/pid.RANK and DIR/fault.ts."""
 import argparse
 import os
 import time
@@ -13,6 +14,7 @@ def main():
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--fault-rank", type=int, default=-1)
     p.add_argument("--fault-after", type=float, default=5)
+    p.add_argument("--fault-kind", choices=["sleep", "spin"], default="sleep")
     p.add_argument("--dir", default=".")
     a = p.parse_args()
     comm = MPI.COMM_WORLD
@@ -27,6 +29,10 @@ def main():
         if rank == a.fault_rank and time.monotonic() - start >= a.fault_after:
             with open(os.path.join(a.dir, "fault.ts"), "w") as f:
                 f.write("%.3f\n" % time.time())
+            if a.fault_kind == "spin":
+                x = 0
+                while True:
+                    x = (x * 31 + 7) % 1000003
             time.sleep(3600)
         time.sleep(0.02)
 
