@@ -48,6 +48,7 @@
 #include "os/procfs.h"
 #include "os/safefs.h"
 #include "proto/mesh_proto.h"
+#include "watch/collect.h"
 #include "watch/gpuprobe.h"
 #include "watch/inspector.h"
 #include "watch/tracker.h"
@@ -91,6 +92,7 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	struct json_object *o = json_object_new_object(), *c = json_object_new_object(),
 			   *ft = json_object_new_object(), *libs = json_object_new_array();
 	struct gpuprobe_lib_info li;
+	uint64_t stats[FTBPF_STAT__MAX];
 
 	jint(o, "pid", getpid());
 	jstr(o, "version", FTBPF_VERSION);
@@ -134,7 +136,8 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	jint(c, "hangs", (int64_t)a->ac.hangs);
 	jint(c, "actions", (int64_t)(a->ac.sent + timersvc_kills(a->ts)));
 	jint(c, "scans", (int64_t)a->w.scans);
-	view_tracker_counters(c, a->tr);
+	collect_stats(a->tr, stats);
+	view_tracker_counters(c, stats);
 	view_ctl_counters(c, ctl_counters(a->ctl), ctl_clients(a->ctl));
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
@@ -715,7 +718,8 @@ int agent_run(struct agent *a)
 	const struct tracker_features *f = tracker_features(a->tr);
 	int r = 0;
 
-	eventlog_emit(a->el, view_agent_start(f, &a->cfg));
+	eventlog_emit(a->el,
+		      view_agent_start(f->tp_btf, f->task_iter, f->oom, f->resumed, &a->cfg));
 	adopt_resume(a->ad);
 	timersvc_restore(a->ts);
 	while (tracker_consume(a->tr, RB_BATCH) == 1) /* events queued while no agent ran */

@@ -23,6 +23,7 @@
 #include "os/pidfd.h"
 #include "os/procfs.h"
 #include "proto/fifo_proto.h"
+#include "watch/collect.h"
 #include "watch/tracker.h"
 
 #define NS	     CLOCK_NS_PER_S
@@ -269,11 +270,13 @@ static void timer_fire(struct timersvc *ts, int i, uint64_t now)
 {
 	struct timer *t = &ts->tm.v[i];
 	int pid = t->pid, sig = reap_signal(ts, i, now), r;
+	struct collect_proc p;
 	struct json_object *o =
 	    view_timer_expired(pid, t->uid, NULL, t->scope, timers_source_name(t->source), sig,
 			       (double)(now - t->deadline_ns) / 1e6);
 
-	view_diagnosis(o, ts->tr, pid, now);
+	collect_proc(ts->tr, pid, &p);
+	view_diagnosis(o, &p, now);
 	if (sig) {
 		r = pidfd_signal(t->pidfd, expiry_signal(ts, pid, t->pidfd, t->uid, sig));
 		jstr(o, "result", r < 0 ? strerror(-r) : "sent");
@@ -289,6 +292,7 @@ static void timer_fire(struct timersvc *ts, int i, uint64_t now)
 static void slot_fire(struct timersvc *ts, struct rank *k, struct ftbpf_slot_timer *t, uint64_t now)
 {
 	char scope[FTBPF_SLOT_SCOPE_LEN + 1];
+	struct collect_proc p;
 	struct json_object *o;
 	int r;
 
@@ -296,7 +300,8 @@ static void slot_fire(struct timersvc *ts, struct rank *k, struct ftbpf_slot_tim
 	scope[FTBPF_SLOT_SCOPE_LEN] = 0;
 	o = view_timer_expired(k->pid, k->uid, k, scope, "slot", (int)t->sig,
 			       (double)(now - t->deadline_ns) / 1e6);
-	view_diagnosis(o, ts->tr, k->pid, now);
+	collect_proc(ts->tr, k->pid, &p);
+	view_diagnosis(o, &p, now);
 	r = pidfd_signal(k->pidfd, expiry_signal(ts, k->pid, k->pidfd, k->uid, (int)t->sig));
 	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
 	eventlog_emit(ts->el, o);
