@@ -273,7 +273,8 @@ test: deps
 gpu-bundle: all
 	rm -rf $(BUILD)/gpu-bundle && mkdir -p $(BUILD)/gpu-bundle/bin/lib $(BUILD)/gpu-bundle/tests/gpu
 	cp $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/gpu-bundle/bin/
-	ldd $(BUILD)/ftbpfd $(BUILD)/ftbpf | awk '/=> \// {print $$3}' | sort -u | \
+	cp $$(command -v jq) $(BUILD)/gpu-bundle/bin/ # GPU images often lack it; the test needs it
+	ldd $(BUILD)/ftbpfd $(BUILD)/ftbpf $$(command -v jq) | awk '/=> \// {print $$3}' | sort -u | \
 		grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | \
 		xargs -r -I{} cp -L {} $(BUILD)/gpu-bundle/bin/lib/
 	cp tests/gpu/run.sh tests/gpu/gpu_work.py $(BUILD)/gpu-bundle/tests/gpu/

@@ -73,11 +73,12 @@ def ddp(a):
 
 def mlp(a):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 10)).cuda()
+    w = a.width
+    model = torch.nn.Sequential(torch.nn.Linear(w, 2 * w), torch.nn.ReLU(),
+                                torch.nn.Linear(2 * w, 10)).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(64, 256, device="cuda")
-    t = torch.randint(0, 10, (64,), device="cuda")
+    x = torch.randn(a.batch, w, device="cuda")
+    t = torch.randint(0, 10, (a.batch,), device="cuda")
     for _ in range(50):  # warm up
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), t).backward()
@@ -97,6 +98,8 @@ def main():
     p.add_argument("mode", choices=["loop", "hang", "ddp", "mlp"])
     p.add_argument("--seconds", type=float, default=15)
     p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--width", type=int, default=256)  # mlp: 256 x 512 x 10
+    p.add_argument("--batch", type=int, default=64)
     p.add_argument("--dir", default=".")
     p.add_argument("--backend", default="gloo")
     p.add_argument("--fault", default=None)

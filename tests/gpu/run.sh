@@ -21,7 +21,19 @@ SOCK=$T/s.sock
 PIN=/sys/fs/bpf/ftbpf-gpu-test
 FAILS=0
 PIDS=()
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}${LD_LIBRARY_PATH:+:}$BIN/lib
+# The bundle's shared libraries are Debian 12's: the agent, the CLI and jq run with them
+# (through wrappers in $T/bin), the workloads' python never (it would load Debian's libssl,
+# libz or libffi in place of its own). A jq on the host is used before the bundle's.
+mkdir -p "$T/bin"
+for b in ftbpfd ftbpf jq; do
+	[ $b = jq ] && command -v jq >/dev/null && continue
+	[ -x "$BIN/$b" ] || continue
+	printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec \047%s\047 "$@"\n' \
+		"$BIN/lib" "$BIN/$b" >"$T/bin/$b"
+	chmod +x "$T/bin/$b"
+done
+BIN=$T/bin
+export PATH=$PATH:$BIN
 
 say() { echo "[gpu] $*"; }
 pass() { echo "[gpu] PASS: $*"; }
@@ -55,6 +67,8 @@ run() { # JOB [env...] -- command: a rank in the background
 	PIDS+=($!)
 }
 
+# GPU_ONLY=overhead: the overhead rounds (6.) alone
+if [ "${GPU_ONLY:-all}" != overhead ]; then
 agent
 # 1. a healthy GPU loop: never hung, its synchronisations seen
 run loop FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 $W loop --seconds 20 --dir "$T/loop"
@@ -119,22 +133,42 @@ else
 fi
 stop_agent
 
-# 6. overhead: 3000 MLP steps with a sync each, no agent / agent / agent with launch probes,
-#    interleaved rounds; medians and spread
+fi
+
+# 6. overhead: MLP training steps with a synchronisation each, without the agent, with it, and
+#    with kernel-launch probes, in interleaved rounds (GPU_ROUNDS, default 5). Two sizes: small
+#    steps (256-wide, batch 64: under a millisecond, bound by the CPU's kernel launches, the
+#    worst case for probes) and large ones (4096-wide, batch 2048, about 8 ms: bound by the GPU). Each
+#    round's ratio is to that round's run without the agent; the median and the spread of the
+#    ratios are printed.
+ROUNDS=${GPU_ROUNDS:-5}
 declare -A times
-for round in 1 2 3; do
-	for mode in none agent launch; do
-		[ $mode = agent ] && agent
-		[ $mode = launch ] && agent --gpu-probe-launch 1
-		t=$(FTBPF_JOB=bench FTBPF_RANK=0 $W mlp --steps 3000 --dir "$T")
-		times[$mode]="${times[$mode]:-} $t"
-		[ $mode != none ] && stop_agent
+SIZES="small:5000:256:64 large:300:4096:2048"
+for round in $(seq "$ROUNDS"); do
+	for size in $SIZES; do
+		IFS=: read -r name steps width batch <<<"$size"
+		for mode in none agent launch; do
+			[ $mode = agent ] && agent
+			[ $mode = launch ] && agent --gpu-probe-launch 1
+			t=$(FTBPF_JOB=bench FTBPF_RANK=0 $W mlp --steps "$steps" --width "$width" --batch "$batch" --dir "$T")
+			times[$name.$mode]="${times[$name.$mode]:-} $t"
+			say "round $round $name $mode: $t s"
+			[ $mode != none ] && stop_agent
+		done
 	done
 done
-med() { echo "$1" | tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-N=$(med "${times[none]}")
-for mode in agent launch; do
-	say "overhead $mode: $(awk -v a="$(med "${times[$mode]}")" -v n="$N" 'BEGIN{printf "%.3fx", a / n}') (median of 3; seconds none:${times[none]} $mode:${times[$mode]})"
+med() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+for size in $SIZES; do
+	IFS=: read -r name steps width batch <<<"$size"
+	read -ra none <<<"${times[$name.none]}"
+	say "$name steps ($steps, ${width}-wide, batch $batch): seconds without the agent:${times[$name.none]}"
+	for mode in agent launch; do
+		read -ra t <<<"${times[$name.$mode]}"
+		r=""
+		for i in "${!t[@]}"; do r="$r $(awk -v a="${t[$i]}" -v n="${none[$i]}" 'BEGIN{printf "%.3f", a / n}')"; done
+		m=$(med <<<"$r"); lo=$(tr ' ' '\n' <<<"$r" | grep . | sort -n | head -1); hi=$(tr ' ' '\n' <<<"$r" | grep . | sort -n | tail -1)
+		say "overhead $name $mode: ${m}x (median of $ROUNDS rounds' ratios, spread $lo-$hi; seconds:${times[$name.$mode]})"
+	done
 done
 say "$FAILS failed"
 exit $FAILS

@@ -71,13 +71,15 @@ wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob" 
 wait $LAUNCHER; RC=$?
 [ $RC = 42 ] && pass "its ranks saved $(grep -h SAVED "$D"/log.* | awk '{print $2}' | sort -u | tr '\n' ' ')and exited 42" ||
 	fail "launcher exit $RC: $(tail -2 "$D"/log.*)"
-launch "$T/c2" bjob
+# the scheduler requeues the preempted job (its restart count): the same run, generation 1
+SLURM_RESTART_COUNT=1 launch "$T/c2" bjob
 wait_until 10 bash -c "'$B/ftbpf' --socket '$SOCK' checkpoint bjob >/dev/null 2>&1" || fail "checkpoint refused with etcd up"
 wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob" and .cause=="operator"' &&
 	pass "a checkpoint agreed in etcd and made" || fail "no checkpoint with etcd up"
 
 # ---- bad records: written by someone else into the job's keys ----
-RUN=$(status_json | jq '[.jobs[] | select(.job=="bjob") | .run][0]')
+# the run of the job's generation 1 (the decisions' run, not the agent's count of local runs)
+RUN=$(events_of decision | jq -s '[.[] | select(.job=="bjob" and .kind=="generation")] | last | .run')
 GENS=$(events_of decision | jq -s '[.[] | select(.job=="bjob" and .kind=="generation")] | length')
 ACTS=$(events_of action | jq -s '[.[] | select(.job=="bjob")] | length')
 P=/ftbpf-zd/jobs/0/bjob/runs/$RUN
@@ -108,8 +110,8 @@ ranks_alive && [ "$(events_of decision | jq -s '[.[] | select(.job=="bjob" and .
 # the forged gen/1 overwrote the authentic one in etcd: what the agent knows stays (generation
 # 1: the preemption's restart), and nothing of the old generation comes back to the ranks (its
 # preemption checkpoint would tell them to exit)
-GEN=$(status_json | jq '[.jobs[] | select(.job=="bjob")][0].generation')
 sleep 3
+GEN=$(status_json | jq '[.jobs[] | select(.job=="bjob")][0].generation')
 [ "$GEN" = 1 ] && ranks_alive && ! grep -qs "EXIT" "$D"/log.* &&
 	pass "the authentic generation 1 overwritten by a forged record: still generation 1, the ranks train on" ||
 	fail "after the overwrite: generation $GEN, $(tail -qn 2 "$D"/log.* | tr '\n' ' ')"

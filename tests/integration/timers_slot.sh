@@ -43,7 +43,9 @@ wait $PG
 
 # the kernel enforces with no agent running; a restarted agent resumes the slots
 "$C" syscalls 2 >"$T/nk.out" 2>&1 & NK=$!
-"$C" blocked 3 >"$T/rb.out" 2>&1 & RB=$!
+# (8 s: the restarted agent must list it before it expires, and on a busy host the restart
+# takes seconds)
+"$C" blocked 8 >"$T/rb.out" 2>&1 & RB=$!
 wait_until 5 bash -c "grep -q armed '$T/nk.out' && grep -q armed '$T/rb.out'"
 kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null; AGENT_PID=
 wait $NK; rc=$?

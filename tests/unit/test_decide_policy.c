@@ -502,6 +502,17 @@ static void test_apply_generation(void)
 	rk[0].exit_ms = now.mono_ms - 3000;
 	dp_failures(&cfg, &rec, &mem, rk, 1, 0, "", &now, &out);
 	CU_ASSERT_EQUAL(mem.fail_ms, now.mono_ms - 3000);
+	{ /* its claim expired (the store was away): claimed again, from memory alone */
+		struct dp_now later = now;
+		struct dec_gen g;
+
+		later.mono_ms += 6000;
+		out.nwrites = 0;
+		dp_failures(&cfg, &rec, &mem, rk + 1, 2, 0, "", &later, &out);
+		CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+		CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_RANK_DIED);
+		CU_ASSERT_PTR_NOT_NULL(strstr(g.why, "rank 0"));
+	}
 	rec.gen = 1;
 	rec.g.generation = 1;
 	mem.gen_seen_ms = now.mono_ms;

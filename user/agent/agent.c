@@ -177,6 +177,16 @@ static void forget_finished(struct agent *a, uint64_t now)
 	}
 }
 
+/* Job j's verdict from its ranks' samples, shared with the other hosts' agents, acted on. */
+static void judge_job(struct agent *a, struct job *j, uint64_t now)
+{
+	if (!j->timers_only && /* timers alone: never judged */
+	    watch_judge(&a->w, j, now) == 0) {
+		jobparts_job(a->jp, j, now);
+		actions_job(&a->ac, j, now);
+	}
+}
+
 /* One scan: sample every rank, judge every job, act, then housekeeping. */
 static void scan(struct agent *a)
 {
@@ -193,11 +203,7 @@ static void scan(struct agent *a)
 			jobstate_restore(&a->js, a->ranks.jobs[j]);
 	watch_sample(&a->w, now);
 	for (int j = 0; j < a->ranks.njobs; j++)
-		if (!a->ranks.jobs[j]->timers_only && /* timers alone: never judged */
-		    watch_judge(&a->w, a->ranks.jobs[j], now) == 0) {
-			jobparts_job(a->jp, a->ranks.jobs[j], now);
-			actions_job(&a->ac, a->ranks.jobs[j], now);
-		}
+		judge_job(a, a->ranks.jobs[j], now);
 	jobparts_tick(a->jp, now);
 	if (a->dc)
 		decide_tick(a->dc);
@@ -222,11 +228,9 @@ static void on_run_end(void *ctx, struct job *j)
 	struct agent *a = ctx;
 	uint64_t now = clock_mono_ns();
 
-	if (!j->timers_only && watch_judge(&a->w, j, now) == 0) {
-		if (a->jp)
-			jobparts_job(a->jp, j, now);
-		actions_job(&a->ac, j, now);
-	}
+	if (!j->restored) /* at start, before the first scan: what the last agent reported */
+		jobstate_restore(&a->js, j);
+	judge_job(a, j, now);
 	if (a->dc)
 		decide_job(a->dc, j);
 }

@@ -71,15 +71,15 @@ static void tick_job(struct decider *d, struct djob *dj)
 	struct dp_local l;
 	struct dp_now now;
 
-	uint64_t last_ok;
-
 	/* an agent restarted: its ranks registered with the earlier one; their run is read from
-	 * the store, once it can be (not guessed from what is not read yet) */
-	if (!dj->run && j && store_reachable(d->st, &last_ok)) {
+	 * the store, once it can be (dc_choose_run) */
+	if (!dj->run && j) {
 		for (int i = 0; i < j->nmembers && !dj->run; i++)
 			if (!j->members[i]->s.exited && j->members[i]->dec_written)
 				dc_choose_run(d, dj, j, j->members[i]);
 	}
+	if (!dj->run)
+		return; /* no run known yet: the slots keep what the last agent wrote in them */
 	dc_load(d, dj);
 	dc_log_refused(d, dj);
 	if (dc_gather(d, dj, j) < 0)
@@ -271,7 +271,7 @@ void decide_rank_registered(struct decider *d, struct rank *k)
 
 	if (!dj || !k->slot)
 		return;
-	dc_choose_run(d, dj, k->job, k);
+	dc_choose_run(d, dj, k->job, k); /* none while the store cannot be read: a later look */
 	dc_load(d, dj);
 	k->generation = dj->rec.gen;
 	k->dec_written = 0;

@@ -309,8 +309,11 @@ static int max_run(void *ctx, const char *key, const char *value)
 
 static void set_run(struct djob *dj, uint64_t run)
 {
-	if (dj->run != run) { /* a new run: nothing of the last one is remembered */
-		memset(&dj->mem, 0, sizeof(dj->mem));
+	/* a new run: nothing of the last one is remembered (from none: what was seen while the run
+	 * could not be read yet, a preemption say, is this run's) */
+	if (dj->run != run) {
+		if (dj->run)
+			memset(&dj->mem, 0, sizeof(dj->mem));
 		memset(&dj->rec, 0, sizeof(dj->rec));
 		dj->rec.last_complete = -1;
 		dj->run_ms = clock_mono_ns() / 1000000;
@@ -372,9 +375,14 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], val[DEC_VALUE_MAX], launcher[40], *v;
 	struct runs_ctx rc = {dj->jprefix, 0};
 	struct dec_launch mine, *mp = NULL;
-	uint64_t run;
+	uint64_t run, last_ok;
 	int fresh = 0, known = 0;
 
+	/* the first run is chosen from the store's records, not from a mirror not read yet (an
+	 * agent just started, etcd down): it would take an old job's relaunch for its first run.
+	 * The decider's next look chooses it once the store can be read */
+	if (!dj->run && !store_reachable(d->st, &last_ok))
+		return;
 	parent_id(k, launcher, sizeof(launcher));
 	dec_key_launch(rel, sizeof(rel), d->pc.node);
 	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);

@@ -205,6 +205,7 @@ static int apply_event(void *ctx, int put, const char *key, const char *value, i
 		kvmap_del(&s->refused, k); /* a record put there again is judged again */
 	} else if ((value = opened_locked(s, k, value))) {
 		kvmap_set(&s->mirror, k, value);
+		kvmap_del(&s->refused, k); /* authentic again */
 	} /* else refused: an authentic record it overwrote stays what we know (a forged or
 	   * damaged value never erases a decision) */
 	s->last_ok_ms = now_ms();
@@ -255,8 +256,12 @@ static void *watcher(void *arg)
 
 				if (!k)
 					continue;
-				if ((v = opened_locked(s, k, all.v[i].value)) ||
-				    (v = kvmap_get(&was, k))) /* refused: the authentic one stays */
+				/* refused: the authentic value it overwrote stays */
+				if ((v = opened_locked(s, k, all.v[i].value)))
+					kvmap_del(&s->refused, k);
+				else
+					v = kvmap_get(&was, k);
+				if (v)
 					kvmap_set(&s->mirror, k, v);
 			}
 			kvmap_fini(&was);
@@ -555,7 +560,9 @@ static int etcd_put_(struct store *b, const char *key, const char *value, int le
 
 	pthread_mutex_lock(&s->mu);
 	old = kvmap_get(&s->mirror, key);
-	same = old && !strcmp(old, value);
+	/* what etcd holds there was refused (the mirror kept the authentic value it overwrote):
+	 * written again, which repairs it */
+	same = old && !strcmp(old, value) && !kvmap_get(&s->refused, key);
 	pthread_mutex_unlock(&s->mu);
 	return same ? 0 : enqueue(s, OP_PUT, key, value, leased);
 }

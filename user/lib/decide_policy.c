@@ -747,9 +747,19 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 		act(out, DP_ACT_HEALTH_CHECK, -1, 0, "");
 }
 
-/* Remember when a rank of the current generation failed here, the first such failure. */
+/* What a failure of rank k is called in its generation's record. */
+static void failure_why(const struct dp_config *c, const struct dp_rank *k, char *why, size_t len)
+{
+	int sig = k->wait_status & 0x7f;
+
+	snprintf(why, len, "rank %d (pid %d) on %s ended: %s %d", k->rank, k->pid, c->node,
+		 sig ? "signal" : "exit code", sig ? sig : (k->wait_status >> 8) & 0xff);
+}
+
+/* Remember when a rank of the current generation failed here, the first such failure: the
+ * ranks that failed may be forgotten (a relaunch's new run) before a generation deals with it. */
 static void note_failure(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
-			 const struct dp_rank *k)
+			 const struct dp_rank *k, const struct dp_now *now)
 {
 	if (k->generation != r->gen || !k->registered || !k->exit_ms || !dp_abnormal_exit(c, k))
 		return;
@@ -758,6 +768,8 @@ static void note_failure(const struct dp_config *c, const struct dp_records *r, 
 	if (!m->fail_ms || k->exit_ms < m->fail_ms) {
 		m->fail_ms = k->exit_ms;
 		m->fail_gen = r->gen;
+		m->fail_wall_ms = k->exit_wall_ms ? k->exit_wall_ms : now->wall_ms;
+		failure_why(c, k, m->fail_why, sizeof(m->fail_why));
 	}
 }
 
@@ -769,7 +781,6 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 
 	for (int i = 0; i < n; i++) {
 		struct dp_rank *k = &ranks[i];
-		int sig = k->wait_status & 0x7f;
 
 		/* claimed until a generation that deals with it is in the store (a claim that
 		 * expired while the store was away is made again: a failure is not one-shot) */
@@ -777,12 +788,16 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 			continue;
 		k->fail_seen = 1;
 		for (int f = i; f < n; f++) /* remember the first (dp_apply_generation) */
-			note_failure(c, r, m, &ranks[f]);
-		snprintf(why, sizeof(why), "rank %d (pid %d) on %s ended: %s %d", k->rank, k->pid,
-			 c->node, sig ? "signal" : "exit code",
-			 sig ? sig : (k->wait_status >> 8) & 0xff);
+			note_failure(c, r, m, &ranks[f], now);
+		failure_why(c, k, why, sizeof(why));
 		dp_claim_gen(c, r, m, DEC_CAUSE_RANK_DIED, c->node,
 			     k->exit_wall_ms ? k->exit_wall_ms : now->wall_ms, why, now, out);
+		return;
+	}
+	/* the ranks that failed are forgotten here, the failure is not */
+	if (m->fail_ms && m->fail_gen == r->gen) {
+		dp_claim_gen(c, r, m, DEC_CAUSE_RANK_DIED, c->node, m->fail_wall_ms, m->fail_why,
+			     now, out);
 		return;
 	}
 	if (hard && m->applied_gen == r->gen) {

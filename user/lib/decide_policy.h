@@ -161,6 +161,8 @@ struct dp_memory {
 	 * of the job's ranks here) before the decision arrives */
 	uint64_t fail_ms;
 	uint64_t fail_gen;
+	uint64_t fail_wall_ms;	    /* the same failure: when (wall), */
+	char fail_why[DEC_WHY_LEN]; /* and what, claimed again until a generation deals with it */
 	/* I5: a preemption not yet in a request (the store unreachable, an operator's request
 	 * in progress, a claim that expired): claimed when it can be, or said why not */
 	uint64_t preempt_ms; /* since (mono), 0 none */

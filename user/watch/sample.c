@@ -14,9 +14,20 @@
 #include "lib/cadence.h"
 #include "lib/kstack.h"
 #include "lib/syscalls.h"
+#include "os/clock.h"
 #include "os/ksyms.h"
 #include "os/procfs.h"
 #include "watch/tracker.h"
+
+/* Read the kernel's symbols; a failed read (kptr_restrict, say) is tried again a minute on,
+ * not at every stack: each try costs the loop 100 ms and more. */
+static void ksyms_try(struct sampler *sp, uint64_t now)
+{
+	if (sp->ksyms || now < sp->ksyms_retry_ns)
+		return;
+	sp->ksyms = ksyms_load();
+	sp->ksyms_retry_ns = now + 60 * CLOCK_NS_PER_S;
+}
 
 void sampler_init(struct sampler *sp, struct tracker *tr)
 {
@@ -25,7 +36,7 @@ void sampler_init(struct sampler *sp, struct tracker *tr)
 	/* now, not at the first hang: reading /proc/kallsyms takes 100 ms and more, which the
 	 * loop (and every client waiting on it) would pay at the worst moment */
 	if (tr)
-		sp->ksyms = ksyms_load();
+		ksyms_try(sp, clock_mono_ns());
 }
 
 void sampler_fini(struct sampler *sp)
@@ -260,8 +271,7 @@ int sampler_kstack(struct sampler *sp, int pid, int tid, struct kstack *ret)
 
 	kstack_init(ret);
 	if (sn && sn->nr_stack > 0) {
-		if (!sp->ksyms) /* could not be read at start (it can be, later) */
-			sp->ksyms = ksyms_load();
+		ksyms_try(sp, clock_mono_ns()); /* if it could not be read at start */
 		for (int i = 0; sp->ksyms && i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
 			(void)kstack_add(ret, ksyms_format(sp->ksyms, sn->stack[i], sym,
 							   sizeof(sym))); /* 24 always fit */

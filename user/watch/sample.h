@@ -22,7 +22,8 @@ struct sampler {
 	struct tracker *tr;	      /* borrowed; NULL: /proc only */
 	struct ftbpf_task_snap *snap; /* owned: the latest task snapshot */
 	size_t nsnap;
-	struct ksyms *ksyms; /* owned, loaded with a tracker at init, else on first need */
+	struct ksyms *ksyms;	 /* owned, loaded with a tracker at init, else on first need */
+	uint64_t ksyms_retry_ns; /* a failed load is tried again from then (CLOCK_MONOTONIC) */
 };
 
 /* What the /proc fallback remembers of a process between samples (its progress estimate). */
