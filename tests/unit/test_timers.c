@@ -33,6 +33,32 @@ static void test_table(void)
 	timers_fini(&t);
 }
 
+/* A rank's agent-held timers as its status counts them: how many, and the earliest deadline
+ * (lowered from what its slot's timers gave). */
+static void test_of_pid(void)
+{
+	struct timers t;
+	uint64_t earliest = 0;
+
+	timers_init(&t);
+	CU_ASSERT_EQUAL(timers_of_pid(&t, 10, &earliest), 0);
+	CU_ASSERT_EQUAL(earliest, 0u);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, -1, 0, "a", 500, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 11, -1, 0, "a", 100, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, -1, 0, "b", 300, 9, TIMER_SRC_FIFO, 0), 0);
+	CU_ASSERT_EQUAL(timers_of_pid(&t, 10, &earliest), 2);
+	CU_ASSERT_EQUAL(earliest, 300u); /* not pid 11's */
+	earliest = 200;			 /* a slot timer's, earlier */
+	CU_ASSERT_EQUAL(timers_of_pid(&t, 10, &earliest), 2);
+	CU_ASSERT_EQUAL(earliest, 200u);
+	earliest = 400; /* a later one */
+	CU_ASSERT_EQUAL(timers_of_pid(&t, 10, &earliest), 2);
+	CU_ASSERT_EQUAL(earliest, 300u);
+	CU_ASSERT_EQUAL(timers_of_pid(&t, 12, &earliest), 0);
+	CU_ASSERT_EQUAL(earliest, 300u);
+	timers_fini(&t);
+}
+
 static void test_limits(void)
 {
 	struct timers t;
@@ -139,6 +165,7 @@ int main(void)
 	s = CU_add_suite("timers", NULL, NULL);
 	CU_add_test(s, "table semantics", test_table);
 	CU_add_test(s, "limits", test_limits);
+	CU_add_test(s, "a process's timers: count and earliest", test_of_pid);
 	CU_add_test(s, "a slot timer counts while armed", test_slot_armed);
 	CU_add_test(s, "FileTimerClient line parser", test_fifo_parser);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -1,21 +1,42 @@
 /* What the agent does about a job's verdict: see actions.h. */
 #include "agent/actions.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
 #include "agent/eventlog.h"
 #include "agent/jobstate.h"
 #include "agent/pystacks.h"
-#include "agent/timersvc.h"
 #include "lib/config.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
+#include "os/clock.h"
+#include "os/log.h"
+#include "os/loop.h"
 #include "os/pidfd.h"
 #include "os/procfs.h"
 #include "watch/sample.h"
+
+#define MAX_PENDING  16384 /* SIGKILLs waiting for their grace */
+#define ROOT_PENDING 1024  /* ... of which others may not take the last ones: root's */
+
+/* A SIGKILL due after the grace: hard-timeout terminations, escalated timer expiries, ends of
+ * old ranks and launchers. */
+struct pending_kill {
+	int pid;
+	int pidfd; /* owned */
+	int rank;  /* 1: a rank terminated by a job action, 0: a timer's process (or a launcher) */
+	uid_t uid; /* its owner (who may see the event) */
+	uint64_t at_ns;
+};
 
 static void hang_report(struct actions *ac, struct job *j, uint64_t now)
 {
@@ -113,7 +134,7 @@ static void hard_action(struct actions *ac, struct job *j)
 		if (k->d.state == RS_STOPPED)
 			(void)pidfd_signal(k->pidfd, SIGCONT); /* SIGTERM's result is reported */
 		act_signal(ac, k, SIGTERM, "hard_timeout");
-		timersvc_kill_after_grace(ac->ts, k->pid, k->pidfd, k->uid, 1);
+		actions_kill_after_grace(ac, k->pid, k->pidfd, k->uid, 1);
 	}
 }
 
@@ -170,4 +191,128 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 	if (now - j->watched_ns < (uint64_t)(ac->cfg->grace_s * 1e9))
 		return;
 	hard_action(ac, j);
+}
+
+/* ---- SIGKILL after the grace ---- */
+/* Arm the timerfd at the earliest pending kill (disarmed when none). */
+static void rearm(struct actions *ac)
+{
+	struct itimerspec its = {};
+	uint64_t d = 0;
+
+	for (int i = 0; i < ac->npk; i++)
+		if (!d || ac->pk[i].at_ns < d)
+			d = ac->pk[i].at_ns;
+	if (d) {
+		its.it_value.tv_sec = (time_t)(d / CLOCK_NS_PER_S);
+		its.it_value.tv_nsec = (long)(d % CLOCK_NS_PER_S);
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1;
+	}
+	/* cannot fail with a valid timerfd and an absolute time; the scan checks anyway */
+	if (timerfd_settime(ac->kfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		log_warn("kill queue: timerfd: %s (SIGKILLs wait for the scan)", strerror(errno));
+}
+
+void actions_kill_after_grace(struct actions *ac, int pid, int pidfd, uid_t uid, int rank)
+{
+	int fd;
+
+	if (!ac->pk)
+		return; /* not open */
+	if (ac->npk == MAX_PENDING || (uid != 0 && ac->npk >= MAX_PENDING - ROOT_PENDING)) {
+		log_warn("pid %d: too many pending SIGKILLs; its SIGTERM stands alone", pid);
+		return;
+	}
+	fd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (fd < 0)
+		return;
+	ac->pk[ac->npk] = (struct pending_kill){
+	    pid, fd, rank, uid, clock_mono_ns() + (uint64_t)(ac->cfg->grace_s * 1e9)};
+	ac->npk++;
+	rearm(ac);
+}
+
+void actions_kills_due(struct actions *ac)
+{
+	uint64_t now = clock_mono_ns();
+
+	for (int i = 0; i < ac->npk;) {
+		struct pending_kill *p = &ac->pk[i];
+		struct json_object *o;
+		struct rank *k;
+
+		if (p->at_ns > now) {
+			i++;
+			continue;
+		}
+		/* through our copy of its pidfd: alive means it is still that process */
+		if (pidfd_signal(p->pidfd, SIGKILL) == 0) {
+			const char *why = p->rank ? "grace_expired" : "timer_grace_expired";
+
+			k = ranks_find_live(ac->ranks, p->pid);
+			o = k ? view_action(k, why, SIGKILL, "sent")
+			      : view_action_pid(p->pid, p->uid, why, SIGKILL, "sent");
+			jint(o, "uid", p->uid);
+			eventlog_emit(ac->el, o);
+			ac->kills++;
+		}
+		close(p->pidfd);
+		*p = ac->pk[--ac->npk];
+	}
+	if (ac->pk)
+		rearm(ac);
+}
+
+static void on_kill_timer(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct actions *ac = ctx;
+	uint64_t exp;
+
+	(void)arg;
+	(void)events;
+	if (read(ac->kfd, &exp, sizeof(exp)) > 0)
+		actions_kills_due(ac);
+}
+
+int actions_open(struct actions *ac, struct loop *loop, char *err, size_t errlen)
+{
+	int h, r;
+
+	ac->npk = 0;
+	ac->kfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ac->kfd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "timerfd: %s", strerror(-r));
+		return r;
+	}
+	ac->pk = calloc(MAX_PENDING, sizeof(*ac->pk));
+	if (!ac->pk) {
+		snprintf(err, errlen, "out of memory");
+		close(ac->kfd);
+		ac->kfd = -1;
+		return -ENOMEM;
+	}
+	/* urgent, as the timer service's: enforcement before any other work of its loop turn */
+	h = loop_handler(loop, on_kill_timer, ac, 1);
+	r = h < 0 ? h : loop_add(loop, ac->kfd, EPOLLIN, h, 0);
+	if (r < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(-r));
+		actions_close(ac);
+		return r;
+	}
+	return 0;
+}
+
+void actions_close(struct actions *ac)
+{
+	if (ac->pk) {
+		for (int i = 0; i < ac->npk; i++)
+			close(ac->pk[i].pidfd);
+		free(ac->pk);
+		ac->pk = NULL;
+		ac->npk = 0;
+		close(ac->kfd);
+		ac->kfd = -1;
+	}
 }

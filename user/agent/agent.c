@@ -48,6 +48,7 @@
 #include "os/procfs.h"
 #include "os/safefs.h"
 #include "proto/mesh_proto.h"
+#include "watch/collect.h"
 #include "watch/gpuprobe.h"
 #include "watch/inspector.h"
 #include "watch/tracker.h"
@@ -91,6 +92,7 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	struct json_object *o = json_object_new_object(), *c = json_object_new_object(),
 			   *ft = json_object_new_object(), *libs = json_object_new_array();
 	struct gpuprobe_lib_info li;
+	uint64_t stats[FTBPF_STAT__MAX];
 
 	jint(o, "pid", getpid());
 	jstr(o, "version", FTBPF_VERSION);
@@ -132,9 +134,10 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	jint(c, "events", (int64_t)a->kv.events);
 	adopter_counters(a->ad, c);
 	jint(c, "hangs", (int64_t)a->ac.hangs);
-	jint(c, "actions", (int64_t)(a->ac.sent + timersvc_kills(a->ts)));
+	jint(c, "actions", (int64_t)(a->ac.sent + a->ac.kills));
 	jint(c, "scans", (int64_t)a->w.scans);
-	view_tracker_counters(c, a->tr);
+	collect_stats(a->tr, stats);
+	view_tracker_counters(c, stats);
 	view_ctl_counters(c, ctl_counters(a->ctl), ctl_clients(a->ctl));
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
@@ -205,6 +208,7 @@ static void scan(struct agent *a)
 	if (a->dc)
 		decide_tick(a->dc);
 	timersvc_check(a->ts);
+	actions_kills_due(&a->ac); /* its timerfd sends them when due: in case it could not */
 	jobstate_save(&a->js, &a->ranks);
 	forget_finished(a, now);
 	if (a->mesh) {
@@ -377,7 +381,7 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 	if (!*cfg->etcd_endpoints && *cfg->mesh_bind)
 		log_warn("decisions: no etcd_endpoints: this node decides for its own ranks only "
 			 "(the mesh's other nodes do not agree with it)");
-	dopts = (struct decide_opts){&a->cfg, &a->ranks, a->el, a->ts, a->st, a->node};
+	dopts = (struct decide_opts){&a->cfg, &a->ranks, a->el, &a->ac, a->st, a->node};
 	a->dc = decider_new(&dopts);
 	if (!a->dc) {
 		snprintf(err, errlen, "out of memory");
@@ -663,9 +667,9 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 					   .el = a->el,
 					   .ranks = &a->ranks,
 					   .loop = a->loop,
+					   .ac = &a->ac, /* opened below, before the loop runs */
 					   .fifo_path = a->cfg.timer_fifo,
 					   .escalate = a->cfg.timer_escalate,
-					   .grace_s = a->cfg.grace_s,
 					   .max_per_user = a->cfg.max_timers_per_user};
 
 		a->ts = timersvc_new(&to, err, errlen);
@@ -674,7 +678,10 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	}
 	a->kv = (struct kevents){a->tr, &a->ranks, a->ad, a->ts, a->el, 0};
 	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts), a->ins};
-	a->ac = (struct actions){&a->cfg, a->el, a->ts, &a->js, vs, 0, 0};
+	a->ac = (struct actions){
+	    .cfg = &a->cfg, .el = a->el, .js = &a->js, .ranks = &a->ranks, .vs = vs};
+	if (actions_open(&a->ac, a->loop, err, errlen) < 0)
+		goto fail;
 	a->h = (struct handlers){.ranks = &a->ranks,
 				 .ad = a->ad,
 				 .ts = a->ts,
@@ -719,7 +726,8 @@ int agent_run(struct agent *a)
 	const struct tracker_features *f = tracker_features(a->tr);
 	int r = 0;
 
-	eventlog_emit(a->el, view_agent_start(f, &a->cfg));
+	eventlog_emit(a->el,
+		      view_agent_start(f->tp_btf, f->task_iter, f->oom, f->resumed, &a->cfg));
 	adopt_resume(a->ad);
 	timersvc_restore(a->ts);
 	while (tracker_consume(a->tr, RB_BATCH) == 1) /* events queued while no agent ran */
@@ -751,6 +759,7 @@ void agent_free(struct agent *a)
 	decider_free(a->dc);
 	store_close(a->st); /* its threads end here */
 	timersvc_free(a->ts);
+	actions_close(&a->ac); /* after the timer service, which queues into it */
 	adopter_free(a->ad);
 	watch_fini(&a->w);
 	gpuprobe_free(a->gp); /* its links before the programs they attach */

@@ -298,7 +298,7 @@ struct decider *decider_new(const struct decide_opts *o)
 	d->cfg = cfg;
 	d->ranks = o->ranks;
 	d->el = o->el;
-	d->ts = o->ts;
+	d->ac = o->ac;
 	d->st = o->st;
 	pc = &d->pc;
 	snprintf(pc->node, sizeof(pc->node), "%s", o->node);

@@ -27,7 +27,7 @@ struct ranks;
 struct rank;
 struct job;
 struct eventlog;
-struct timersvc;
+struct actions;
 struct store;
 struct json_object;
 struct decider;
@@ -36,7 +36,7 @@ struct decide_opts {
 	const struct ftbpf_config *cfg; /* borrowed (all of these) */
 	struct ranks *ranks;
 	struct eventlog *el;
-	struct timersvc *ts;
+	struct actions *ac; /* SIGKILLs after the grace */
 	struct store *st;
 	const char *node; /* this node's name */
 };

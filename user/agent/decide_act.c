@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/actions.h"
 #include "agent/decide_int.h"
 #include "agent/eventlog.h"
 #include "agent/store.h"
-#include "agent/timersvc.h"
 #include "agent/views.h"
 #include "lib/config.h"
 #include "lib/jsonx.h"
@@ -29,7 +29,7 @@ static void signal_rank(struct decider *d, struct rank *k, int sig, const char *
 	r = pidfd_signal(k->pidfd, sig);
 	eventlog_emit(d->el, view_action(k, why, sig, r < 0 ? strerror(-r) : "sent"));
 	if (r == 0 && sig == SIGTERM)
-		timersvc_kill_after_grace(d->ts, k->pid, k->pidfd, k->uid, 1);
+		actions_kill_after_grace(d->ac, k->pid, k->pidfd, k->uid, 1);
 }
 
 /*
@@ -127,7 +127,7 @@ static void stop_launcher(struct decider *d, struct djob *dj, struct job *j, con
 			eventlog_emit(d->el, o);
 			dj->mem.launcher_stopped = 1;
 			dj->mem.stopped_launcher = (uint32_t)ppid; /* its SIGTERMs are ours */
-			timersvc_kill_after_grace(d->ts, ppid, fd, j->uid, 0);
+			actions_kill_after_grace(d->ac, ppid, fd, j->uid, 0);
 		}
 		close(fd);
 	}

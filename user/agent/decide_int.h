@@ -56,7 +56,7 @@ struct decider {
 	const struct ftbpf_config *cfg;
 	struct ranks *ranks;
 	struct eventlog *el;
-	struct timersvc *ts;
+	struct actions *ac;
 	struct store *st;
 	struct dp_config pc;
 	struct djob *jobs[MAX_JOBS]; /* owned */

@@ -15,6 +15,9 @@ struct job;
 struct json_object;
 
 #define PYSTACKS_TIMEOUT_S 2.0
+/* A hang report reads every rank's Python stacks in a job of at most this many ranks, only the
+ * culprits' in a larger one. */
+#define PY_STACK_ALL_RANKS 16
 
 /* From explain's handler: read k's stacks into the reply o. 1: deferred (o is owned here and
  * goes out with the stacks); 0: nothing to wait for (o may have "python_stack_error"). */

@@ -13,6 +13,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "agent/actions.h"
 #include "agent/eventlog.h"
 #include "agent/views.h"
 #include "lib/jsonx.h"
@@ -23,38 +24,25 @@
 #include "os/pidfd.h"
 #include "os/procfs.h"
 #include "proto/fifo_proto.h"
+#include "watch/collect.h"
 #include "watch/tracker.h"
 
-#define NS	     CLOCK_NS_PER_S
-#define TIMER_MAX_S  31536000.0 /* the longest timer: a year */
-#define MAX_PENDING  16384	/* SIGKILLs waiting for their grace */
-#define ROOT_PENDING 1024	/* ... of which others may not take the last ones: root's */
+#define NS	    CLOCK_NS_PER_S
+#define TIMER_MAX_S 31536000.0 /* the longest timer: a year */
 /* A slot timer is the kernel's to fire, at the process's first syscall past the deadline; the
  * agent fires it (for a process that makes none: blocked, spinning) this much later, so that a
  * busy host's scheduling delay does not make the two race. */
 #define SLOT_SLACK_NS (30 * 1000000ull)
-
-/* A SIGKILL due after the grace: hard-timeout terminations and escalated timer expiries. */
-struct pending_kill {
-	int pid;
-	int pidfd; /* owned */
-	int rank;  /* 1: a rank terminated by a job action, 0: a timer's process */
-	uid_t uid; /* its owner (who may see the event) */
-	uint64_t at_ns;
-};
 
 struct timersvc {
 	struct tracker *tr;
 	struct eventlog *el;
 	struct ranks *ranks;
 	struct loop *loop;
+	struct actions *ac; /* the SIGKILLs after the grace, when escalating */
 	int escalate;
-	double grace_s;
 	struct timers tm; /* owned */
 	int ttfd;	  /* timerfd armed at the earliest deadline (owned) */
-	struct pending_kill pk[MAX_PENDING];
-	int npk;
-	uint64_t kills;
 	/* the torch FileTimerClient FIFO */
 	char fifo_path[256];
 	int fifo_fd;	/* owned, -1 none */
@@ -173,9 +161,6 @@ static void rearm(struct timersvc *ts)
 
 	if (sd && (!d || sd < d))
 		d = sd;
-	for (int i = 0; i < ts->npk; i++)
-		if (!d || ts->pk[i].at_ns < d)
-			d = ts->pk[i].at_ns;
 	if (d) {
 		its.it_value.tv_sec = (time_t)(d / NS);
 		its.it_value.tv_nsec = (long)(d % NS);
@@ -189,56 +174,13 @@ static void rearm(struct timersvc *ts)
 }
 
 /* ---- escalation ---- */
-void timersvc_kill_after_grace(struct timersvc *ts, int pid, int pidfd, uid_t uid, int rank)
-{
-	int fd;
-
-	if (ts->npk == MAX_PENDING || (uid != 0 && ts->npk >= MAX_PENDING - ROOT_PENDING)) {
-		log_warn("pid %d: too many pending SIGKILLs; its SIGTERM stands alone", pid);
-		return;
-	}
-	fd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : -1;
-	if (fd < 0)
-		return;
-	ts->pk[ts->npk] = (struct pending_kill){pid, fd, rank, uid,
-						clock_mono_ns() + (uint64_t)(ts->grace_s * 1e9)};
-	ts->npk++;
-	rearm(ts);
-}
-
-static void kills_due(struct timersvc *ts, uint64_t now)
-{
-	for (int i = 0; i < ts->npk;) {
-		struct pending_kill *p = &ts->pk[i];
-		struct json_object *o;
-		struct rank *k;
-
-		if (p->at_ns > now) {
-			i++;
-			continue;
-		}
-		/* through our copy of its pidfd: alive means it is still that process */
-		if (pidfd_signal(p->pidfd, SIGKILL) == 0) {
-			const char *why = p->rank ? "grace_expired" : "timer_grace_expired";
-
-			k = ranks_find_live(ts->ranks, p->pid);
-			o = k ? view_action(k, why, SIGKILL, "sent")
-			      : view_action_pid(p->pid, p->uid, why, SIGKILL, "sent");
-			jint(o, "uid", p->uid);
-			eventlog_emit(ts->el, o);
-			ts->kills++;
-		}
-		close(p->pidfd);
-		*p = ts->pk[--ts->npk];
-	}
-}
-
-/* The signal an expiry sends: the timer's own, or SIGTERM first when escalating. */
+/* The signal an expiry sends: the timer's own, or SIGTERM first when escalating (the actions'
+ * queue sends SIGKILL after the grace). */
 static int expiry_signal(struct timersvc *ts, int pid, int pidfd, uid_t uid, int sig)
 {
 	if (!ts->escalate)
 		return sig;
-	timersvc_kill_after_grace(ts, pid, pidfd, uid, 0);
+	actions_kill_after_grace(ts->ac, pid, pidfd, uid, 0);
 	return SIGTERM;
 }
 
@@ -269,11 +211,13 @@ static void timer_fire(struct timersvc *ts, int i, uint64_t now)
 {
 	struct timer *t = &ts->tm.v[i];
 	int pid = t->pid, sig = reap_signal(ts, i, now), r;
+	struct collect_proc p;
 	struct json_object *o =
 	    view_timer_expired(pid, t->uid, NULL, t->scope, timers_source_name(t->source), sig,
 			       (double)(now - t->deadline_ns) / 1e6);
 
-	view_diagnosis(o, ts->tr, pid, now);
+	collect_proc(ts->tr, pid, &p);
+	view_diagnosis(o, &p, now);
 	if (sig) {
 		r = pidfd_signal(t->pidfd, expiry_signal(ts, pid, t->pidfd, t->uid, sig));
 		jstr(o, "result", r < 0 ? strerror(-r) : "sent");
@@ -289,6 +233,7 @@ static void timer_fire(struct timersvc *ts, int i, uint64_t now)
 static void slot_fire(struct timersvc *ts, struct rank *k, struct ftbpf_slot_timer *t, uint64_t now)
 {
 	char scope[FTBPF_SLOT_SCOPE_LEN + 1];
+	struct collect_proc p;
 	struct json_object *o;
 	int r;
 
@@ -296,7 +241,8 @@ static void slot_fire(struct timersvc *ts, struct rank *k, struct ftbpf_slot_tim
 	scope[FTBPF_SLOT_SCOPE_LEN] = 0;
 	o = view_timer_expired(k->pid, k->uid, k, scope, "slot", (int)t->sig,
 			       (double)(now - t->deadline_ns) / 1e6);
-	view_diagnosis(o, ts->tr, k->pid, now);
+	collect_proc(ts->tr, k->pid, &p);
+	view_diagnosis(o, &p, now);
 	r = pidfd_signal(k->pidfd, expiry_signal(ts, k->pid, k->pidfd, k->uid, (int)t->sig));
 	jstr(o, "result", r < 0 ? strerror(-r) : "sent");
 	eventlog_emit(ts->el, o);
@@ -339,7 +285,6 @@ void timersvc_check(struct timersvc *ts)
 	while ((i = timers_first_expired(&ts->tm, now)) >= 0)
 		timer_fire(ts, i, now);
 	slot_check(ts, now);
-	kills_due(ts, now);
 	fifo_watch(ts);
 	/* timers of processes that are gone (not all are tracked ranks) */
 	for (i = 0; i < ts->tm.n;) {
@@ -362,7 +307,7 @@ void timersvc_exited(struct timersvc *ts, int pid)
 void timersvc_kernel_fired(struct timersvc *ts, const struct rank *k)
 {
 	if (ts->escalate && k) /* the kernel sent SIGTERM; SIGKILL after the grace */
-		timersvc_kill_after_grace(ts, k->pid, k->pidfd, k->uid, 0);
+		actions_kill_after_grace(ts->ac, k->pid, k->pidfd, k->uid, 0);
 	ts->tm.expired++;
 	rearm(ts);
 }
@@ -612,8 +557,8 @@ struct timersvc *timersvc_new(const struct timersvc_opts *o, char *err, size_t e
 	ts->el = o->el;
 	ts->ranks = o->ranks;
 	ts->loop = o->loop;
+	ts->ac = o->ac;
 	ts->escalate = o->escalate;
-	ts->grace_s = o->grace_s;
 	ts->fifo_fd = -1;
 	timers_init(&ts->tm);
 	ts->tm.uid_max = o->max_per_user;
@@ -649,8 +594,6 @@ void timersvc_free(struct timersvc *ts)
 	if (!ts)
 		return;
 	timers_fini(&ts->tm);
-	for (int i = 0; i < ts->npk; i++)
-		close(ts->pk[i].pidfd);
 	if (ts->ttfd >= 0)
 		close(ts->ttfd);
 	if (ts->fifo_fd >= 0)
@@ -667,11 +610,6 @@ void timersvc_restore(struct timersvc *ts)
 const struct timers *timersvc_table(const struct timersvc *ts)
 {
 	return &ts->tm;
-}
-
-uint64_t timersvc_kills(const struct timersvc *ts)
-{
-	return ts->kills;
 }
 
 void timersvc_counters(const struct timersvc *ts, struct json_object *c)

@@ -5,7 +5,8 @@
  * process's slot are the kernel's to fire at the process's next syscall, and this service fires
  * them for a process that makes none. A due timer is acted on as soon as it is due: its
  * timerfd is an urgent handler of the event loop. Expiry reaps the process with the timer's
- * signal (or SIGTERM, then SIGKILL after the grace, when escalating).
+ * signal (or SIGTERM, then SIGKILL after the grace, when escalating: the SIGKILL is queued
+ * with the actions, agent/actions.h).
  */
 #ifndef FTBPF_TIMERSVC_H
 #define FTBPF_TIMERSVC_H
@@ -24,16 +25,17 @@ struct rank;
 struct loop;
 struct json_object;
 struct timersvc;
+struct actions;
 
 struct timersvc_opts {
 	struct tracker *tr; /* borrowed (all of these) */
 	struct eventlog *el;
 	struct ranks *ranks; /* slot timers live in the ranks' slots */
 	struct loop *loop;
+	struct actions *ac;    /* its queue sends the SIGKILLs after the grace (agent/actions.h) */
 	const char *fifo_path; /* torch FileTimerClient FIFO; NULL or "": none */
-	int escalate;	       /* SIGTERM first, SIGKILL after grace_s */
-	double grace_s;
-	int max_per_user; /* timers one non-root user may hold */
+	int escalate;	       /* SIGTERM first, SIGKILL after the grace */
+	int max_per_user;      /* timers one non-root user may hold */
 };
 
 /* NULL with a message in err. */
@@ -41,8 +43,8 @@ struct timersvc *timersvc_new(const struct timersvc_opts *o, char *err, size_t e
 void timersvc_free(struct timersvc *ts);
 /* After a restart: re-arm the pinned timers whose process is still the same one. */
 void timersvc_restore(struct timersvc *ts);
-/* Fire what is due (timers, slot timers, SIGKILLs after a grace), forget timers of processes
- * that are gone, re-arm the timerfd. */
+/* Fire what is due (timers, slot timers), forget timers of processes that are gone, re-arm the
+ * timerfd. */
 void timersvc_check(struct timersvc *ts);
 /*
  * Arm (deadline, CLOCK_MONOTONIC) or release a timer of pid on behalf of requester (0: root,
@@ -54,15 +56,10 @@ int timersvc_request(struct timersvc *ts, int pid, uid_t requester, const char *
 void timersvc_exited(struct timersvc *ts, int pid);
 /* The kernel fired a slot timer of rank k (NULL: not a rank we know). */
 void timersvc_kernel_fired(struct timersvc *ts, const struct rank *k);
-/* SIGKILL the process (through a copy of pidfd) after the grace unless it is gone. rank: a
- * rank terminated by a job action (else a timer's process). */
-void timersvc_kill_after_grace(struct timersvc *ts, int pid, int pidfd, uid_t uid, int rank);
 /* Unmap and unpin rank k's slot. */
 void timersvc_slot_drop(struct timersvc *ts, struct rank *k);
 /* The agent-held timers. */
 const struct timers *timersvc_table(const struct timersvc *ts);
-/* SIGKILLs sent after a grace. */
-uint64_t timersvc_kills(const struct timersvc *ts);
 /* timers_* and fifo_* counters, added to object c. */
 void timersvc_counters(const struct timersvc *ts, struct json_object *c);
 

@@ -1,7 +1,8 @@
 /*
- * The agent's JSON schema in one place: the events it logs (their common fields and shapes)
- * and what the control socket shows of ranks, jobs, threads and timers. Builders return a new
- * object owned by the caller; they read state and never change it.
+ * The agent's JSON schema in one place: the events it logs (their common fields and shapes:
+ * views.c) and what the control socket shows of ranks, jobs, threads and timers
+ * (views_reply.c). Builders return a new object owned by the caller; they format what they are
+ * given, or what watch/collect.h reads for them, and never change it.
  */
 #ifndef FTBPF_VIEWS_H
 #define FTBPF_VIEWS_H
@@ -20,10 +21,12 @@ struct timers;
 struct ctl_counters;
 struct swim_member;
 struct inspector;
-struct tracker_features;
 struct ftbpf_config;
+struct collect_proc;
 
-/* Where a rank's view reads from (all borrowed). */
+/* Where a rank's view reads from (all borrowed): the views of a rank, its threads and
+ * children, and the hang report, ask watch/collect.h for each part as they go (it reads the
+ * tracker's maps, the snapshot, /proc and the slots); views read nothing themselves. */
 struct view_src {
 	struct tracker *tr;
 	struct sampler *sp;	 /* the last task snapshot (threads, GPU ioctls per thread) */
@@ -43,6 +46,8 @@ struct json_object *view_job_event(const char *type, const struct job *j);
 /* exit_code or signal (+ name, core_dumped), sender_pid/comm (null when none) */
 void view_exit_fields(struct json_object *o, int status, uint32_t sender, const char *scomm);
 struct json_object *view_adopt(const struct rank *k, const char *how, int exited);
+/* "container": the rank's container and pod (null when it is in neither) */
+void view_container(struct json_object *o, const struct rank *k);
 /* a process of rank owner's tree: how is "adoption" for one found in /proc, else NULL */
 struct json_object *view_child(int pid, int ppid, const struct rank *owner, const char *how);
 struct json_object *view_child_exit(const struct ftbpf_event *e, const struct rank *owner);
@@ -61,10 +66,11 @@ struct json_object *view_action_pid(int pid, uid_t uid, const char *action, int 
  * caller's to add */
 struct json_object *view_timer_expired(int pid, uid_t uid, const struct rank *k, const char *scope,
 				       const char *source, int sig, double late_ms);
-/* what a process is doing now: state, comm, syscall in flight, wait channel, kernel stack */
-void view_diagnosis(struct json_object *o, struct tracker *tr, int pid, uint64_t now);
-/* the job's ranks are finished or dead, with the rank that went first */
-struct json_object *view_agent_start(const struct tracker_features *f,
+/* what a process is doing now (collect_proc's): state, comm, syscall in flight, wait channel,
+ * kernel stack */
+void view_diagnosis(struct json_object *o, const struct collect_proc *p, uint64_t now);
+/* the agent started, with the kernel side's features (watch/tracker.h) and its settings */
+struct json_object *view_agent_start(int tp_btf, int task_iter, int oom, int resumed,
 				     const struct ftbpf_config *cfg);
 struct json_object *view_agent_stop(void);
 /* records of the agreement store that were refused (root only) */
@@ -83,8 +89,15 @@ struct json_object *view_hard_timeout(const struct job *j, const char *action);
 /* a peer of the heartbeat mesh changed state */
 struct json_object *view_peer(const char *type, const struct swim_member *m);
 struct json_object *view_folded(const struct rank *k, uint64_t count, uint64_t total);
+/* A run of the job ended (no live rank left): "job_end", with the job's fields and state. */
+struct json_object *view_job_end(const struct job *j);
+/* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
+ * (refresh the snapshot with stacks first). Without Python stacks: agent/pystacks.c adds them
+ * (the culprits', and every rank's in a small job) before it is emitted. */
+struct json_object *view_hang(const struct view_src *v, const struct job *j, uint64_t now,
+			      double soft_timeout_s);
 
-/* ---- control replies ---- */
+/* ---- control replies (views_reply.c) ---- */
 struct json_object *view_ok(void);
 struct json_object *view_err(const char *code, const char *msg);
 /* A rank as `ftbpf status` shows it. */
@@ -99,16 +112,8 @@ struct json_object *view_threads(const struct view_src *v, const struct rank *k,
 struct py_stack;
 void view_python_stack(struct json_object *o, int pid, int err, const struct py_stack *s,
 		       const char *why);
+/* A job as `ftbpf status` shows it. */
 struct json_object *view_job(const struct job *j);
-/* A run of the job ended (no live rank left): "job_end", with the job's fields and state. */
-struct json_object *view_job_end(const struct job *j);
-/* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
- * (refresh the snapshot with stacks first). */
-/* The hang event, without Python stacks: agent/pystacks.c adds them (the culprits', and every
- * rank's in a job of at most PY_STACK_ALL_RANKS) before it is emitted. */
-#define PY_STACK_ALL_RANKS 16
-struct json_object *view_hang(const struct view_src *v, const struct job *j, uint64_t now,
-			      double soft_timeout_s);
 /* The reply to register. */
 struct json_object *view_registered(const struct rank *k);
 /* The processes a rank forked (from the procs map). */
@@ -118,8 +123,8 @@ struct json_object *view_signals(const struct rank *k, uint64_t now);
 /* One line of `ftbpf timers`. */
 struct json_object *view_timer(int pid, uid_t uid, const char *comm, const char *scope,
 			       uint64_t deadline, uint64_t now, int sig, const char *source);
-/* The kernel side's counters and the control server's, added to object c. */
-void view_tracker_counters(struct json_object *c, struct tracker *tr);
+/* The kernel side's counters (collect_stats's) and the control server's, added to object c. */
+void view_tracker_counters(struct json_object *c, const uint64_t stat[FTBPF_STAT__MAX]);
 void view_ctl_counters(struct json_object *c, const struct ctl_counters *cc, int clients);
 
 #endif

@@ -127,6 +127,19 @@ int timers_clear_pid(struct timers *t, int pid)
 	return n;
 }
 
+int timers_of_pid(const struct timers *t, int pid, uint64_t *earliest)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->n; i++)
+		if (t->v[i].pid == pid) {
+			n++;
+			if (!*earliest || t->v[i].deadline_ns < *earliest)
+				*earliest = t->v[i].deadline_ns;
+		}
+	return n;
+}
+
 uint64_t timers_next_deadline(const struct timers *t)
 {
 	uint64_t d = 0;

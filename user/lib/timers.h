@@ -49,6 +49,9 @@ int timers_release(struct timers *t, int pid, const char *scope);
 int timers_clear_pid(struct timers *t, int pid);
 /* Earliest deadline, 0 when none. */
 uint64_t timers_next_deadline(const struct timers *t);
+/* How many timers pid holds; *earliest (0: none yet) is lowered to the earliest of their
+ * deadlines. */
+int timers_of_pid(const struct timers *t, int pid, uint64_t *earliest);
 /* Index of an expired timer (deadline <= now), -1 when none. */
 int timers_first_expired(const struct timers *t, uint64_t now);
 int timers_count_pid(const struct timers *t, int pid);

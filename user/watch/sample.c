@@ -7,12 +7,12 @@
 #include "watch/sample.h"
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/cadence.h"
+#include "lib/kstack.h"
 #include "lib/syscalls.h"
 #include "os/clock.h"
 #include "os/ksyms.h"
@@ -263,28 +263,29 @@ int sampler_sample(struct sampler *sp, int pid, uint64_t now, struct det_sample 
 	return 0;
 }
 
-struct json_object *sampler_kstack_json(struct sampler *sp, int pid, int tid)
+int sampler_kstack(struct sampler *sp, int pid, int tid, struct kstack *ret)
 {
-	struct json_object *arr = json_object_new_array();
 	const struct ftbpf_task_snap *sn = sampler_task(sp, (uint32_t)tid);
 	char buf[4096], sym[160];
+	int r;
 
+	kstack_init(ret);
 	if (sn && sn->nr_stack > 0) {
 		ksyms_try(sp, clock_mono_ns()); /* if it could not be read at start */
 		for (int i = 0; sp->ksyms && i < sn->nr_stack && i < FTBPF_STACK_DEPTH; i++)
-			json_object_array_add(arr, json_object_new_string(ksyms_format(
-						       sp->ksyms, sn->stack[i], sym, sizeof(sym))));
-		if (json_object_array_length(arr))
-			return arr;
+			(void)kstack_add(ret, ksyms_format(sp->ksyms, sn->stack[i], sym,
+							   sizeof(sym))); /* 24 always fit */
+		if (ret->n)
+			return 0;
 	}
-	if (procfs_kstack(pid, tid, buf, sizeof(buf)) == 0) {
-		char *save, *line = strtok_r(buf, "\n", &save);
+	r = procfs_kstack(pid, tid, buf, sizeof(buf));
+	return r < 0 ? r : kstack_parse_proc(ret, buf, 1);
+}
 
-		for (; line; line = strtok_r(NULL, "\n", &save)) {
-			char *sp2 = strchr(line, ' ');
+struct json_object *sampler_kstack_json(struct sampler *sp, int pid, int tid)
+{
+	struct kstack ks;
 
-			json_object_array_add(arr, json_object_new_string(sp2 ? sp2 + 1 : line));
-		}
-	}
-	return arr;
+	(void)sampler_kstack(sp, pid, tid, &ks); /* none read: an empty array */
+	return kstack_json(&ks);
 }

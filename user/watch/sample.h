@@ -56,8 +56,12 @@ struct cad_obs;
 int sampler_cadence(struct sampler *sp, int pid, uint64_t now, struct cad_obs *o);
 /* Threads of pid (from the snapshot, or /proc). */
 int sampler_nthreads(const struct sampler *sp, int pid);
-/* The kernel stack of thread tid of pid, one frame per string: from the snapshot when it has
- * stacks, else /proc/PID/task/TID/stack. A new array (the caller's). */
+/* The kernel stack of thread tid of pid into ret: from the snapshot when it has stacks, else
+ * /proc/PID/task/TID/stack (its lines without their address prefix). 0 or -errno (ret holds
+ * what was read: no frame when nothing could be). */
+struct kstack;
+int sampler_kstack(struct sampler *sp, int pid, int tid, struct kstack *ret);
+/* The same as a JSON array, one frame per string (a new array, the caller's). */
 struct json_object *sampler_kstack_json(struct sampler *sp, int pid, int tid);
 /* 'R', 'S', 'D', 'T', 't', 'Z', 'X', 'I' for a snapshot record's state */
 char sampler_state_char(const struct ftbpf_task_snap *t);
