@@ -50,21 +50,13 @@ mpi_job_of() { JOB=$(xf 1 status --json | jq -r ".ranks[] | select(.pid==$1 and 
 mpijob mpi --fault-rank 3 --fault-after 12
 xf 2 status --json | jq -e "[.ranks[] | select(.job==\"$JOB\")] | length == 2" >/dev/null &&
 	pass "both agents adopted their two ranks of one Open MPI job ($JOB)" || fail "adoption: $(xf 2 status --json | jq -c '[.ranks[] | {job, rank, source}]')"
-# named STATE: every agent's last hang of $JOB names rank 3 on host 2, in STATE
-named() {
-	local i e
-	for i in 1 2; do
-		e=$(xev $i hang | jq -c "select(.job==\"$JOB\")" | tail -1)
-		[ -n "$e" ] || return 1
-		echo "$e" | jq -e ".culprit_ranks == [3] and .culprit_node == \"$NET.2:7946\" and .culprit_state == \"$1\"" >/dev/null 2>&1 || return 1
-	done
-}
-# check_named WHAT STATE T0: both agents name rank 3 (STATE) within soft + 2 s of T0
+# check_named WHAT STATE T0: both agents' hang names rank 3 on host 2 (STATE) within soft + 2 s
+# of T0 (every_names, delay_of: xhnet.sh)
 check_named() {
 	local what=$1 state=$2 t0=$3 i d
-	if wait_until $((SOFT + 12)) named "$state"; then
+	if wait_until $((SOFT + 12)) every_names "$JOB" hang 3 "$state"; then
 		for i in 1 2; do
-			d=$(awk -v a="$t0" -v b="$(date -d "$(xev $i hang | jq -r "select(.job==\"$JOB\") | .ts" | tail -1)" +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
+			d=$(delay_of $i "$JOB" hang "$t0")
 			awk -v d="$d" -v s=$SOFT 'BEGIN{exit !(d <= s + 2)}' &&
 				pass "$what: host $i names rank 3 on host 2 ($state) after ${d}s: $(xev $i hang | jq -r "select(.job==\"$JOB\") | .why" | tail -1)" ||
 				fail "$what: host $i late: ${d}s"
@@ -77,16 +69,8 @@ check_named() {
 wait_until 40 test -s "$T/mpi/fault.ts" || fail "no fault"
 check_named sleep blocked "$(cat "$T/mpi/fault.ts")"
 # the sleeping rank killed: every agent's job_failed names rank 3 on host 2, exited
-failed_named() {
-	local i e
-	for i in 1 2; do
-		e=$(xev $i job_failed | jq -c "select(.job==\"$JOB\")" | tail -1)
-		[ -n "$e" ] || return 1
-		echo "$e" | jq -e ".culprit_ranks == [3] and .culprit_node == \"$NET.2:7946\" and .culprit_state == \"exited\"" >/dev/null 2>&1 || return 1
-	done
-}
 kill -KILL "$(cat "$T/mpi/pid.3")"
-wait_until 15 failed_named &&
+wait_until 15 every_names "$JOB" job_failed 3 exited &&
 	pass "rank 3 killed: both agents' job_failed names rank 3 on host 2: $(xev 1 job_failed | jq -r "select(.job==\"$JOB\") | .why" | tail -1)" ||
 	fail "killed: $(for i in 1 2; do xev $i job_failed | jq -c '{culprit_ranks, culprit_node, culprit_state, why}'; done)"
 kill -9 $(cat "$T/mpi"/pid.*) 2>/dev/null

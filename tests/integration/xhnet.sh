@@ -61,6 +61,18 @@ xh_agent() {
 xf() { local i=$1; shift; "$B/ftbpf" --socket "$T/n$i/s.sock" "$@"; }
 xev() { jq -c "select(.type==\"$2\")" "$T/n$1/events.jsonl" 2>/dev/null; }
 # xh_all_alive: every agent sees every other alive
+# every_names JOB TYPE RANK STATE: both agents' latest TYPE event of JOB names RANK on host 2
+every_names() {
+	local i e
+	for i in 1 2; do
+		e=$(xev $i "$2" | jq -c "select(.job==\"$1\")" | tail -1)
+		[ -n "$e" ] || return 1
+		echo "$e" | jq -e ".culprit_ranks == [$3] and .culprit_node == \"$NET.2:7946\" and .culprit_state == \"$4\"" >/dev/null || return 1
+	done
+}
+delay_of() { # delay_of I JOB TYPE T0: seconds from T0 to agent I's latest TYPE event
+	awk -v a="$4" -v b="$(date -d "$(xev "$1" "$3" | jq -r "select(.job==\"$2\") | .ts" | tail -1)" +%s.%N)" 'BEGIN{printf "%.1f", b - a}'
+}
 xh_all_alive() {
 	local i
 	for i in "${!XAG[@]}"; do

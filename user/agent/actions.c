@@ -197,21 +197,15 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 /* Arm the timerfd at the earliest pending kill (disarmed when none). */
 static void rearm(struct actions *ac)
 {
-	struct itimerspec its = {};
 	uint64_t d = 0;
+	int r;
 
 	for (int i = 0; i < ac->npk; i++)
 		if (!d || ac->pk[i].at_ns < d)
 			d = ac->pk[i].at_ns;
-	if (d) {
-		its.it_value.tv_sec = (time_t)(d / CLOCK_NS_PER_S);
-		its.it_value.tv_nsec = (long)(d % CLOCK_NS_PER_S);
-		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
-			its.it_value.tv_nsec = 1;
-	}
 	/* cannot fail with a valid timerfd and an absolute time; the scan checks anyway */
-	if (timerfd_settime(ac->kfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		log_warn("kill queue: timerfd: %s (SIGKILLs wait for the scan)", strerror(errno));
+	if ((r = loop_timer_at(ac->kfd, d)) < 0)
+		log_warn("kill queue: timerfd: %s (SIGKILLs wait for the scan)", strerror(-r));
 }
 
 void actions_kill_after_grace(struct actions *ac, int pid, int pidfd, uid_t uid, int rank)

@@ -157,20 +157,13 @@ void timersvc_slot_drop(struct timersvc *ts, struct rank *k)
 static void rearm(struct timersvc *ts)
 {
 	uint64_t d = timers_next_deadline(&ts->tm), sd = slots_next_deadline(ts);
-	struct itimerspec its = {};
+	int r;
 
 	if (sd && (!d || sd < d))
 		d = sd;
-	if (d) {
-		its.it_value.tv_sec = (time_t)(d / NS);
-		its.it_value.tv_nsec = (long)(d % NS);
-		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
-			its.it_value.tv_nsec = 1;
-	}
 	/* cannot fail with a valid timerfd and an absolute time; the scan checks anyway */
-	if (timerfd_settime(ts->ttfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		log_warn("timer service: timerfd: %s (expiries wait for the scan)",
-			 strerror(errno));
+	if ((r = loop_timer_at(ts->ttfd, d)) < 0)
+		log_warn("timer service: timerfd: %s (expiries wait for the scan)", strerror(-r));
 }
 
 /* ---- escalation ---- */

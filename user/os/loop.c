@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #define LOOP_HANDLERS 32
@@ -99,4 +100,17 @@ int loop_once(struct loop *l, int timeout_ms)
 	for (int i = 0; i < n; i++)
 		dispatch(l, &evs[i], 0);
 	return n;
+}
+
+int loop_timer_at(int fd, uint64_t deadline_ns)
+{
+	struct itimerspec its = {0};
+
+	if (deadline_ns) {
+		its.it_value.tv_sec = (time_t)(deadline_ns / 1000000000ull);
+		its.it_value.tv_nsec = (long)(deadline_ns % 1000000000ull);
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1; /* all zeros would disarm it */
+	}
+	return timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
 }

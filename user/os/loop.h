@@ -27,5 +27,8 @@ int loop_del(struct loop *l, int fd);
 /* Wait up to timeout_ms (-1: without end) and dispatch what came, urgent handlers first.
  * How many events were dispatched (EINTR: 0), or -errno. */
 int loop_once(struct loop *l, int timeout_ms);
+/* Arm timerfd fd (CLOCK_MONOTONIC) to expire at deadline_ns on that clock; 0 disarms it. A
+ * deadline already past expires at once. 0 or -errno. */
+int loop_timer_at(int fd, uint64_t deadline_ns);
 
 #endif
