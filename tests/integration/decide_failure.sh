@@ -80,21 +80,25 @@ sleep 2 # what the stop of the relaunch decided is in the store
 ftbpf decisions reset $JOB >"$T/reset.out" 2>&1 && ! ftbpf decisions --json | jq -e ".decisions[] | select(.job==\"$JOB\")" >/dev/null &&
 	pass "ftbpf decisions reset $JOB: no decision of it left" || fail "reset: $(cat "$T/reset.out"); $(ftbpf decisions --json | jq -c '.decisions | length')"
 
-# ranks run by hand from a script: ranks it starts again after a failure are of the new
+# ranks run by hand from a batch script (`#!`, run as a program, as sbatch runs one: its comm
+# is the script's name, not a shell's): ranks it starts again after a failure are of the new
 # generation (not ended as old ones), and the stop ends the ranks but never the script (a
-# shell is not a launcher)
+# program that is a shell is not a launcher, whatever its name)
 D2=$T/byhand; mkdir -p "$D2"
-cat >"$T/byhand.sh" <<EOS
+cat >"$T/train-batch" <<EOS
+#!/bin/bash
 for phase in 1 2; do
 	for r in 0 1; do FTBPF_JOB=byhand "$B/examples/c_loop" --dir "$D2" --rank \$r --step-ms 50 >>"$D2/out" 2>&1 & done
 	wait; echo "phase \$phase over" >>"$D2/out"
 done
 sleep 60
 EOS
-bash "$T/byhand.sh" </dev/null >/dev/null 2>&1 & SCRIPT=$!; WORKLOAD_PIDS+=($SCRIPT)
+chmod +x "$T/train-batch"
+"$T/train-batch" </dev/null >/dev/null 2>&1 & SCRIPT=$!; WORKLOAD_PIDS+=($SCRIPT)
 cl() { pgrep -a -x c_loop | awk -v m="--dir $D2 --rank $1 " 'index($0 " ", m) {print $1; exit}'; }
 running() { [ -n "$(cl 0)" ] && [ -n "$(cl 1)" ]; }
 wait_until 10 running && sleep 1
+[ "$(cat /proc/$SCRIPT/comm)" = train-batch ] || fail "the batch script's comm: $(cat /proc/$SCRIPT/comm)"
 kill -KILL "$(cl 0)"
 wait_until 20 grep -q "phase 1 over" "$D2/out" || fail "phase 1 did not end: $(cat "$D2/out")"
 wait_until 10 running && sleep 1.5

@@ -195,6 +195,16 @@ static void test_ident_wrappers(void)
 	CU_ASSERT_FALSE(ident_is_wrapper("torchrun"));
 	CU_ASSERT_FALSE(ident_is_wrapper("gcc"));
 	CU_ASSERT_FALSE(ident_is_wrapper(""));
+	/* a `#!` script runs a shell whatever its name: by the program, not the comm */
+	CU_ASSERT_TRUE(ident_is_shell_exe("/usr/bin/bash"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("/bin/sh"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("/usr/bin/dash (deleted)"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("zsh"));
+	CU_ASSERT_FALSE(ident_is_shell_exe("/usr/bin/python3.11"));
+	CU_ASSERT_FALSE(ident_is_shell_exe("/usr/bin/bashful"));
+	CU_ASSERT_FALSE(ident_is_shell_exe("/opt/sh/torchrun"));
+	CU_ASSERT_FALSE(ident_is_shell_exe("/usr/bin/"));
+	CU_ASSERT_FALSE(ident_is_shell_exe(""));
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("RANK=1\0WORLD_SIZE=2\0MASTER_ADDR=127.0.0.1\0"
 					       "MASTER_PORT=5\0"),
 					   &a),

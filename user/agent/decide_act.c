@@ -2,6 +2,7 @@
  * ranks' slots. See decide_int.h. */
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "agent/store.h"
 #include "agent/views.h"
 #include "lib/config.h"
+#include "lib/ident.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
@@ -86,12 +88,14 @@ static int is_launcher(const struct proc_stat *parent)
  * The parent of rank k as a launcher to stop: the pidfd is opened first and everything read
  * about the process is checked against it afterwards, so a pid reused meanwhile is never
  * signalled. It must be older than the rank, still its parent, run as the job's owner (its
- * real uid, with no privileges beyond it) and be a launcher. An open pidfd, or -1.
+ * real uid, with no privileges beyond it) and be a launcher: not a shell by its name, nor by the
+ * program it runs (a `#!` batch script is named after the script). An open pidfd, or -1.
  */
 static int launcher_of(const struct rank *k, uid_t owner, int *ret_ppid)
 {
 	struct proc_stat st, pst, again;
 	struct proc_creds cr;
+	char exe[PATH_MAX];
 	int fd;
 
 	if (k->s.exited || k->pidfd < 0 || procfs_stat(k->pid, -1, &st) < 0 ||
@@ -103,7 +107,8 @@ static int launcher_of(const struct rank *k, uid_t owner, int *ret_ppid)
 	if (procfs_stat(st.ppid, -1, &pst) < 0 || procfs_creds(st.ppid, &cr) < 0 ||
 	    pidfd_signal(fd, 0) < 0 || procfs_stat(k->pid, -1, &again) < 0 ||
 	    again.ppid != st.ppid || pst.start_ns > k->start_ns || cr.ruid != owner ||
-	    (procfs_creds_elevated(&cr) && cr.ruid != 0) || !is_launcher(&pst)) {
+	    (procfs_creds_elevated(&cr) && cr.ruid != 0) || !is_launcher(&pst) ||
+	    procfs_exe(st.ppid, exe, sizeof(exe)) < 0 || ident_is_shell_exe(exe)) {
 		close(fd);
 		return -1;
 	}

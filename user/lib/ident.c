@@ -71,6 +71,21 @@ static char job_char(unsigned char c)
 	return (c < 0x21 || c > 0x7e || c == '"' || c == '\\') ? '_' : (char)c;
 }
 
+int ident_is_shell_exe(const char *path)
+{
+	static const char *const shells[] = {"sh",  "bash", "dash", "zsh", "ksh",     "mksh",
+					     "ash", "fish", "tcsh", "csh", "busybox", "yash"};
+	const char *b = strrchr(path, '/');
+	size_t n;
+
+	b = b ? b + 1 : path;
+	n = strcspn(b, " "); /* "bash (deleted)" after an upgrade */
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+		if (strlen(shells[i]) == n && !strncmp(b, shells[i], n))
+			return 1;
+	return 0;
+}
+
 void ident_job_sanitize(char *job)
 {
 	for (; *job; job++)

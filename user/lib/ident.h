@@ -50,6 +50,11 @@ int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b);
  * carries the same rank variables is the rank (see adopt.c).
  */
 int ident_is_wrapper(const char *comm);
+/*
+ * Is this program (a path, as /proc/PID/exe gives it) a shell? A `#!` script's comm is the
+ * script's name, its program the shell: a batch script that starts ranks itself is no launcher.
+ */
+int ident_is_shell_exe(const char *path);
 /* Make a job id safe to show and to use as a name, as the environment's are: printable ASCII
  * without quotes or backslashes (anything else becomes '_'). In place. */
 void ident_job_sanitize(char *job);

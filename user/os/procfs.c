@@ -177,6 +177,23 @@ int procfs_uid(int pid, uid_t *ret)
 	return 0;
 }
 
+int procfs_exe(int pid, char *buf, size_t len)
+{
+	char p[64];
+	ssize_t n;
+
+	if (len == 0)
+		return -EINVAL;
+	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+	n = readlink(p, buf, len);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= len)
+		return -ENAMETOOLONG;
+	buf[n] = 0;
+	return 0;
+}
+
 int procfs_syscall(int pid, int tid, int *ret_nr)
 {
 	char p[96], buf[256];

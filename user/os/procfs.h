@@ -44,6 +44,9 @@ static inline int procfs_creds_elevated(const struct proc_creds *c)
 /* The owner of a process: its real uid (a set-user-ID program run by a user stays that
  * user's, whatever its effective uid; /proc/PID itself is owned by the effective one). */
 int procfs_uid(int pid, uid_t *ret);
+/* The program a process runs (/proc/PID/exe, NUL-terminated; a deleted one keeps the kernel's
+ * " (deleted)" suffix). 0 or -errno (-ENAMETOOLONG when it does not fit). */
+int procfs_exe(int pid, char *buf, size_t len);
 /* The inode of pid's network namespace (pid 0: ours). 0 or -errno. */
 int procfs_netns(int pid, uint64_t *ret_ino);
 /* The syscall thread tid of pid is blocked in (/proc/PID/task/TID/syscall): 0 and *ret_nr
