@@ -81,6 +81,7 @@ struct agent {
 	int tfd, sfd, lockfd; /* scan timer, signals, state-dir lock */
 	int wdfd;	      /* systemd's watchdog timer, -1: no watchdog */
 	uint64_t start_ns;
+	uint64_t bad_said_ns; /* the last store_bad_reply event */
 	int stop;
 };
 
@@ -187,6 +188,22 @@ static void judge_job(struct agent *a, struct job *j, uint64_t now)
 	}
 }
 
+/* Malformed replies from etcd: one event (to root) per 10 s at most, with their number since
+ * the last one; never acted on. */
+static void say_bad_replies(struct agent *a, uint64_t now)
+{
+	char why[200];
+	uint64_t n;
+
+	if (!a->st || now - a->bad_said_ns < 10000000000ull)
+		return;
+	n = store_bad_replies(a->st, why, sizeof(why));
+	if (!n)
+		return;
+	a->bad_said_ns = now;
+	eventlog_emit(a->el, view_store_bad_reply(why, n));
+}
+
 /* One scan: sample every rank, judge every job, act, then housekeeping. */
 static void scan(struct agent *a)
 {
@@ -207,6 +224,7 @@ static void scan(struct agent *a)
 	jobparts_tick(a->jp, now);
 	if (a->dc)
 		decide_tick(a->dc);
+	say_bad_replies(a, now);
 	timersvc_check(a->ts);
 	actions_kills_due(&a->ac); /* its timerfd sends them when due: in case it could not */
 	jobstate_save(&a->js, &a->ranks);

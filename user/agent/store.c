@@ -338,6 +338,11 @@ uint64_t store_rejected(struct store *s, char *key, size_t klen, char *why, size
 	return s->ops->rejected ? s->ops->rejected(s, key, klen, why, wlen) : 0;
 }
 
+uint64_t store_bad_replies(struct store *s, char *why, size_t wlen)
+{
+	return s->ops->bad_replies ? s->ops->bad_replies(s, why, wlen) : 0;
+}
+
 struct json_object *store_json(struct store *s)
 {
 	struct json_object *o = json_object_new_object(), *c = json_object_new_object();

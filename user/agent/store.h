@@ -63,6 +63,9 @@ int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *r
 /* Records refused since the last call (not written by an agent of this cluster, or moved):
  * their number, and the last one's key and why (for an event). */
 uint64_t store_rejected(struct store *s, char *key, size_t klen, char *why, size_t wlen);
+/* Malformed replies from the store (etcd answering garbage) since the last call: their number,
+ * and what was wrong with the last one (for an event). */
+uint64_t store_bad_replies(struct store *s, char *why, size_t wlen);
 /* "store" object: kind, reachable, counters */
 struct json_object *store_json(struct store *s);
 

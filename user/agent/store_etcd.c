@@ -90,6 +90,8 @@ struct store_etcd {
 	uint8_t rkey[STORE_RECORD_KEY_BYTES];
 	uint64_t rejected, rejected_told;
 	char rej_key[160], rej_why[96];
+	uint64_t bad_told;    /* malformed replies said (store_bad_replies) */
+	char bad_why[200];    /* the last malformed reply's error */
 	struct kvmap refused; /* refused keys -> a hash of what was refused: counted once */
 	/* the agent's side */
 	int efd; /* owned */
@@ -124,6 +126,8 @@ static void set_error(struct store_etcd *s, struct etcd_conn *c)
 {
 	pthread_mutex_lock(&s->mu);
 	snprintf(s->error, sizeof(s->error), "%s", etcd_conn_error(c));
+	if (strstr(s->error, "malformed reply"))
+		snprintf(s->bad_why, sizeof(s->bad_why), "%s", s->error);
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -666,6 +670,24 @@ static uint64_t etcd_rejected(struct store *b, char *key, size_t klen, char *why
 	return n;
 }
 
+static uint64_t etcd_bad_replies(struct store *b, char *why, size_t wlen)
+{
+	struct store_etcd *s = (struct store_etcd *)b;
+	struct etcd_stats ws, rs, ls;
+	uint64_t all, n;
+
+	etcd_conn_stats(s->wc, &ws);
+	etcd_conn_stats(s->rc, &rs);
+	etcd_conn_stats(s->lc, &ls);
+	all = ws.bad_replies + rs.bad_replies + ls.bad_replies;
+	pthread_mutex_lock(&s->mu);
+	n = all - s->bad_told;
+	s->bad_told = all;
+	snprintf(why, wlen, "%s", *s->bad_why ? s->bad_why : "malformed reply");
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
 static void etcd_close(struct store *b)
 {
 	struct store_etcd *s = (struct store_etcd *)b;
@@ -757,6 +779,7 @@ static const struct store_ops etcd_ops = {
     .reachable = etcd_reachable,
     .counters = etcd_counters,
     .rejected = etcd_rejected,
+    .bad_replies = etcd_bad_replies,
     .close = etcd_close,
 };
 

@@ -19,6 +19,7 @@ struct store_ops {
 	int64_t (*lease)(struct store *s); /* NULL: none */
 	int (*lease_left)(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms);
 	uint64_t (*rejected)(struct store *s, char *key, size_t klen, char *why, size_t wlen);
+	uint64_t (*bad_replies)(struct store *s, char *why, size_t wlen); /* NULL: none */
 	void (*close)(struct store *s);
 };
 

@@ -122,6 +122,16 @@ struct json_object *view_store_rejected(const char *key, const char *why, uint64
 	return o;
 }
 
+struct json_object *view_store_bad_reply(const char *why, uint64_t count)
+{
+	struct json_object *o = view_event("store_bad_reply");
+
+	jint(o, "uid", 0);
+	jstr(o, "why", why);
+	jint(o, "count", (int64_t)count);
+	return o;
+}
+
 struct json_object *view_rank_exit(const struct rank *k)
 {
 	struct json_object *o = view_rank_event("exit", k);

@@ -75,6 +75,7 @@ struct json_object *view_agent_start(int tp_btf, int task_iter, int oom, int res
 struct json_object *view_agent_stop(void);
 /* records of the agreement store that were refused (root only) */
 struct json_object *view_store_rejected(const char *key, const char *why, uint64_t count);
+struct json_object *view_store_bad_reply(const char *why, uint64_t count);
 /* a rank's exit, from its recorded exit status and fatal signal's sender */
 struct json_object *view_rank_exit(const struct rank *k);
 /* a rank that left its job (it runs as another user, or a set-ID program, now) */
