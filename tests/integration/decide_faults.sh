@@ -17,6 +17,9 @@
 #   two_preemptions   a second preemption signal on another node 10 ms after the first
 #   preempt_failure   a rank killed -9 (a failure) within 50 ms of the preemption signal
 #   clock_step        the agents' wall clock stepped by -120..+120 s (LD_PRELOAD shim)
+#   etcd_outage       etcd SIGSTOPped 10-12 s for everyone, the preemption inside it (agents
+#                     with fence_after 30 for this kind: the outage must hold the ranks, never
+#                     end them, fence or lose a node, and the preemption is agreed after it)
 # After each run every invariant is checked on what the ranks wrote and what the agents
 # decided and logged: I1 (the bystander is never touched), I2 (a checkpoint is complete only
 # when all 6 ranks saved it; generations resume only from complete ones), I3 (every rank of a
@@ -25,29 +28,33 @@
 # lost to a pause, a restart or an etcd outage), I7 (the clock step changes nothing), the nodes
 # hold the same decisions, and every launcher ends. FAULT_RUNS runs per fault kind (1 here;
 # `make test-faults` runs 50 of each and writes the table to $FAULT_REPORT); FAULT_KINDS
-# selects kinds.
+# selects kinds. FAULT_SLOT=1..9 runs a copy beside this one (its own namespaces, addresses
+# and ports): the long mode shares its kinds out over a few slots (tools/test_faults.sh).
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 . "$(dirname "$0")/cluster.sh"
 RUNS=${FAULT_RUNS:-1}
-KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step}
-NET=10.79.4
+KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step etcd_outage}
+SLOT=${FAULT_SLOT:-0}
+case $SLOT in [0-9]) ;; *) fail "FAULT_SLOT is 0..9, not '$SLOT'"; finish ;; esac
+NET=10.79.$((4 + 10 * SLOT))
+CLN=dfif; [ "$SLOT" = 0 ] || CLN=dff$SLOT
 # the agents' pins on a bpffs of the test's own: `ip netns exec` mounts a new /sys, where
 # /sys/fs/bpf is not, and an agent killed and started again must find its pinned maps (and its
 # ranks' slots) to go on with them (I6)
 mkdir -p "$T/bpffs" && mount -t bpf bpf "$T/bpffs" || { fail "cannot mount a bpffs"; finish; }
 PIN=$T/bpffs/p
-cluster_up dfif $NET 24797 || finish
+cluster_up $CLN $NET $((24797 + 100 * SLOT)) || finish
 trap 'cluster_down; rm -rf "$PIN"; umount "$T/bpffs" 2>/dev/null; cleanup' EXIT
 ETCD_EP=$EP
-EPORT=24797
-PPORT=24799
+EPORT=$((24797 + 100 * SLOT))
+PPORT=$((24799 + 100 * SLOT))
 # etcd as cluster_up started it, with a quota: start it again after a kill
 etcd_start() {
-	etcd --name dfif --data-dir "$T/etcd" --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
+	etcd --name "$CLN" --data-dir "$T/etcd" --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
 		--listen-peer-urls "http://127.0.0.1:$((EPORT + 10))" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 10))" \
-		--initial-cluster "dfif=http://127.0.0.1:$((EPORT + 10))" \
+		--initial-cluster "$CLN=http://127.0.0.1:$((EPORT + 10))" \
 		--quota-backend-bytes $((48 * 1024 * 1024)) >>"$T/etcd.log" 2>&1 &
 	ETCD=$!
 	wait_until 20 curl -sf "$ETCD_EP/version" -o /dev/null || fail "etcd did not start again: $(tail -3 "$T/etcd.log")"
@@ -67,11 +74,20 @@ NODE_ENV="LD_PRELOAD=$B/workloads/clockshift.so FTBPF_CLOCK_SHIFT_FILE=$T/clock_
 # a 5 s lease: an agent killed and started again (its BPF programs loaded again) is back well
 # within it
 NODE_FLAGS="--etcd-lease-ttl 5 --fence-after 6"
+BASE_FLAGS=$NODE_FLAGS
+# the agents again with other flags (a kind of its own: etcd_outage's fence_after)
+restart_nodes() {
+	local i
+	[ "$NODE_FLAGS" = "$*" ] && return 0
+	NODE_FLAGS="$*"
+	for i in 1 2 3; do kill -TERM "${AG[$i]}"; wait "${AG[$i]}" 2>/dev/null; start_node "$i" $NODE_FLAGS; done
+	wait_until 15 all_alive || fail "the mesh did not form again ($NODE_FLAGS)"
+}
 for i in 1 2 3; do start_node $i $NODE_FLAGS; done
 wait_until 15 all_alive || fail "the mesh did not form"
 # the bystander: another job (another id) on node 2, for the whole suite
 mkdir -p "$T/by"
-FTBPF_SOCKET=$T/n2/s.sock ip netns exec dfif2 env FTBPF_JOB=bystander FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 \
+FTBPF_SOCKET=$T/n2/s.sock ip netns exec "${CLN}2" env FTBPF_JOB=bystander FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 \
 	"$B/examples/c_loop" --dir "$T/by" --rank 0 --step-ms 50 >/dev/null 2>&1 &
 BY=$!; WORKLOAD_PIDS+=($BY)
 
@@ -82,8 +98,8 @@ heal() {
 	echo 0 >"$T/delay_ms"; echo 0 >"$T/clock_shift"
 	kill -CONT "$ETCD" 2>/dev/null
 	for i in 1 2 3; do
-		ip link set "veth-dfif$i" up 2>/dev/null
-		ip netns exec "dfif$i" nft delete table inet dfi 2>/dev/null
+		ip link set "veth-$CLN$i" up 2>/dev/null
+		ip netns exec "$CLN$i" nft delete table inet dfi 2>/dev/null
 		[ -n "${AG[$i]:-}" ] && kill -CONT "${AG[$i]}" 2>/dev/null
 		[ -n "${AG[$i]:-}" ] && kill -0 "${AG[$i]}" 2>/dev/null || start_node "$i" $NODE_FLAGS
 	done
@@ -119,14 +135,14 @@ inject() {
 	etcd_quota)
 		quota_fill; preempt "$n"; sleep "$(ms "$(rnd 500 2500)")"; quota_clear ;;
 	cut_etcd)
-		ip netns exec "dfif$o" nft add table inet dfi
-		ip netns exec "dfif$o" nft add chain inet dfi out '{ type filter hook output priority 0; }'
+		ip netns exec "$CLN$o" nft add table inet dfi
+		ip netns exec "$CLN$o" nft add chain inet dfi out '{ type filter hook output priority 0; }'
 		sleep "$(ms "$(rnd 0 300)")"
-		ip netns exec "dfif$o" nft add rule inet dfi out ip daddr "$NET.254" tcp dport $PPORT drop
-		preempt "$n"; sleep "$(ms "$(rnd 500 5000)")"; ip netns exec "dfif$o" nft delete table inet dfi ;;
+		ip netns exec "$CLN$o" nft add rule inet dfi out ip daddr "$NET.254" tcp dport $PPORT drop
+		preempt "$n"; sleep "$(ms "$(rnd 500 5000)")"; ip netns exec "$CLN$o" nft delete table inet dfi ;;
 	cut_all)
-		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; ip link set "veth-dfif$o" down
-		sleep "$(ms "$(rnd 500 5000)")"; ip link set "veth-dfif$o" up ;;
+		preempt "$n"; sleep "$(ms "$(rnd 0 300)")"; ip link set "veth-$CLN$o" down
+		sleep "$(ms "$(rnd 500 5000)")"; ip link set "veth-$CLN$o" up ;;
 	agent_stop)
 		kill -STOP "${AG[$o]}"; sleep "$(ms "$(rnd 0 500)")"; preempt "$n"
 		sleep "$(ms "$(rnd 200 1800)")"; kill -CONT "${AG[$o]}" ;;
@@ -145,6 +161,9 @@ inject() {
 		a=$(worker "$ROUND" "$o" 1); b=$(rnd 0 50)
 		if [ $((RANDOM % 2)) = 0 ]; then preempt "$n"; sleep "$(ms $b)"; kill -9 "$a"
 		else kill -9 "$a"; sleep "$(ms $b)"; preempt "$n"; fi ;;
+	etcd_outage)
+		a=$(rnd 10000 12000); b=$(rnd 500 $((a - 2000)))
+		kill -STOP "$ETCD"; sleep "$(ms $b)"; preempt "$n"; sleep "$(ms $((a - b)))"; kill -CONT "$ETCD" ;;
 	clock_step)
 		a=$(rnd 5 120); [ $((RANDOM % 2)) = 0 ] && a=-$a
 		sleep "$(ms "$(rnd 0 500)")"; echo $((a * 1000)) >"$T/clock_shift"; preempt "$n" ;;
@@ -247,7 +266,7 @@ if os.path.exists("%s/preempted" % d):
         bad.append("I5: the preemption on node %d ended in no checkpoint and no event says why" % node)
 # I6: a pause, a restart or an outage of etcd never loses a node
 if kind in ("etcd_pause", "etcd_restart", "etcd_slow", "etcd_quota", "agent_stop", "agent_kill",
-            "agent_restart", "rank_stop", "clock_step", "two_preemptions"):
+            "agent_restart", "rank_stop", "clock_step", "two_preemptions", "etcd_outage"):
     for g, x in gens.items():
         if x["cause"] == "node_dead":
             bad.append("I6: generation %d: a node was lost (%s) in a %s run" % (g, x.get("why"), kind))
@@ -257,6 +276,13 @@ if kind == "clock_step":
         for e in events[i]:
             if e.get("type") in ("fenced", "decision_hold"):
                 bad.append("I7: node %d: %s after a clock step" % (i, e["type"]))
+# I6: an etcd outage for everyone (10-12 s, under fence_after) holds, never fences
+if kind == "etcd_outage":
+    for i in (1, 2, 3):
+        for e in events[i]:
+            if e.get("type") == "fenced" and e.get("job") == "cjob":
+                bad.append("I6: node %d fenced its ranks in a %s run" % (i, kind))
+                break
 # I1: the bystander (job "bystander" on node 2) never touched
 for i in (1, 2, 3):
     for e in events[i]:
@@ -273,6 +299,7 @@ RESULTS=$T/results; : >"$RESULTS"
 ROUND=0
 for kind in $KINDS; do
 	v=0
+	case $kind in etcd_outage) restart_nodes "$BASE_FLAGS --fence-after 30" ;; *) restart_nodes "$BASE_FLAGS" ;; esac
 	for n in $(seq "$RUNS"); do
 		ROUND=$((ROUND + 1)); R=$T/r$ROUND; mkdir -p "$R"
 		T0=$(date +%s.%N)

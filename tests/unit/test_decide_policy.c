@@ -416,6 +416,54 @@ static void test_vanished(void)
 	CU_ASSERT_EQUAL(mem.nlost, 0);
 }
 
+/* rule (I6): etcd stopped for everyone lets every lease run out; a member that vanishes when
+ * this node's store answers again is not acted on for two lease TTLs (its agent puts it again
+ * under a new lease meanwhile); one that stays away is lost after that */
+static void test_vanished_after_outage(void)
+{
+	struct dec_gen g;
+	struct dp_now t = now;
+
+	reset();
+	cfg.lease_ttl_s = 5;
+	member("n1", 2, 0);
+	member("n3", 2, 0);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	rec.reachable = 0; /* the outage */
+	dp_observe(&mem, &rec, &t, &out);
+	t.mono_ms += 10000;
+	rec.reachable = 1; /* back: n3's lease was revoked with the others' */
+	rec.nmem = 1;
+	dp_observe(&mem, &rec, &t, &out);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	CU_ASSERT_EQUAL(mem.nlost, 1);
+	out.nwrites = 0;
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
+	t.mono_ms += 2000; /* its agent put its member again */
+	member("n3", 2, 0);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	CU_ASSERT_EQUAL(mem.nlost, 0);
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
+	/* another outage, and this time n3 is really gone: lost once the grace is over */
+	rec.reachable = 0;
+	dp_observe(&mem, &rec, &t, &out);
+	t.mono_ms += 10000;
+	rec.reachable = 1;
+	rec.nmem = 1;
+	dp_observe(&mem, &rec, &t, &out);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	t.mono_ms += 9000;
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
+	t.mono_ms += 1500; /* two TTLs after the store came back */
+	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_NODE_DEAD);
+	CU_ASSERT_STRING_EQUAL(g.node, "n3");
+}
+
 /* rule: the mesh's word alone never makes a node lost: its lease confirms it */
 static void test_suspects(void)
 {
@@ -626,6 +674,8 @@ int main(void)
 	CU_add_test(s, "preemption or a launcher's signal", test_is_preemption);
 	CU_add_test(s, "fencing", test_fence);
 	CU_add_test(s, "a vanished member is lost", test_vanished);
+	CU_add_test(s, "a member vanished when the store answers again (I6)",
+		    test_vanished_after_outage);
 	CU_add_test(s, "the mesh's suspicion, confirmed by the lease", test_suspects);
 	CU_add_test(s, "applying a generation", test_apply_generation);
 	CU_add_test(s, "decisions logged once", test_observe);

@@ -358,6 +358,20 @@ static int in_list(const struct dec_gen *g, const char *node)
 	return dp_excluded(g, node);
 }
 
+int dp_loss_settled(const struct dp_config *c, const struct dp_memory *m, int i,
+		    const struct dp_now *now)
+{
+	uint64_t grace = 2000ull * (uint64_t)(c->lease_ttl_s > 0 ? c->lease_ttl_s : 5);
+
+	if (now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000))
+		return 0;
+	/* the store was away here: its lease may have expired with everyone's (etcd stopped);
+	 * a live agent puts its member again under a new lease meanwhile (dp_vanished) */
+	if (m->store_down || (m->store_back_ms && now->mono_ms < m->store_back_ms + grace))
+		return 0;
+	return 1;
+}
+
 void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
 		  const struct dp_now *now, struct dec_gen *g)
 {
@@ -365,7 +379,7 @@ void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const s
 		snprintf(g->excluded[g->nexcluded++], DEC_NODE_LEN, "%s", g->node);
 	for (int i = 0; i < m->nlost && g->nexcluded < DEC_MAX_EXCLUDED; i++)
 		if (!in_list(g, m->lost[i]) && strcmp(m->lost[i], c->node) &&
-		    now->mono_ms - m->lost_ms[i] >= (uint64_t)(c->recovery_wait_s * 1000))
+		    dp_loss_settled(c, m, i, now))
 			snprintf(g->excluded[g->nexcluded++], DEC_NODE_LEN, "%s", m->lost[i]);
 	for (int i = 0; i < r->nmem && g->nexcluded < DEC_MAX_EXCLUDED; i++)
 		if (r->mem[i].m.excluded && !in_list(g, r->mem[i].node))
@@ -491,6 +505,12 @@ static void forget_suspect(struct dp_memory *m, int i)
 void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp_now *now,
 		struct dp_out *out)
 {
+	if (!r->reachable) {
+		m->store_down = 1;
+	} else if (m->store_down) {
+		m->store_down = 0;
+		m->store_back_ms = now->mono_ms;
+	}
 	if (r->gen > m->seen_gen) {
 		m->seen_gen = r->gen;
 		m->gen_seen_ms = now->mono_ms;
@@ -810,8 +830,7 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 	/* members lost: their lease expired, or the mesh declared them dead and their lease
 	 * confirmed it (both witnessed by the store: no wait for a refutation) */
 	for (int i = 0; i < m->nlost; i++) {
-		if (!strcmp(m->lost[i], c->node) ||
-		    now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000))
+		if (!strcmp(m->lost[i], c->node) || !dp_loss_settled(c, m, i, now))
 			continue;
 		if (m->lost_gen[i] < r->gen) {
 			/* lost with ranks of an older generation: part of the fault that began this

@@ -154,7 +154,12 @@ struct dp_memory {
 	int launcher_stopped;
 	uint32_t stopped_launcher; /* the pid of the launcher the agent stopped here (0 none) */
 	uint64_t hang_claimed;	   /* the generation a hard timeout was claimed for */
-	int held;	      /* the ranks wait at a step boundary (the store is unreachable) */
+	int held; /* the ranks wait at a step boundary (the store is unreachable) */
+	/* I6: the store was unreachable here (store_down), and when it answered again (mono, 0
+	 * never): every lease may have run out meanwhile (etcd stopped for everyone), and the
+	 * agents put their members again under new leases within a lease's TTL */
+	int store_down;
+	uint64_t store_back_ms;
 	uint64_t gen_seen_ms; /* when the current generation was first seen here (mono) */
 	/* the first failure here of a rank of generation fail_gen (mono, 0 none): a launcher
 	 * restarts the others after it, and a relaunch forgets the ranks that failed (a new run
@@ -277,9 +282,13 @@ void dp_member_record(const struct dp_config *c, const struct dp_records *r,
 		      const struct dp_memory *m, const struct dp_local *l, int64_t lease,
 		      struct dp_out *out);
 /* Members that vanished (their lease expired) are lost; a lost node whose member is back is
- * not. */
+ * not. A loss is acted on (a generation, left out) only after recovery_wait, and not within
+ * two lease TTLs of this node's store answering again after an outage (dp_loss_settled). */
 void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 		 const struct dp_now *now);
+/* May lost node i be acted on now (I6)? */
+int dp_loss_settled(const struct dp_config *c, const struct dp_memory *m, int i,
+		    const struct dp_now *now);
 /* The mesh declared node dead: suspect it (its lease has the last word). */
 void dp_peer_dead(struct dp_memory *m, const struct dp_records *r, const char *node,
 		  const struct dp_now *now);
