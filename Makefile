@@ -195,6 +195,10 @@ $(BUILD)/examples/c_loop: docs/examples/c_loop.c $(BUILD)/libftbpf.a
 $(BUILD)/workloads/pyembed: tests/workloads/pyembed.c | $(BUILD)/workloads
 	$(CC) $(filter-out -Wextra,$(CFLAGS)) $$(/usr/bin/python3.11-config --includes) $< -o $@ $$(/usr/bin/python3.11-config --ldflags --embed)
 
+# the chain of ranks over TCP registers through the client library with --ftbpf
+$(BUILD)/workloads/sockchain: tests/workloads/sockchain.c $(BUILD)/libftbpf.a | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< $(BUILD)/libftbpf.a -o $@ -lpthread
+
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread -ldl
 

@@ -59,7 +59,7 @@ static void test_generation_world(void)
 	dp_vanished(&cfg, &rec, &mem, &now);
 	rec.nmem = 2; /* n3 is gone */
 	dp_vanished(&cfg, &rec, &mem, &now);
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.world, 4);
 	/* generation 1: the 4 ranks of n1 and n2 save: complete */
@@ -261,7 +261,7 @@ static void test_one_fault_one_generation(void)
 	dp_vanished(&cfg, &rec, &mem, &now);
 	rec.nmem = 1;
 	dp_vanished(&cfg, &rec, &mem, &now);
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&(struct dec_gen){0}), -ENOENT); /* no second generation */
 	CU_ASSERT_TRUE(claimed("out/00000000000000000001/n3"));	     /* left out of generation 1 */
 	CU_ASSERT_STRING_EQUAL(out.writes[0].value, "{\"ranks\":2}");
@@ -285,10 +285,10 @@ static void test_one_fault_one_generation(void)
 		CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
 		rec.nout = rec.nrep = rec.ck_n = 0;
 		out.nwrites = 0;
-		dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out); /* not in the store yet */
-		CU_ASSERT_EQUAL(out.nwrites, 1);			 /* claimed again */
+		dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out); /* not in the store yet */
+		CU_ASSERT_EQUAL(out.nwrites, 1);			/* claimed again */
 		rec.nout = 1;
-		dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out); /* in it: nothing more */
+		dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out); /* in it: nothing more */
 		CU_ASSERT_EQUAL(out.nwrites, 1);
 	}
 	/* a node in the current generation that is lost is a new fault */

@@ -235,7 +235,7 @@ static void test_budget_stop(void)
 	cfg.max_restarts = 1;
 	rk[0].exited = 1;
 	rk[0].wait_status = 1 << 8;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.generation, 1);
 	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_RANK_DIED);
@@ -250,7 +250,7 @@ static void test_budget_stop(void)
 	rk[1].generation = 1;
 	rk[1].exited = 1;
 	rk[1].wait_status = SIGSEGV;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.generation, 2);
 	CU_ASSERT_TRUE(g.stop);
@@ -268,42 +268,132 @@ static void test_failure_once(void)
 	reset();
 	rk[0].exited = 1;
 	rk[0].wait_status = 1 << 8;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	out.nwrites = 0;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out); /* within a second: not again */
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out); /* within a second: not again */
 	CU_ASSERT_EQUAL(out.nwrites, 0);
 	t.mono_ms += 6000; /* the claim expired (the store was away): made again */
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	out.nwrites = 0;
 	rec.gen = 1; /* it died in generation 0, generation 1 is decided */
 	rec.g.generation = 1;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
 }
 
 /* rule: the hard timeout is a failure, claimed until a generation deals with it */
 static void test_hang(void)
 {
+	const struct dp_hang stuck = {"rank 1 stuck", NULL};
 	struct dec_gen g;
 	struct dp_now t = now;
 
 	reset();
-	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, &stuck, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_HANG);
 	out.nwrites = 0;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, &stuck, &t, &out);
 	CU_ASSERT_EQUAL(out.nwrites, 0);
 	t.mono_ms += 1500;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, &stuck, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	out.nwrites = 0;
 	rec.gen = 1; /* decided: its ranks are of the older generation, not applied here yet */
 	rec.g.generation = 1;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 1, "rank 1 stuck", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, &stuck, &t, &out);
 	CU_ASSERT_EQUAL(out.nwrites, 0);
+}
+
+/* rule: a hang is charged to the node its culprit runs on (the job's verdict over every host's
+ * part), not to the node that claimed first: at node_fault_limit that node is left out */
+static void test_hang_culprit_node(void)
+{
+	const struct dp_hang there = {"rank 5 (n3) is stopped", "n3"};
+	struct dec_gen g;
+
+	reset();
+	cfg.node_fault_limit = 1;
+	member("n1", 2, 0);
+	member("n3", 2, 0);
+	dp_failures(&cfg, &rec, &mem, rk, 2, &there, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_HANG);
+	CU_ASSERT_STRING_EQUAL(g.node, "n3");
+	CU_ASSERT_PTR_NOT_NULL(strstr(g.why, "rank 5 (n3) is stopped"));
+	CU_ASSERT_TRUE(dp_excluded(&g, "n3"));
+	CU_ASSERT_FALSE(dp_excluded(&g, cfg.node));
+}
+
+/* rule: a hang is decided on once: when its generation began, the ranks still hung are the old
+ * generation's, being ended, and no further generation is claimed for them (the restart
+ * budget was spent in 100 ms, generation after generation, before they were gone) */
+static void test_hang_claimed_once(void)
+{
+	const struct dp_hang here = {"rank 1 is stopped", NULL};
+	struct dec_gen g;
+
+	reset();
+	member("n1", 2, 0);
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.generation, 1);
+	/* generation 1 decided and applied; ranks 0-1 (generation 0) still live, still hung */
+	out.nwrites = 0;
+	rec.gen = 1;
+	rec.g = g;
+	mem.applied_gen = 1;
+	mem.claimed_gen_ms = 0;
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
+	/* a rank of generation 1 lives and is hung in its turn: that is a new hang */
+	rk[1].generation = 1;
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_EQUAL(g.generation, 2);
+}
+
+/* rule: the verdict names the culprit's host by its mesh address; members may be named
+ * otherwise (node_name): the member that gave that address is charged, and a host that is no
+ * member is not (this node is, and the why says where the culprit runs) */
+static void test_hang_culprit_mesh(void)
+{
+	const struct dp_hang there = {"rank 5 is stopped", "10.0.0.3:7946"};
+	struct dec_gen g;
+
+	reset();
+	strcpy(cfg.mesh, "10.0.0.1:7946");
+	member("n1", 2, 0);
+	member("gpu-host-3", 2, 0);
+	strcpy(rec.mem[1].m.mesh, "10.0.0.3:7946");
+	CU_ASSERT_STRING_EQUAL(dp_node_by_mesh(&rec, "10.0.0.3:7946"), "gpu-host-3");
+	CU_ASSERT_STRING_EQUAL(dp_node_by_mesh(&rec, "n1"), "n1"); /* named by its address */
+	CU_ASSERT_PTR_NULL(dp_node_by_mesh(&rec, "10.0.0.9:7946"));
+	dp_failures(&cfg, &rec, &mem, rk, 2, &there, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_STRING_EQUAL(g.node, "gpu-host-3");
+	CU_ASSERT_PTR_NOT_NULL(strstr(g.why, "hard timeout on gpu-host-3"));
+	/* a host no member gave: never charged, named in the why */
+	reset();
+	strcpy(cfg.mesh, "10.0.0.1:7946");
+	member("n1", 2, 0);
+	{
+		const struct dp_hang stranger = {"rank 5 is stopped", "10.0.0.9:7946"};
+
+		dp_failures(&cfg, &rec, &mem, rk, 2, &stranger, &now, &out);
+	}
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+	CU_ASSERT_STRING_EQUAL(g.node, "n1");
+	CU_ASSERT_PTR_NOT_NULL(strstr(g.why, "10.0.0.9:7946 (no member)"));
+	/* the mesh's dead peer, by its address, is the member it is */
+	reset();
+	member("gpu-host-3", 2, 0);
+	strcpy(rec.mem[0].m.mesh, "10.0.0.3:7946");
+	dp_peer_dead(&mem, &rec, dp_node_by_mesh(&rec, "10.0.0.3:7946"), &now);
+	CU_ASSERT_EQUAL(mem.nsuspect, 1);
+	CU_ASSERT_STRING_EQUAL(mem.suspect[0], "gpu-host-3");
 }
 
 /* rule: who is left out - a lost node, a failed health check, a node at its fault limit */
@@ -406,7 +496,7 @@ static void test_vanished(void)
 	rec.nmem = 1; /* n3's key is gone */
 	dp_vanished(&cfg, &rec, &mem, &now);
 	CU_ASSERT_EQUAL(mem.nlost, 1);
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_NODE_DEAD);
 	CU_ASSERT_STRING_EQUAL(g.node, "n3");
@@ -438,13 +528,13 @@ static void test_vanished_after_outage(void)
 	dp_vanished(&cfg, &rec, &mem, &t);
 	CU_ASSERT_EQUAL(mem.nlost, 1);
 	out.nwrites = 0;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
 	t.mono_ms += 2000; /* its agent put its member again */
 	member("n3", 2, 0);
 	dp_vanished(&cfg, &rec, &mem, &t);
 	CU_ASSERT_EQUAL(mem.nlost, 0);
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
 	/* another outage, and this time n3 is really gone: lost once the grace is over */
 	rec.reachable = 0;
@@ -455,10 +545,10 @@ static void test_vanished_after_outage(void)
 	dp_observe(&mem, &rec, &t, &out);
 	dp_vanished(&cfg, &rec, &mem, &t);
 	t.mono_ms += 9000;
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
 	t.mono_ms += 1500; /* two TTLs after the store came back */
-	dp_failures(&cfg, &rec, &mem, rk, 2, 0, "", &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_NODE_DEAD);
 	CU_ASSERT_STRING_EQUAL(g.node, "n3");
@@ -548,7 +638,7 @@ static void test_apply_generation(void)
 	rk[0].exited = 1;
 	rk[0].wait_status = 1 << 8;
 	rk[0].exit_ms = now.mono_ms - 3000;
-	dp_failures(&cfg, &rec, &mem, rk, 1, 0, "", &now, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 1, NULL, &now, &out);
 	CU_ASSERT_EQUAL(mem.fail_ms, now.mono_ms - 3000);
 	{ /* its claim expired (the store was away): claimed again, from memory alone */
 		struct dp_now later = now;
@@ -556,7 +646,7 @@ static void test_apply_generation(void)
 
 		later.mono_ms += 6000;
 		out.nwrites = 0;
-		dp_failures(&cfg, &rec, &mem, rk + 1, 2, 0, "", &later, &out);
+		dp_failures(&cfg, &rec, &mem, rk + 1, 2, NULL, &later, &out);
 		CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 		CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_RANK_DIED);
 		CU_ASSERT_PTR_NOT_NULL(strstr(g.why, "rank 0"));
@@ -674,6 +764,9 @@ int main(void)
 	CU_add_test(s, "preemption or a launcher's signal", test_is_preemption);
 	CU_add_test(s, "fencing", test_fence);
 	CU_add_test(s, "a vanished member is lost", test_vanished);
+	CU_add_test(s, "a hang is charged to its culprit's node", test_hang_culprit_node);
+	CU_add_test(s, "the culprit's host by its mesh address", test_hang_culprit_mesh);
+	CU_add_test(s, "a hang is decided on once", test_hang_claimed_once);
 	CU_add_test(s, "a member vanished when the store answers again (I6)",
 		    test_vanished_after_outage);
 	CU_add_test(s, "the mesh's suspicion, confirmed by the lease", test_suspects);

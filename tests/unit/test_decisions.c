@@ -60,6 +60,29 @@ static void test_member_lease(void)
 				   &x) < 0);
 }
 
+/* a member's mesh address: optional (none from an older agent, or without a mesh), a node
+ * name's characters only */
+static void test_member_mesh(void)
+{
+	struct dec_member m = {.ranks = 2, .generation = 1, .mesh = "10.0.0.3:7946"};
+	struct dec_member x;
+	char buf[DEC_VALUE_MAX];
+
+	CU_ASSERT_EQUAL(dec_member_format(&m, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(dec_member_parse(buf, &x), 0);
+	CU_ASSERT_STRING_EQUAL(x.mesh, "10.0.0.3:7946");
+	m.mesh[0] = 0;
+	CU_ASSERT_EQUAL(dec_member_format(&m, buf, sizeof(buf)), 0);
+	CU_ASSERT_PTR_NULL(strstr(buf, "mesh"));
+	CU_ASSERT_EQUAL(dec_member_parse(buf, &x), 0);
+	CU_ASSERT_STRING_EQUAL(x.mesh, "");
+	CU_ASSERT(dec_member_parse("{\"ranks\":1,\"generation\":0,\"mesh\":\"a b\"}", &x) < 0);
+	CU_ASSERT(dec_member_parse("{\"ranks\":1,\"generation\":0,\"mesh\":7}", &x) < 0);
+	CU_ASSERT(dec_member_parse("{\"ranks\":1,\"generation\":0,\"mesh\":"
+				   "\"0123456789012345678901234567890123456789\"}",
+				   &x) < 0);
+}
+
 static void test_malformed(void)
 {
 	static const char *const bad[] = {
@@ -170,6 +193,7 @@ int main(void)
 	s = CU_add_suite("decisions", NULL, NULL);
 	CU_add_test(s, "generation record round trip", test_gen_roundtrip);
 	CU_add_test(s, "a member's lease round trip", test_member_lease);
+	CU_add_test(s, "member record: its mesh address", test_member_mesh);
 	CU_add_test(s, "malformed records are rejected", test_malformed);
 	CU_add_test(s, "keys parse only in their shape", test_keys);
 	CU_add_test(s, "checkpoint target and re-targeting", test_targets);

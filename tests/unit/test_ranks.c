@@ -100,21 +100,48 @@ static void test_stray(void)
 	struct rank *a, *b, *c;
 
 	ranks_init(&r);
-	a = ranks_add(&r, 100, 10, 0, "j"); /* rank 0, live */
+	a = ranks_add(&r, 100, 1000000000, 0, "j"); /* rank 0, live */
 	a->id.rank = 0;
-	b = ranks_add(&r, 101, 20, 0, "j"); /* started after it with rank 0: `date` */
+	b = ranks_add(&r, 101, 2000000000, 0, "j"); /* started after it with rank 0: `date` */
 	b->id.rank = 0;
 	CU_ASSERT_FALSE(rank_is_stray(a->job, b)); /* live: not judged a stray */
 	b->s.exited = 1;
 	CU_ASSERT_TRUE(rank_is_stray(a->job, b));
 	CU_ASSERT_FALSE(rank_is_stray(a->job, a));
 	/* rank 1 crashed and its launcher restarted it: the crash is no stray */
-	c = ranks_add(&r, 102, 5, 0, "j");
+	c = ranks_add(&r, 102, 500000000, 0, "j");
 	c->id.rank = 1;
 	c->s.exited = 1;
-	b = ranks_add(&r, 103, 30, 0, "j");
+	b = ranks_add(&r, 103, 3000000000, 0, "j");
 	b->id.rank = 1;
 	CU_ASSERT_FALSE(rank_is_stray(a->job, c));
+	ranks_fini(&r);
+}
+
+/* /proc's start times are clock ticks: a rank and the `sleep` its script ran within the same
+ * 10 ms read the same start. The one adopted first is the rank (mesh_membership's hung job was
+ * judged with two such `sleep`s as culprits 'exited with code 0'). */
+static void test_stray_same_tick(void)
+{
+	struct ranks r;
+	struct rank *a, *b;
+
+	ranks_init(&r);
+	a = ranks_add(&r, 100, 1000000000, 0, "j");
+	a->id.rank = 0;
+	a->adopted_ns = 5;
+	b = ranks_add(&r, 101, 1000000000, 0, "j"); /* the same tick, adopted after */
+	b->id.rank = 0;
+	b->adopted_ns = 6;
+	b->s.exited = 1;
+	CU_ASSERT_TRUE(rank_is_stray(a->job, b));
+	/* within a tick but adopted before the live one: its earlier incarnation, no stray */
+	b->adopted_ns = 4;
+	b->start_ns = 1000000000 - 5000000;
+	CU_ASSERT_FALSE(rank_is_stray(a->job, b));
+	/* more than a tick apart: the start times decide */
+	b->start_ns = 1000000000 + 20000000;
+	CU_ASSERT_TRUE(rank_is_stray(a->job, b));
 	ranks_fini(&r);
 }
 
@@ -151,6 +178,7 @@ int main(void)
 	s = CU_add_suite("ranks", NULL, NULL);
 	CU_add_test(s, "runs: a relaunch is a new run", test_runs);
 	CU_add_test(s, "a restarted rank replaces its ended incarnation", test_replaced);
+	CU_add_test(s, "a stray started within the rank's clock tick", test_stray_same_tick);
 	CU_add_test(s, "what a decision asked (slot)", test_asked);
 	CU_add_test(s, "a stray with a live rank's variables", test_stray);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

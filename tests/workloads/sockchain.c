@@ -10,9 +10,12 @@
  *       rank: the server at NEXT:P+N)
  *   sockchain --serve --port P [--listen IP] [--fault-after SEC]
  *       the server, listening on IP:P; answers until SEC seconds after its first question
+ *   --ftbpf: the rank registers with the agent (ftbpf_open), as a rank using the client library
+ *       does, so that the agent's decisions follow its job (decide_xhost_hang.sh)
  * Writes DIR/pid.R.
  */
 #include <arpa/inet.h>
+#include <ftbpf/ftbpf.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -76,7 +79,8 @@ static void xfer(int fd, char *b, int out)
 int main(int argc, char **argv)
 {
 	const char *listen_ip = "127.0.0.1", *next = "127.0.0.1", *dir = ".";
-	int rank = 0, world = 2, port = 0, serve = 0, interval_ms = 20;
+	int rank = 0, world = 2, port = 0, serve = 0, interval_ms = 20, lib = 0;
+	struct ftbpf *h = NULL;
 	double fault_after = -1;
 	char tok[8] = "token!!";
 
@@ -85,6 +89,8 @@ int main(int argc, char **argv)
 
 		if (!strcmp(argv[i], "--serve"))
 			serve = 1;
+		else if (!strcmp(argv[i], "--ftbpf"))
+			lib = 1;
 		else if (!strcmp(argv[i], "--rank") && ++i)
 			rank = atoi(v);
 		else if (!strcmp(argv[i], "--world") && ++i)
@@ -123,6 +129,10 @@ int main(int argc, char **argv)
 		FILE *f;
 		int l = listen_on(listen_ip, port + rank), prev = -1, nxt;
 
+		if (lib && ftbpf_open(NULL, NULL, rank, &h) < 0) {
+			fprintf(stderr, "rank %d: no agent to register with\n", rank);
+			return 1;
+		}
 		snprintf(path, sizeof(path), "%s/pid.%d", dir, rank);
 		if ((f = fopen(path, "w"))) {
 			fprintf(f, "%d\n", getpid());
@@ -143,5 +153,6 @@ int main(int argc, char **argv)
 		}
 	}
 	(void)world;
+	ftbpf_close(h);
 	return 0;
 }

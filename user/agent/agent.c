@@ -719,6 +719,12 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 
 		a->jp = jobparts_new(&jo);
 		a->h.jp = a->jp;
+		if (a->dc && a->mesh) { /* how the mesh names this node, beside its node name */
+			char addr[32];
+
+			mesh_format_addr(mesh_self(a->mesh), addr, sizeof(addr));
+			decide_set_mesh(a->dc, addr);
+		}
 		if (!a->jp) {
 			snprintf(err, errlen, "out of memory");
 			goto fail;

@@ -102,10 +102,17 @@ static void tick_job(struct decider *d, struct djob *dj)
 	dp_apply_generation(&d->pc, r, m, d->rk, d->nrk, &d->out);
 	if (r->reachable && !(r->gen && r->g.stop)) {
 		int retargets = m->retargets;
+		struct dp_hang hang = {0};
+		int hard = j && j->res.hard && !j->res.failed && j->res.live > 0;
 
-		dp_failures(&d->pc, r, m, d->rk, d->nrk,
-			    j && j->res.hard && !j->res.failed && j->res.live > 0,
-			    j ? j->res.why : "", &now, &d->out);
+		if (hard) { /* the job's verdict: over every host's part when it spans hosts */
+			hang.why = j->res.why;
+			/* by its mesh address; this node's own culprit is this node */
+			hang.node = j->xv.valid && j->xv.n_culprits && !j->xv.culprit_here
+					? j->xv.culprit_node
+					: NULL;
+		}
+		dp_failures(&d->pc, r, m, d->rk, d->nrk, hard ? &hang : NULL, &now, &d->out);
 		dp_checkpoint_progress(&d->pc, r, m, &l, &now, &d->out);
 		dp_preemption_pending(&d->pc, r, m, &l, &now, &d->out);
 		if (m->retargets > retargets)
@@ -247,6 +254,19 @@ int decide_checkpoint(struct decider *d, struct job *j, const char *why, int64_t
 	return r;
 }
 
+void decide_set_mesh(struct decider *d, const char *addr)
+{
+	snprintf(d->pc.mesh, sizeof(d->pc.mesh), "%s", addr);
+}
+
+/* The mesh names a peer by its address; the job's decisions by its node name. */
+static const char *member_name(const struct djob *dj, const char *addr)
+{
+	const char *node = dp_node_by_mesh(&dj->rec, addr);
+
+	return node ? node : addr;
+}
+
 void decide_peer_dead(struct decider *d, const char *node)
 {
 	struct dp_now now;
@@ -254,14 +274,15 @@ void decide_peer_dead(struct decider *d, const char *node)
 	dc_now(&now);
 	for (int i = 0; i < d->njobs; i++) {
 		dc_load(d, d->jobs[i]);
-		dp_peer_dead(&d->jobs[i]->mem, &d->jobs[i]->rec, node, &now);
+		dp_peer_dead(&d->jobs[i]->mem, &d->jobs[i]->rec, member_name(d->jobs[i], node),
+			     &now);
 	}
 }
 
 void decide_peer_alive(struct decider *d, const char *node)
 {
 	for (int i = 0; i < d->njobs; i++)
-		dp_peer_alive(&d->jobs[i]->mem, node);
+		dp_peer_alive(&d->jobs[i]->mem, member_name(d->jobs[i], node));
 }
 
 void decide_rank_registered(struct decider *d, struct rank *k)

@@ -52,6 +52,9 @@ void decide_on_signal(struct decider *d, struct rank *k, int sig, uint32_t sende
 int decide_checkpoint(struct decider *d, struct job *j, const char *why, int64_t *ret_step);
 /* Forget every decision of job (uid's): all its runs (`ftbpf decisions reset JOB`). 0 or -errno. */
 int decide_reset(struct decider *d, uid_t uid, const char *job);
+/* This node's mesh address (written into its member records: how the others tell the mesh's
+ * peers and the job verdict's hosts as members). */
+void decide_set_mesh(struct decider *d, const char *addr);
 /* A peer of the mesh was declared dead (its name as the mesh knows it). */
 void decide_peer_dead(struct decider *d, const char *node);
 /* The mesh sees node alive again (a refuted death): it is not lost. */

@@ -100,14 +100,6 @@ int dp_left_out(const struct dp_records *r, const char *node)
 	return 0;
 }
 
-const struct dp_node_member *dp_member(const struct dp_records *r, const char *node)
-{
-	for (int i = 0; i < r->nmem; i++)
-		if (!strcmp(r->mem[i].node, node))
-			return &r->mem[i];
-	return NULL;
-}
-
 uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 			 const struct dp_memory *m, const struct dp_rank *k)
 {
@@ -485,23 +477,6 @@ void dp_claim_gen(const struct dp_config *c, const struct dp_records *r, struct 
 }
 
 /* ---- one look ---- */
-static void forget_lost(struct dp_memory *m, int i)
-{
-	m->nlost--;
-	m->lost_ms[i] = m->lost_ms[m->nlost];
-	m->lost_wall[i] = m->lost_wall[m->nlost];
-	m->lost_gen[i] = m->lost_gen[m->nlost];
-	m->lost_ranks[i] = m->lost_ranks[m->nlost];
-	memcpy(m->lost[i], m->lost[m->nlost], DEC_NODE_LEN);
-}
-
-static void forget_suspect(struct dp_memory *m, int i)
-{
-	m->nsuspect--;
-	m->suspect_ms[i] = m->suspect_ms[m->nsuspect];
-	memcpy(m->suspect[i], m->suspect[m->nsuspect], DEC_NODE_LEN);
-}
-
 void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp_now *now,
 		struct dp_out *out)
 {
@@ -519,7 +494,7 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 		/* the losses it left out are dealt with (a node lost again later is a new loss) */
 		for (int i = 0; i < m->nlost;)
 			if (dp_excluded(&r->g, m->lost[i]))
-				forget_lost(m, i);
+				dp_forget_lost(m, i);
 			else
 				i++;
 	}
@@ -587,6 +562,7 @@ void dp_member_record(const struct dp_config *c, const struct dp_records *r,
 				.lease_ttl_s = c->lease_ttl_s};
 	struct dp_write *w;
 
+	snprintf(me.mesh, sizeof(me.mesh), "%s", c->mesh);
 	if (!l->ranks && !dp_member(r, c->node))
 		return;
 	if (!(w = write_of(out, 0, 1)))
@@ -594,124 +570,6 @@ void dp_member_record(const struct dp_config *c, const struct dp_records *r,
 	dec_key_member(w->rel, sizeof(w->rel), c->node);
 	if (dec_member_format(&me, w->value, sizeof(w->value)) == 0)
 		commit_write(out);
-}
-
-/* Node is lost since now; gen: the generation its ranks were in. A node lost with ranks of an
- * older generation than the current one is part of the fault that began it (a host dying: its
- * ranks' peers failed first), not a new one: one fault, one generation (a node that rejoined
- * since, with ranks of this generation, is a new loss). */
-static void lost_node(struct dp_memory *m, const struct dp_records *r, const char *node,
-		      uint64_t gen, int ranks, uint64_t mono_ms, uint64_t wall_ms)
-{
-	if (dp_left_out(r, node) && gen < r->gen)
-		return; /* dealt with */
-	for (int i = 0; i < m->nlost; i++)
-		if (!strcmp(m->lost[i], node))
-			return;
-	if (m->nlost < DP_MAX_NODES) {
-		snprintf(m->lost[m->nlost], DEC_NODE_LEN, "%s", node);
-		m->lost_gen[m->nlost] = gen;
-		m->lost_ranks[m->nlost] = ranks;
-		m->lost_wall[m->nlost] = wall_ms;
-		m->lost_ms[m->nlost++] = mono_ms;
-	}
-}
-
-void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
-		 const struct dp_now *now)
-{
-	int n = 0;
-
-	for (int i = 0; i < m->nprev; i++)
-		if (!dp_member(r, m->prev_mem[i]) && strcmp(m->prev_mem[i], c->node))
-			lost_node(m, r, m->prev_mem[i], m->prev_gen[i], m->prev_ranks[i],
-				  now->mono_ms, now->wall_ms);
-	for (int i = 0; i < r->nmem && n < DP_MAX_NODES; i++)
-		if (r->mem[i].m.ranks > 0) {
-			m->prev_gen[n] = r->mem[i].m.generation;
-			m->prev_ranks[n] = r->mem[i].m.ranks;
-			snprintf(m->prev_mem[n++], DEC_NODE_LEN, "%s", r->mem[i].node);
-		}
-	m->nprev = n;
-	/* a lost node that is back (its member key again: its agent reaches the store) is not
-	 * lost any more (with a shared store: the mesh alone does not make a node lost) */
-	for (int i = 0; i < m->nlost;) {
-		if (c->shared && dp_member(r, m->lost[i])) {
-			forget_lost(m, i);
-			continue;
-		}
-		i++;
-	}
-}
-
-static int suspected(const struct dp_memory *m, const char *node)
-{
-	for (int i = 0; i < m->nsuspect; i++)
-		if (!strcmp(m->suspect[i], node))
-			return 1;
-	return 0;
-}
-
-void dp_peer_dead(struct dp_memory *m, const struct dp_records *r, const char *node,
-		  const struct dp_now *now)
-{
-	const struct dp_node_member *x = dp_member(r, node);
-
-	/* the node's lease has the last word (the mesh may have taken another's word, or lost
-	 * only UDP): suspect it, and read its lease. Only etcd holds other nodes' members, with
-	 * leases: a node deciding alone has no member to lose. */
-	if (x && x->m.ranks > 0 && x->m.lease > 0 && m->nsuspect < DP_MAX_NODES &&
-	    !suspected(m, node)) {
-		snprintf(m->suspect[m->nsuspect], DEC_NODE_LEN, "%s", node);
-		m->suspect_ms[m->nsuspect++] = now->mono_ms;
-	}
-}
-
-void dp_peer_alive(struct dp_memory *m, const char *node)
-{
-	for (int s = 0; s < m->nsuspect; s++)
-		if (!strcmp(m->suspect[s], node)) {
-			forget_suspect(m, s);
-			break;
-		}
-	for (int l = 0; l < m->nlost; l++)
-		if (!strcmp(m->lost[l], node)) {
-			forget_lost(m, l);
-			break;
-		}
-}
-
-/*
- * I6: a node is lost when its lease expired, never sooner: an agent paused or restarted for
- * less than the lease's TTL keeps its node (the mesh's suspicion only makes us read the lease
- * until it expires or the mesh sees the node again).
- */
-void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
-			 const struct dp_lease *leases, const struct dp_now *now)
-{
-	struct dp_lease l[DP_MAX_NODES];
-	int n = m->nsuspect;
-
-	memcpy(l, leases, sizeof(l[0]) * (size_t)n);
-	for (int i = 0; i < m->nsuspect;) {
-		const struct dp_node_member *x = dp_member(r, m->suspect[i]);
-
-		if (!x || x->m.lease <= 0 || now->mono_ms - m->suspect_ms[i] > 60000) {
-			l[i] = l[m->nsuspect - 1];
-			forget_suspect(m, i); /* gone (dp_vanished has it), or given up */
-			continue;
-		}
-		if (l[i].known && l[i].at_mono >= m->suspect_ms[i] && l[i].left_s < 0) {
-			/* lost since the mesh said so */
-			lost_node(m, r, m->suspect[i], x->m.generation, x->m.ranks,
-				  m->suspect_ms[i],
-				  now->wall_ms - (now->mono_ms - m->suspect_ms[i]));
-			l[i] = l[m->nsuspect - 1];
-			forget_suspect(m, i);
-			continue;
-		}
-		i++;
-	}
 }
 
 void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
@@ -793,9 +651,18 @@ static void note_failure(const struct dp_config *c, const struct dp_records *r, 
 	}
 }
 
+/* Does a rank of generation gen live here? */
+static int live_in(const struct dp_rank *ranks, int n, uint64_t gen)
+{
+	for (int i = 0; i < n; i++)
+		if (!ranks[i].exited && ranks[i].generation == gen)
+			return 1;
+	return 0;
+}
+
 void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
-		 struct dp_rank *ranks, int n, int hard, const char *hard_why,
-		 const struct dp_now *now, struct dp_out *out)
+		 struct dp_rank *ranks, int n, const struct dp_hang *hang, const struct dp_now *now,
+		 struct dp_out *out)
 {
 	char why[DEC_WHY_LEN];
 
@@ -820,11 +687,27 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 			     now, out);
 		return;
 	}
-	if (hard && m->applied_gen == r->gen) {
+	/* the hang of the current generation's ranks: once it is decided on, the ranks still hung
+	 * are the old generation's, being ended (a hang claimed again at each look until they
+	 * were gone spent the whole restart budget in 100 ms) */
+	if (hang && m->applied_gen == r->gen && live_in(ranks, n, r->gen)) {
+		/* the culprit's node is charged, not the one that noticed first; a host that is
+		 * no member of the job's decisions cannot be: this node is, the why names it */
+		const char *at = hang->node && *hang->node ? hang->node : NULL;
+		const char *node = at ? dp_node_by_mesh(r, at) : c->node;
+
+		if (!node && !strcmp(at, c->mesh))
+			node = c->node;
 		m->hang_claimed = r->gen + 1;
-		snprintf(why, sizeof(why), "hard timeout on %.31s: %.60s", c->node,
-			 hard_why ? hard_why : "");
-		dp_claim_gen(c, r, m, DEC_CAUSE_HANG, c->node, now->wall_ms, why, now, out);
+		if (node)
+			snprintf(why, sizeof(why), "hard timeout on %.*s: %s", DEC_NODE_LEN - 1,
+				 node, hang->why ? hang->why : "");
+		else
+			snprintf(why, sizeof(why), "hard timeout on %.*s (no member): %s",
+				 DEC_NODE_LEN - 1, at, hang->why ? hang->why : "");
+		if (!node)
+			node = c->node;
+		dp_claim_gen(c, r, m, DEC_CAUSE_HANG, node, now->wall_ms, why, now, out);
 		return;
 	}
 	/* members lost: their lease expired, or the mesh declared them dead and their lease

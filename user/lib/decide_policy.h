@@ -31,6 +31,7 @@ struct dp_now {
 
 struct dp_config {
 	char node[DEC_NODE_LEN]; /* this node */
+	char mesh[DEC_NODE_LEN]; /* its mesh address, as peers know it ("" no mesh) */
 	int shared;		 /* the store is shared with other nodes (etcd) */
 	uint64_t preempt_mask;	 /* signals that mean preemption (bit n: signal n) */
 	int margin;		 /* checkpoint_margin */
@@ -245,6 +246,12 @@ int dp_excluded(const struct dec_gen *g, const char *node);
 /* Is node left out of the current generation (by its record, or since: out/G/NODE)? */
 int dp_left_out(const struct dp_records *r, const char *node);
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
+/* The member a host is, by its mesh address (how the mesh and the job's verdict over every
+ * host name it: a member's node name may be another, node_name): the member whose agent gave
+ * that address, else the one so named; NULL when none is. */
+const char *dp_node_by_mesh(const struct dp_records *r, const char *addr);
+/* Forget the i-th lost node (it is back, or its loss was dealt with). */
+void dp_forget_lost(struct dp_memory *m, int i);
 /* Is the checkpoint request complete (I2): every rank of the job's world saved its bound step
  * (its world size known), else every member node (not left out) reported all of its ranks
  * saved (l: this node's own ranks, fresher than its report)? */
@@ -301,11 +308,19 @@ void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
  * the health check runs. */
 void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 			 struct dp_rank *ranks, int n, struct dp_out *out);
+/* The job is past its hard timeout: the verdict's why and the host its culprit runs on, by its
+ * mesh address (a job that spans hosts is judged over every host's part: the culprit may run
+ * elsewhere; dp_node_by_mesh names it as a member); node "" or NULL: this node. */
+struct dp_hang {
+	const char *why;
+	const char *node;
+};
 /* Failures into a claim for the next generation: a rank's abnormal end, the hard timeout
- * (hard: the job is past it), a lost node. */
+ * (hang: the job is past it, NULL not), a lost node. The fault is charged to the node it is on
+ * (node_fault_limit): the failed rank's, the hung culprit's, the lost one. */
 void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
-		 struct dp_rank *ranks, int n, int hard, const char *hard_why,
-		 const struct dp_now *now, struct dp_out *out);
+		 struct dp_rank *ranks, int n, const struct dp_hang *hang, const struct dp_now *now,
+		 struct dp_out *out);
 /* The checkpoint in progress: report, bind, re-target, complete; the final save of a grace; a
  * completed preemption begins the next generation (its ranks exit, resume from that step). */
 void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *r,

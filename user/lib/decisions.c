@@ -326,6 +326,8 @@ int dec_member_format(const struct dec_member *m, char *buf, size_t len)
 		jint(o, "lease", m->lease);
 		jint(o, "lease_ttl_s", m->lease_ttl_s);
 	}
+	if (*m->mesh)
+		jstr(o, "mesh", m->mesh);
 	return emit(o, buf, len);
 }
 
@@ -358,6 +360,11 @@ int dec_member_parse(const char *json, struct dec_member *m)
 		if (r == 0)
 			r = get_int(o, "lease_ttl_s", &m->lease_ttl_s, 1, 3600, 1);
 		if (r == 0 && (int64_t)l < 0)
+			r = -EINVAL;
+	}
+	if (r == 0 && json_object_object_get_ex(o, "mesh", NULL)) { /* optional: a node name */
+		r = get_str(o, "mesh", m->mesh, sizeof(m->mesh), 1);
+		if (r == 0 && !dec_node_valid(m->mesh))
 			r = -EINVAL;
 	}
 	json_object_put(o);

@@ -120,6 +120,8 @@ struct dec_member {
 	int excluded;  /* it failed its health check: leave it out */
 	int64_t lease; /* its agent's etcd lease (0 none): alive while it is renewed */
 	int lease_ttl_s;
+	char mesh[DEC_NODE_LEN]; /* its agent's mesh address, as peers know it ("" no mesh): how
+				  * the mesh's and the job verdict's hosts are told as members */
 };
 
 const char *dec_cause_name(enum dec_cause c);

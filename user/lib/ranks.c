@@ -275,6 +275,20 @@ int rank_asked(const struct rank *k)
 	}
 }
 
+/* Did rank o start before k? Start times read from /proc are in clock ticks (10 ms): processes
+ * started within one tick (a rank and the `sleep` its script runs next) look simultaneous, and
+ * the one adopted first is taken to be the older. */
+#define START_TICK_NS 10000000ull
+static int started_first(const struct rank *o, const struct rank *k)
+{
+	uint64_t d =
+	    o->start_ns > k->start_ns ? o->start_ns - k->start_ns : k->start_ns - o->start_ns;
+
+	if (d >= START_TICK_NS)
+		return o->start_ns < k->start_ns;
+	return o->adopted_ns <= k->adopted_ns;
+}
+
 int rank_is_stray(const struct job *j, const struct rank *k)
 {
 	if (!k->s.exited)
@@ -282,7 +296,7 @@ int rank_is_stray(const struct job *j, const struct rank *k)
 	for (int i = 0; j && i < j->nmembers; i++) {
 		const struct rank *o = j->members[i];
 
-		if (o != k && !o->s.exited && o->id.rank == k->id.rank && o->start_ns < k->start_ns)
+		if (o != k && !o->s.exited && o->id.rank == k->id.rank && started_first(o, k))
 			return 1;
 	}
 	return 0;
