@@ -93,9 +93,9 @@ int ftbpf_slot_timers_in_use(const struct ftbpf *h);
 int ftbpf_checkpoint_requested(const struct ftbpf *h);
 
 /*
- * ftbpf_should_save - record that this rank reached @step (a step boundary) and say whether to
- * save now: 1 when @step is the agreed checkpoint step and this rank has not saved it yet, 0
- * otherwise, -EINVAL for a negative step. While the step is being agreed, the first boundary
+ * ftbpf_should_save - record that this rank reached @step (a step boundary; a new step is
+ * progress, as ftbpf_ping) and say whether to save now: 1 when @step is the agreed checkpoint
+ * step and this rank has not saved it yet, 0 otherwise, -EINVAL for a negative step. While the step is being agreed, the first boundary
  * acknowledges the request and the next one waits (at most FTBPF_ACK_TIMEOUT seconds, 60 by
  * default) until it is agreed: no rank runs past the step every rank will save.
  */

@@ -27,6 +27,11 @@ double view_secs(uint64_t ns)
 	return (double)ns / CLOCK_NS_PER_S;
 }
 
+double view_since(uint64_t now, uint64_t t)
+{
+	return t < now ? view_secs(now - t) : 0;
+}
+
 /* ---- events ---- */
 struct json_object *view_event(const char *type)
 {
@@ -380,7 +385,7 @@ void view_diagnosis(struct json_object *o, const struct collect_proc *p, uint64_
 	}
 	if (p->in_syscall) {
 		jstr(o, "syscall", syscalls_format(p->nr, nm, sizeof(nm)));
-		jdbl(o, "in_syscall_s", view_secs(now - p->enter_ns));
+		jdbl(o, "in_syscall_s", view_since(now, p->enter_ns));
 	}
 	jstr(o, "wchan", *p->wchan ? p->wchan : NULL);
 	if (p->has_kstack) /* an array of frames, as in hang */

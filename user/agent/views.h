@@ -35,6 +35,9 @@ struct view_src {
 };
 
 double view_secs(uint64_t ns);
+/* Seconds from t to now; 0 when t is not before now (read after now was taken: a thread
+ * that entered its syscall meanwhile). */
+double view_since(uint64_t now, uint64_t t);
 
 /* ---- events: {"type": ...} plus the fields of each shape ---- */
 struct json_object *view_event(const char *type);

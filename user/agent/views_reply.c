@@ -50,10 +50,10 @@ static struct json_object *thread_json(const struct collect_thread *th, uint64_t
 	jdbl(t, "cpu_s", view_secs(th->cpu_ns));
 	if (th->tracked) {
 		jstr(t, "syscall", th->nr >= 0 ? syscalls_format(th->nr, nm, sizeof(nm)) : NULL);
-		jdbl(t, "in_syscall_s", th->nr >= 0 ? view_secs(now - th->enter_ns) : 0);
+		jdbl(t, "in_syscall_s", th->nr >= 0 ? view_since(now, th->enter_ns) : 0);
 		jint(t, "syscalls", (int64_t)th->syscalls);
 		jdbl(t, "last_exit_s_ago",
-		     th->last_exit_ns ? view_secs(now - th->last_exit_ns) : -1);
+		     th->last_exit_ns ? view_since(now, th->last_exit_ns) : -1);
 	}
 	jstr(t, "wchan", *th->wchan ? th->wchan : NULL);
 	json_object_object_add(t, "kernel_stack", kstack_json(&th->kstack));
@@ -212,7 +212,7 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 	jint(o, "syscalls", (int64_t)k->syscalls);
 	jint(o, "progress", (int64_t)k->progress);
 	jint(o, "threads", k->nthreads);
-	jdbl(o, "adopted_s_ago", view_secs(now - k->adopted_ns));
+	jdbl(o, "adopted_s_ago", view_since(now, k->adopted_ns));
 	if (k->wrapper_pid) {
 		jint(o, "wrapper_pid", k->wrapper_pid);
 		jstr(o, "wrapper_comm", k->wrapper_comm);
@@ -353,7 +353,7 @@ struct json_object *view_signals(const struct rank *k, uint64_t now)
 	for (int i = 0; i < k->nsig; i++) {
 		struct json_object *s = json_object_new_object();
 
-		jdbl(s, "s_ago", view_secs(now - k->sigs[i].ts_ns));
+		jdbl(s, "s_ago", view_since(now, k->sigs[i].ts_ns));
 		jint(s, "signal", k->sigs[i].sig);
 		jstr(s, "signal_name", config_signal_name(k->sigs[i].sig));
 		jbool(s, "delivered", k->sigs[i].delivered);

@@ -407,6 +407,10 @@ int ftbpf_should_save_gen(struct ftbpf *h, int64_t step, uint64_t *ret_generatio
 		return -EINVAL;
 	if (!d)
 		return 0;
+	/* a step reached is progress (the hang detector's): a rank that sleeps between steps is
+	 * not hung while it steps on; one held at a boundary pings no more */
+	if (__atomic_load_n(&h->slot->step, __ATOMIC_RELAXED) != (uint64_t)step)
+		__atomic_store_n(&h->slot->ping_ns, mono_ns(), __ATOMIC_RELEASE);
 	/* the step first, then the decision: the agent writes the decision first, then reads the
 	 * step (a rank it reads at step s sees the request by step s + 1) */
 	__atomic_store_n(&h->slot->step, (uint64_t)step, __ATOMIC_SEQ_CST);
