@@ -28,6 +28,8 @@ declare -a SK PIDS
 i=0
 for k in $KINDS; do SK[$((i % SLOTS))]="${SK[$((i % SLOTS))]:-} $k"; i=$((i + 1)); done
 start=$SECONDS
+# stopped (Ctrl-C, a CI timeout): the slots go with it (each cleans up its namespaces on TERM)
+trap 'kill -TERM "${PIDS[@]}" 2>/dev/null; wait; exit 130' INT TERM
 for s in $(seq 0 $((SLOTS - 1))); do
 	[ -n "${SK[$s]:-}" ] || continue
 	echo "slot $s:${SK[$s]} ($RUNS runs each)"
