@@ -168,7 +168,7 @@ launch "$T/j" jjob
 wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq '.agent.decisions.store.counters.bad_replies')\" -ge 3 ]" &&
 	pass "malformed etcd replies counted: $(store .counters.bad_replies) bad replies ($(store .counters.error))" ||
 	fail "bad replies not counted: $(store .)"
-wait_until 15 has_event store_bad_reply '.count >= 1 and (.why | test("malformed"))' &&
+wait_until 15 has_event store_bad_reply '.count >= 1 and (.why | test("malformed reply \\(")) and (.why | test("not kept") | not)' &&
 	pass "and said in an event: $(events_of store_bad_reply | jq -c '{why, count}' | head -1)" ||
 	fail "no store_bad_reply event: $(events_of store_bad_reply | head -2)"
 kill -TERM "$(awk '{print $1}' "$D/pids.0")"

@@ -550,6 +550,43 @@ static void test_vanished_after_outage(void)
 	t.mono_ms += 1500; /* two TTLs after the store came back */
 	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+}
+
+/* rule (I6): this agent's own lease ran out (the store was away longer than a TTL, too briefly
+ * to be seen unreachable): a member vanished then is not lost at once either; and a store that
+ * keeps coming back defers a loss by two graces at most */
+static void test_lease_renewed_outage(void)
+{
+	struct dec_gen g;
+	struct dp_now t = now;
+
+	reset();
+	cfg.lease_ttl_s = 5;
+	member("n1", 2, 0);
+	member("n3", 2, 0);
+	rec.reachable = 1;
+	rec.lease = 100;
+	dp_observe(&mem, &rec, &t, &out);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	t.mono_ms += 3000;
+	rec.lease = 101; /* ours expired: a new one */
+	rec.nmem = 1;	 /* and n3's went with it */
+	dp_observe(&mem, &rec, &t, &out);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	CU_ASSERT_EQUAL(mem.nlost, 1);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
+	/* the store flaps every 5 s from now on: each return would defer the loss again */
+	for (int i = 0; i < 3; i++) {
+		t.mono_ms += 5000;
+		mem.store_back_ms = t.mono_ms;
+		dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
+		CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT); /* 5, 10, 15 s: within 2 x 10 s */
+	}
+	t.mono_ms += 5000; /* 20 s after the loss: lost, flapping or not */
+	mem.store_back_ms = t.mono_ms;
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_NODE_DEAD);
 	CU_ASSERT_STRING_EQUAL(g.node, "n3");
 }
@@ -769,6 +806,8 @@ int main(void)
 	CU_add_test(s, "a hang is decided on once", test_hang_claimed_once);
 	CU_add_test(s, "a member vanished when the store answers again (I6)",
 		    test_vanished_after_outage);
+	CU_add_test(s, "our lease ran out: an outage too (I6); a flapping store",
+		    test_lease_renewed_outage);
 	CU_add_test(s, "the mesh's suspicion, confirmed by the lease", test_suspects);
 	CU_add_test(s, "applying a generation", test_apply_generation);
 	CU_add_test(s, "decisions logged once", test_observe);

@@ -200,6 +200,10 @@ static void test_ident_wrappers(void)
 	CU_ASSERT_TRUE(ident_is_shell_exe("/bin/sh"));
 	CU_ASSERT_TRUE(ident_is_shell_exe("/usr/bin/dash (deleted)"));
 	CU_ASSERT_TRUE(ident_is_shell_exe("zsh"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("/bin/rbash"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("/usr/bin/ksh93"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("/bin/lksh"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("/usr/bin/posh"));
 	CU_ASSERT_FALSE(ident_is_shell_exe("/usr/bin/python3.11"));
 	CU_ASSERT_FALSE(ident_is_shell_exe("/usr/bin/bashful"));
 	CU_ASSERT_FALSE(ident_is_shell_exe("/opt/sh/torchrun"));

@@ -105,10 +105,11 @@ static int launcher_of(const struct rank *k, uid_t owner, int *ret_ppid)
 	if (fd < 0)
 		return -1;
 	if (procfs_stat(st.ppid, -1, &pst) < 0 || procfs_creds(st.ppid, &cr) < 0 ||
-	    pidfd_signal(fd, 0) < 0 || procfs_stat(k->pid, -1, &again) < 0 ||
-	    again.ppid != st.ppid || pst.start_ns > k->start_ns || cr.ruid != owner ||
+	    procfs_exe(st.ppid, exe, sizeof(exe)) < 0 || pidfd_signal(fd, 0) < 0 ||
+	    procfs_stat(k->pid, -1, &again) < 0 || again.ppid != st.ppid ||
+	    pst.start_ns > k->start_ns || cr.ruid != owner ||
 	    (procfs_creds_elevated(&cr) && cr.ruid != 0) || !is_launcher(&pst) ||
-	    procfs_exe(st.ppid, exe, sizeof(exe)) < 0 || ident_is_shell_exe(exe)) {
+	    ident_is_shell_exe(exe)) {
 		close(fd);
 		return -1;
 	}

@@ -126,8 +126,8 @@ static void set_error(struct store_etcd *s, struct etcd_conn *c)
 {
 	pthread_mutex_lock(&s->mu);
 	snprintf(s->error, sizeof(s->error), "%s", etcd_conn_error(c));
-	if (strstr(s->error, "malformed reply"))
-		snprintf(s->bad_why, sizeof(s->bad_why), "%s", s->error);
+	if (*etcd_conn_last_malformed(c))
+		snprintf(s->bad_why, sizeof(s->bad_why), "%s", etcd_conn_last_malformed(c));
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -683,7 +683,7 @@ static uint64_t etcd_bad_replies(struct store *b, char *why, size_t wlen)
 	pthread_mutex_lock(&s->mu);
 	n = all - s->bad_told;
 	s->bad_told = all;
-	snprintf(why, wlen, "%s", *s->bad_why ? s->bad_why : "malformed reply");
+	snprintf(why, wlen, "%s", *s->bad_why ? s->bad_why : "malformed reply (not kept)");
 	pthread_mutex_unlock(&s->mu);
 	return n;
 }

@@ -358,8 +358,13 @@ int dp_loss_settled(const struct dp_config *c, const struct dp_memory *m, int i,
 	if (now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000))
 		return 0;
 	/* the store was away here: its lease may have expired with everyone's (etcd stopped);
-	 * a live agent puts its member again under a new lease meanwhile (dp_vanished) */
-	if (m->store_down || (m->store_back_ms && now->mono_ms < m->store_back_ms + grace))
+	 * a live agent puts its member again under a new lease meanwhile (dp_vanished). A store
+	 * that keeps coming and going defers a loss by two graces at most: a node that could not
+	 * put its member again in all that time is lost. */
+	if (m->store_down)
+		return 0;
+	if (m->store_back_ms && now->mono_ms < m->store_back_ms + grace &&
+	    now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000) + 2 * grace)
 		return 0;
 	return 1;
 }
@@ -486,6 +491,12 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 		m->store_down = 0;
 		m->store_back_ms = now->mono_ms;
 	}
+	/* this agent's lease ran out (it has another): the store was away longer than a TTL, if
+	 * too briefly to be seen unreachable, and every lease may have run out with it */
+	if (r->lease && m->own_lease && r->lease != m->own_lease)
+		m->store_back_ms = now->mono_ms;
+	if (r->lease)
+		m->own_lease = r->lease;
 	if (r->gen > m->seen_gen) {
 		m->seen_gen = r->gen;
 		m->gen_seen_ms = now->mono_ms;

@@ -69,6 +69,7 @@ struct dp_lease {
 /* What the store holds for the job (read each look). */
 struct dp_records {
 	int reachable;		 /* the store answered recently */
+	int64_t lease;		 /* this agent's lease in the store now (0 none) */
 	uint64_t unreachable_ms; /* for how long it has not (mono), 0 reachable */
 	uint64_t run;		 /* the run these records are of (0: none yet) */
 	int64_t run_resume;	 /* where the run began: the job's last complete checkpoint */
@@ -161,6 +162,7 @@ struct dp_memory {
 	 * agents put their members again under new leases within a lease's TTL */
 	int store_down;
 	uint64_t store_back_ms;
+	int64_t own_lease;    /* this agent's lease as last seen: another one means it ran out */
 	uint64_t gen_seen_ms; /* when the current generation was first seen here (mono) */
 	/* the first failure here of a rank of generation fail_gen (mono, 0 none): a launcher
 	 * restarts the others after it, and a relaunch forgets the ranks that failed (a new run

@@ -73,8 +73,9 @@ static char job_char(unsigned char c)
 
 int ident_is_shell_exe(const char *path)
 {
-	static const char *const shells[] = {"sh",  "bash", "dash", "zsh", "ksh",     "mksh",
-					     "ash", "fish", "tcsh", "csh", "busybox", "yash"};
+	static const char *const shells[] = {"sh",    "bash", "rbash", "dash",	"zsh",	   "ksh",
+					     "ksh93", "mksh", "lksh",  "pdksh", "oksh",	   "posh",
+					     "ash",   "fish", "tcsh",  "csh",	"busybox", "yash"};
 	const char *b = strrchr(path, '/');
 	size_t n;
 

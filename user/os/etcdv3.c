@@ -26,6 +26,7 @@ struct etcd_conn {
 	char *buf; /* the reply being read (owned) */
 	size_t len, cap;
 	char err[160];
+	char bad[160]; /* the last malformed reply's error ("" none yet) */
 	struct etcd_stats st;
 	/* a watch in progress */
 	etcd_event_fn ev_fn;
@@ -95,6 +96,11 @@ void etcd_conn_free(struct etcd_conn *c)
 const char *etcd_conn_error(const struct etcd_conn *c)
 {
 	return c->err;
+}
+
+const char *etcd_conn_last_malformed(const struct etcd_conn *c)
+{
+	return c->bad;
 }
 
 void etcd_conn_stats(const struct etcd_conn *c, struct etcd_stats *ret)
@@ -181,6 +187,7 @@ static int failed(struct etcd_conn *c, const char *what)
 static int malformed(struct etcd_conn *c, const char *what)
 {
 	snprintf(c->err, sizeof(c->err), "%s: malformed reply (%s)", c->endpoints[c->cur], what);
+	memcpy(c->bad, c->err, sizeof(c->bad)); /* kept when a later error replaces err */
 	__atomic_fetch_add(&c->st.bad_replies, 1, __ATOMIC_RELAXED);
 	return -EPROTO;
 }

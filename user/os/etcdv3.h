@@ -33,6 +33,8 @@ struct etcd_conn *etcd_conn_new(const struct etcd_opts *o, char *err, size_t err
 void etcd_conn_free(struct etcd_conn *c);
 /* Why the last call failed ("" none). */
 const char *etcd_conn_error(const struct etcd_conn *c);
+/* The last malformed reply's error ("" none yet): kept while later calls fail otherwise. */
+const char *etcd_conn_last_malformed(const struct etcd_conn *c);
 void etcd_conn_stats(const struct etcd_conn *c, struct etcd_stats *ret);
 
 typedef int (*etcd_kv_fn)(void *ctx, const char *key, const char *value);
