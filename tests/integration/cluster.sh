@@ -47,7 +47,22 @@ start_node() {
 		--etcd-endpoints "$EP" --etcd-insecure 1 --etcd-prefix "/ftbpf-it/" --etcd-lease-ttl 3 --fence-after 3 \
 		--max-restarts 10 --verbose 1 "$@" >>"$T/n$i/out" 2>&1 &
 	AG[$i]=$!
-	wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n$i/s.sock' version >/dev/null 2>&1" || fail "node $i did not start: $(tail -3 "$T/n$i/out")"
+	wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n$i/s.sock' version >/dev/null 2>&1" || {
+		fail "node $i did not start: $(tail -3 "$T/n$i/out")"
+		node_diag "$i"
+		return 1
+	}
+}
+# what a node's failure to start needs explained: its namespace's addresses and links, its
+# agent's last words (before this start too), the kernel's
+node_diag() {
+	echo "--- node $1: addresses in $CL_NAME$1, links, its agent's output, dmesg"
+	ip -n "$CL_NAME$1" -br addr 2>&1
+	ip -n "$CL_NAME$1" -br link 2>&1
+	ip -br link show "veth-$CL_NAME$1" 2>&1
+	ip netns list 2>&1 | grep -c . | sed 's/^/namespaces: /'
+	tail -n 25 "$T/n$1/out"
+	dmesg 2>/dev/null | tail -n 8
 }
 f() { local i=$1; shift; "$B/ftbpf" --socket "$T/n$i/s.sock" "$@"; }
 nev() { jq -c "select(.type==\"$2\")" "$T/n$1/events.jsonl" 2>/dev/null; }

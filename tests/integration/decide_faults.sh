@@ -101,7 +101,7 @@ heal() {
 		ip link set "veth-$CLN$i" up 2>/dev/null
 		ip netns exec "$CLN$i" nft delete table inet dfi 2>/dev/null
 		[ -n "${AG[$i]:-}" ] && kill -CONT "${AG[$i]}" 2>/dev/null
-		[ -n "${AG[$i]:-}" ] && kill -0 "${AG[$i]}" 2>/dev/null || start_node "$i" $NODE_FLAGS
+		[ -n "${AG[$i]:-}" ] && kill -0 "${AG[$i]}" 2>/dev/null || start_node "$i" $NODE_FLAGS || BROKEN="node $i"
 	done
 	kill -0 "$ETCD" 2>/dev/null || etcd_start
 }
@@ -321,6 +321,10 @@ for kind in $KINDS; do
 			wait "${LA[$i]}" 2>/dev/null
 		done
 		heal
+		if [ -n "${BROKEN:-}" ]; then # every later run would fail for it: said once, stopped
+			fail "$kind run $n: $BROKEN could not be started again (above): the suite stops here"
+			v=$((v + 1)); echo "$kind $n $v" >>"$RESULTS"; break 2
+		fi
 		echo "${stuck:-ok}" >"$R/launchers"
 		wait_until 10 all_alive >/dev/null
 		sleep 1

@@ -327,32 +327,60 @@ static void test_hang_culprit_node(void)
 	CU_ASSERT_FALSE(dp_excluded(&g, cfg.node));
 }
 
-/* rule: a hang is decided on once: when its generation began, the ranks still hung are the old
- * generation's, being ended, and no further generation is claimed for them (the restart
- * budget was spent in 100 ms, generation after generation, before they were gone) */
+/* rule: a hang is decided on once: a stall that began before the current generation did is
+ * the one it deals with (its ranks, still hung, are being ended: the restart budget was spent
+ * in 100 ms, generation after generation, before they were gone); a stall that began since is
+ * a new hang, even of ranks that did not register yet (their generation still reads 0) */
 static void test_hang_claimed_once(void)
 {
-	const struct dp_hang here = {"rank 1 is stopped", NULL};
+	struct dp_hang here = {"rank 1 is stopped", NULL, 60000};
 	struct dec_gen g;
+	struct dp_now t = now;
 
 	reset();
 	member("n1", 2, 0);
-	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &now, &out);
+	rec.reachable = 1;
+	dp_observe(&mem, &rec, &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.generation, 1);
 	/* generation 1 decided and applied; ranks 0-1 (generation 0) still live, still hung */
 	out.nwrites = 0;
+	t.mono_ms += 50;
 	rec.gen = 1;
 	rec.g = g;
+	dp_observe(&mem, &rec, &t, &out);
 	mem.applied_gen = 1;
-	mem.claimed_gen_ms = 0;
-	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &now, &out);
+	out.nwrites = 0;
+	here.stalled_ms += 50;
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
-	/* a rank of generation 1 lives and is hung in its turn: that is a new hang */
-	rk[1].generation = 1;
-	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &now, &out);
+	t.mono_ms += 3000; /* still hung, 3 s on: the same stall */
+	here.stalled_ms += 3000;
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
+	/* the launcher started generation 1's ranks; they hang before registering (generation
+	 * still 0 here): a stall that began after the generation did, a new hang */
+	t.mono_ms += 20000;
+	here.stalled_ms = 15000;
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.generation, 2);
+	/* an agent that saw generation 1 already decided at its first look cannot tell when it
+	 * began: any hang counts */
+	reset();
+	member("n1", 2, 0);
+	rec.reachable = 1;
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.cause = DEC_CAUSE_HANG;
+	dp_observe(&mem, &rec, &now, &out);
+	CU_ASSERT_EQUAL(mem.gen_began_ms, 0);
+	mem.applied_gen = 1;
+	out.nwrites = 0;
+	here.stalled_ms = 600000;
+	dp_failures(&cfg, &rec, &mem, rk, 2, &here, &now, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 }
 
 /* rule: the verdict names the culprit's host by its mesh address; members may be named
@@ -579,15 +607,48 @@ static void test_lease_renewed_outage(void)
 	/* the store flaps every 5 s from now on: each return would defer the loss again */
 	for (int i = 0; i < 3; i++) {
 		t.mono_ms += 5000;
-		mem.store_back_ms = t.mono_ms;
+		mem.store_back_ms = mem.lease_renewed_ms = t.mono_ms;
 		dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 		CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT); /* 5, 10, 15 s: within 2 x 10 s */
 	}
 	t.mono_ms += 5000; /* 20 s after the loss: lost, flapping or not */
-	mem.store_back_ms = t.mono_ms;
+	mem.store_back_ms = mem.lease_renewed_ms = t.mono_ms;
 	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_NODE_DEAD);
+	CU_ASSERT_STRING_EQUAL(g.node, "n3");
+}
+
+/* rule (I6): a member vanished is lost only once this agent's own lease was renewed since:
+ * etcd stopped longer than a TTL revokes every lease when it resumes, and the others' members
+ * reach us through the watch before our next keepalive finds ours gone */
+static void test_loss_waits_own_renewal(void)
+{
+	struct dec_gen g;
+	struct dp_now t = now;
+
+	reset();
+	cfg.lease_ttl_s = 3;
+	member("n1", 2, 0);
+	member("n3", 2, 0);
+	rec.reachable = 1;
+	rec.lease = 100;
+	rec.lease_renewed_ms = t.mono_ms - 200;
+	dp_observe(&mem, &rec, &t, &out);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	t.mono_ms += 4000; /* etcd resumed: n3's member deleted, our keepalive not yet due */
+	rec.nmem = 1;
+	dp_observe(&mem, &rec, &t, &out);
+	dp_vanished(&cfg, &rec, &mem, &t);
+	CU_ASSERT_EQUAL(mem.nlost, 1);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
+	/* our keepalive succeeded (the same lease): no revocation; n3 is lost */
+	t.mono_ms += 400;
+	rec.lease_renewed_ms = t.mono_ms;
+	dp_observe(&mem, &rec, &t, &out);
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 	CU_ASSERT_STRING_EQUAL(g.node, "n3");
 }
 
@@ -808,6 +869,8 @@ int main(void)
 		    test_vanished_after_outage);
 	CU_add_test(s, "our lease ran out: an outage too (I6); a flapping store",
 		    test_lease_renewed_outage);
+	CU_add_test(s, "a loss waits for our own lease's renewal (I6)",
+		    test_loss_waits_own_renewal);
 	CU_add_test(s, "the mesh's suspicion, confirmed by the lease", test_suspects);
 	CU_add_test(s, "applying a generation", test_apply_generation);
 	CU_add_test(s, "decisions logged once", test_observe);

@@ -107,6 +107,7 @@ static void tick_job(struct decider *d, struct djob *dj)
 
 		if (hard) { /* the job's verdict: over every host's part when it spans hosts */
 			hang.why = j->res.why;
+			hang.stalled_ms = j->res.no_progress_ns / 1000000;
 			/* by its mesh address; this node's own culprit is this node */
 			hang.node = j->xv.valid && j->xv.n_culprits && !j->xv.culprit_here
 					? j->xv.culprit_node

@@ -247,7 +247,7 @@ void dc_load(struct decider *d, struct djob *dj)
 	r->ck_done = r->bound = 0;
 	r->done_at_ms = 0;
 	r->reachable = store_reachable(d->st, &last);
-	r->lease = store_lease(d->st);
+	r->lease = store_lease_renewed(d->st, &r->lease_renewed_ms);
 	r->unreachable_ms = r->reachable || !last || last > now ? 0 : now - last;
 	r->run = dj->run;
 	r->run_resume = -1;

@@ -325,7 +325,15 @@ int store_list(struct store *s, const char *prefix,
 
 int64_t store_lease(struct store *s)
 {
-	return s->ops->lease ? s->ops->lease(s) : 0;
+	uint64_t at;
+
+	return s->ops->lease ? s->ops->lease(s, &at) : 0;
+}
+
+int64_t store_lease_renewed(struct store *s, uint64_t *ret_renewed_ms)
+{
+	*ret_renewed_ms = 0;
+	return s->ops->lease ? s->ops->lease(s, ret_renewed_ms) : 0;
 }
 
 int store_lease_left(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms)

@@ -54,6 +54,8 @@ int store_list(struct store *s, const char *prefix,
 	       int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 /* This agent's lease (etcd), 0 none. */
 int64_t store_lease(struct store *s);
+/* The same, and when it was last granted or renewed (CLOCK_MONOTONIC ms, 0 never). */
+int64_t store_lease_renewed(struct store *s, uint64_t *ret_renewed_ms);
 /*
  * What is known of another agent's lease: 0 with the seconds it had left (-1: expired) and
  * when that was read (CLOCK_MONOTONIC ms); -EAGAIN when nothing recent is known (a read is queued

@@ -92,6 +92,7 @@ struct store_etcd {
 	char rej_key[160], rej_why[96];
 	uint64_t bad_told;    /* malformed replies said (store_bad_replies) */
 	char bad_why[200];    /* the last malformed reply's error */
+	uint64_t lease_ok_ms; /* the lease last granted or renewed (mono) */
 	struct kvmap refused; /* refused keys -> a hash of what was refused: counted once */
 	/* the agent's side */
 	int efd; /* owned */
@@ -126,8 +127,7 @@ static void set_error(struct store_etcd *s, struct etcd_conn *c)
 {
 	pthread_mutex_lock(&s->mu);
 	snprintf(s->error, sizeof(s->error), "%s", etcd_conn_error(c));
-	if (*etcd_conn_last_malformed(c))
-		snprintf(s->bad_why, sizeof(s->bad_why), "%s", etcd_conn_last_malformed(c));
+	(void)etcd_conn_take_malformed(c, s->bad_why, sizeof(s->bad_why)); /* a new one only */
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -386,16 +386,21 @@ static int keep_lease(struct store_etcd *s, int64_t *lease)
 		return r;
 	kvmap_init(&again);
 	pthread_mutex_lock(&s->mu);
-	s->lease = *lease;
 	for (size_t i = 0; i < s->leased.n; i++)
 		kvmap_set(&again, s->leased.v[i].key, s->leased.v[i].value);
 	pthread_mutex_unlock(&s->mu);
 	for (size_t i = 0; i < again.n && r == 0; i++)
 		r = etcd_put(s->lc, again.v[i].key, again.v[i].value, *lease);
 	kvmap_fini(&again);
-	if (r < 0)
+	if (r < 0) {
 		*lease = 0; /* grant again, and put them all, at the next try */
-	return r;
+		return r;
+	}
+	/* published once its keys are back under it (a lease that changes means one ran out) */
+	pthread_mutex_lock(&s->mu);
+	s->lease = *lease;
+	pthread_mutex_unlock(&s->mu);
+	return 0;
 }
 
 static void *leaser(void *arg)
@@ -410,6 +415,9 @@ static void *leaser(void *arg)
 		if (!lease || now >= next_renew) {
 			if (keep_lease(s, &lease) == 0) {
 				contact(s);
+				pthread_mutex_lock(&s->mu);
+				s->lease_ok_ms = now_ms();
+				pthread_mutex_unlock(&s->mu);
 				next_renew = now + RENEW_MS(s->ttl_s);
 			} else {
 				set_error(s, s->lc);
@@ -720,13 +728,14 @@ static void etcd_close(struct store *b)
 	free(s);
 }
 
-static int64_t etcd_lease(struct store *b)
+static int64_t etcd_lease(struct store *b, uint64_t *ret_renewed_ms)
 {
 	struct store_etcd *s = (struct store_etcd *)b;
 	int64_t l;
 
 	pthread_mutex_lock(&s->mu);
 	l = s->lease;
+	*ret_renewed_ms = s->lease_ok_ms;
 	pthread_mutex_unlock(&s->mu);
 	return l;
 }

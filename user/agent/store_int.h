@@ -16,7 +16,8 @@ struct store_ops {
 		    int (*fn)(void *ctx, const char *key, const char *value), void *ctx);
 	int (*reachable)(struct store *s, uint64_t *last_ok_ms);
 	void (*counters)(struct store *s, struct json_object *c);
-	int64_t (*lease)(struct store *s); /* NULL: none */
+	/* NULL: none; *ret_renewed_ms: when it was last granted or renewed (mono ms, 0 never) */
+	int64_t (*lease)(struct store *s, uint64_t *ret_renewed_ms);
 	int (*lease_left)(struct store *s, int64_t lease, int64_t *ret_s, uint64_t *ret_at_ms);
 	uint64_t (*rejected)(struct store *s, char *key, size_t klen, char *why, size_t wlen);
 	uint64_t (*bad_replies)(struct store *s, char *why, size_t wlen); /* NULL: none */

@@ -363,6 +363,10 @@ int dp_loss_settled(const struct dp_config *c, const struct dp_memory *m, int i,
 	 * put its member again in all that time is lost. */
 	if (m->store_down)
 		return 0;
+	/* a member vanished, and our own lease not renewed since: were leases revoked (etcd
+	 * stopped longer than a TTL), ours would be found gone at its next keepalive */
+	if (m->own_lease && m->lease_renewed_ms < m->lost_ms[i])
+		return 0;
 	if (m->store_back_ms && now->mono_ms < m->store_back_ms + grace &&
 	    now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000) + 2 * grace)
 		return 0;
@@ -497,9 +501,11 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 		m->store_back_ms = now->mono_ms;
 	if (r->lease)
 		m->own_lease = r->lease;
+	m->lease_renewed_ms = r->lease_renewed_ms;
 	if (r->gen > m->seen_gen) {
 		m->seen_gen = r->gen;
 		m->gen_seen_ms = now->mono_ms;
+		m->gen_began_ms = m->looked ? now->mono_ms : 0; /* at our first look: before */
 		m->claimed_gen_ms = 0;
 		act(out, DP_ACT_LOG_DECISION, -1, 0, "generation");
 		/* the losses it left out are dealt with (a node lost again later is a new loss) */
@@ -521,6 +527,8 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 			m->done_ms = now->mono_ms;
 		act(out, DP_ACT_LOG_DECISION, -1, 0, "checkpoint_complete");
 	}
+	if (r->reachable)
+		m->looked = 1;
 }
 
 static int other_members(const struct dp_config *c, const struct dp_records *r)
@@ -662,15 +670,6 @@ static void note_failure(const struct dp_config *c, const struct dp_records *r, 
 	}
 }
 
-/* Does a rank of generation gen live here? */
-static int live_in(const struct dp_rank *ranks, int n, uint64_t gen)
-{
-	for (int i = 0; i < n; i++)
-		if (!ranks[i].exited && ranks[i].generation == gen)
-			return 1;
-	return 0;
-}
-
 void dp_failures(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 		 struct dp_rank *ranks, int n, const struct dp_hang *hang, const struct dp_now *now,
 		 struct dp_out *out)
@@ -698,10 +697,13 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 			     now, out);
 		return;
 	}
-	/* the hang of the current generation's ranks: once it is decided on, the ranks still hung
-	 * are the old generation's, being ended (a hang claimed again at each look until they
-	 * were gone spent the whole restart budget in 100 ms) */
-	if (hang && m->applied_gen == r->gen && live_in(ranks, n, r->gen)) {
+	/* a stall that began before the current generation did is the one it deals with (its
+	 * ranks still hung are being ended: a hang claimed again at each look until they were gone
+	 * spent the whole restart budget in 100 ms); one that began since is a new hang, whether
+	 * or not its ranks registered yet */
+	if (hang && m->applied_gen == r->gen &&
+	    !(m->gen_began_ms && hang->stalled_ms < now->mono_ms &&
+	      now->mono_ms - hang->stalled_ms < m->gen_began_ms)) {
 		/* the culprit's node is charged, not the one that noticed first; a host that is
 		 * no member of the job's decisions cannot be: this node is, the why names it */
 		const char *at = hang->node && *hang->node ? hang->node : NULL;

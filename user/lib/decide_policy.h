@@ -68,14 +68,15 @@ struct dp_lease {
 
 /* What the store holds for the job (read each look). */
 struct dp_records {
-	int reachable;		 /* the store answered recently */
-	int64_t lease;		 /* this agent's lease in the store now (0 none) */
-	uint64_t unreachable_ms; /* for how long it has not (mono), 0 reachable */
-	uint64_t run;		 /* the run these records are of (0: none yet) */
-	int64_t run_resume;	 /* where the run began: the job's last complete checkpoint */
-	int run_known;		 /* the run's record is in the store (else run_resume is not) */
-	uint64_t gen;		 /* the current generation (0: the first) */
-	struct dec_gen g;	 /* how it began (when gen > 0) */
+	int reachable;		   /* the store answered recently */
+	int64_t lease;		   /* this agent's lease in the store now (0 none) */
+	uint64_t lease_renewed_ms; /* when it was last granted or renewed (mono, 0 never) */
+	uint64_t unreachable_ms;   /* for how long it has not (mono), 0 reachable */
+	uint64_t run;		   /* the run these records are of (0: none yet) */
+	int64_t run_resume;	   /* where the run began: the job's last complete checkpoint */
+	int run_known;		   /* the run's record is in the store (else run_resume is not) */
+	uint64_t gen;		   /* the current generation (0: the first) */
+	struct dec_gen g;	   /* how it began (when gen > 0) */
 	uint64_t fail_at[DP_MAX_GENS]; /* when each failure generation was decided (wall) */
 	int nfail;
 	char fault_node[DP_MAX_GENS][DEC_NODE_LEN];
@@ -162,8 +163,12 @@ struct dp_memory {
 	 * agents put their members again under new leases within a lease's TTL */
 	int store_down;
 	uint64_t store_back_ms;
-	int64_t own_lease;    /* this agent's lease as last seen: another one means it ran out */
-	uint64_t gen_seen_ms; /* when the current generation was first seen here (mono) */
+	int64_t own_lease; /* this agent's lease as last seen: another one means it ran out */
+	uint64_t lease_renewed_ms; /* ... when it was last granted or renewed (mono, 0 never) */
+	int looked;		   /* observed the records once (dp_observe) */
+	uint64_t gen_began_ms;	   /* the current generation was decided while this agent
+				    * watched, at (mono); 0 not seen begin */
+	uint64_t gen_seen_ms;	   /* when the current generation was first seen here (mono) */
 	/* the first failure here of a rank of generation fail_gen (mono, 0 none): a launcher
 	 * restarts the others after it, and a relaunch forgets the ranks that failed (a new run
 	 * of the job's ranks here) before the decision arrives */
@@ -316,6 +321,7 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 struct dp_hang {
 	const char *why;
 	const char *node;
+	uint64_t stalled_ms; /* no progress for this long (the verdict's) */
 };
 /* Failures into a claim for the next generation: a rank's abnormal end, the hard timeout
  * (hang: the job is past it, NULL not), a lost node. The fault is charged to the node it is on

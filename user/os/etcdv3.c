@@ -98,9 +98,13 @@ const char *etcd_conn_error(const struct etcd_conn *c)
 	return c->err;
 }
 
-const char *etcd_conn_last_malformed(const struct etcd_conn *c)
+int etcd_conn_take_malformed(struct etcd_conn *c, char *buf, size_t len)
 {
-	return c->bad;
+	if (!*c->bad)
+		return 0;
+	snprintf(buf, len, "%s", c->bad);
+	c->bad[0] = 0;
+	return 1;
 }
 
 void etcd_conn_stats(const struct etcd_conn *c, struct etcd_stats *ret)

@@ -33,8 +33,9 @@ struct etcd_conn *etcd_conn_new(const struct etcd_opts *o, char *err, size_t err
 void etcd_conn_free(struct etcd_conn *c);
 /* Why the last call failed ("" none). */
 const char *etcd_conn_error(const struct etcd_conn *c);
-/* The last malformed reply's error ("" none yet): kept while later calls fail otherwise. */
-const char *etcd_conn_last_malformed(const struct etcd_conn *c);
+/* The last malformed reply's error into buf, forgotten then: 1, or 0 when there was none since
+ * the last take (kept while later calls fail otherwise). */
+int etcd_conn_take_malformed(struct etcd_conn *c, char *buf, size_t len);
 void etcd_conn_stats(const struct etcd_conn *c, struct etcd_stats *ret);
 
 typedef int (*etcd_kv_fn)(void *ctx, const char *key, const char *value);
