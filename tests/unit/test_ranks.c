@@ -119,8 +119,9 @@ static void test_stray(void)
 }
 
 /* /proc's start times are clock ticks: a rank and the `sleep` its script ran within the same
- * 10 ms read the same start. The one adopted first is the rank (mesh_membership's hung job was
- * judged with two such `sleep`s as culprits 'exited with code 0'). */
+ * 10 ms read the same start. The one that ended while the other lives is the stray, whichever
+ * was adopted first (mesh_membership's hung job was judged with two such `sleep`s as culprits
+ * 'exited with code 0'; a rank adopted by a scan comes after them). */
 static void test_stray_same_tick(void)
 {
 	struct ranks r;
@@ -135,9 +136,10 @@ static void test_stray_same_tick(void)
 	b->adopted_ns = 6;
 	b->s.exited = 1;
 	CU_ASSERT_TRUE(rank_is_stray(a->job, b));
-	/* within a tick but adopted before the live one: its earlier incarnation, no stray */
-	b->adopted_ns = 4;
-	b->start_ns = 1000000000 - 5000000;
+	b->adopted_ns = 4; /* adopted before the live one (a scan found the rank late) */
+	CU_ASSERT_TRUE(rank_is_stray(a->job, b));
+	/* a tick before the live one: its earlier incarnation, no stray */
+	b->start_ns = 1000000000 - 10000000;
 	CU_ASSERT_FALSE(rank_is_stray(a->job, b));
 	/* more than a tick apart: the start times decide */
 	b->start_ns = 1000000000 + 20000000;

@@ -275,18 +275,14 @@ int rank_asked(const struct rank *k)
 	}
 }
 
-/* Did rank o start before k? Start times read from /proc are in clock ticks (10 ms): processes
- * started within one tick (a rank and the `sleep` its script runs next) look simultaneous, and
- * the one adopted first is taken to be the older. */
-#define START_TICK_NS 10000000ull
+/* Did rank o start before k, or with it? Start times read from /proc are clock ticks (10 ms):
+ * a rank and the `sleep` its script runs next read the same start, and of two such the one
+ * that ended while the other lives on is the stray (a crashed rank's restart starts well after
+ * it: its launcher reaps it first). Adoption order cannot tell them apart: a rank adopted by a
+ * scan after its exec event was missed comes after the `sleep`. */
 static int started_first(const struct rank *o, const struct rank *k)
 {
-	uint64_t d =
-	    o->start_ns > k->start_ns ? o->start_ns - k->start_ns : k->start_ns - o->start_ns;
-
-	if (d >= START_TICK_NS)
-		return o->start_ns < k->start_ns;
-	return o->adopted_ns <= k->adopted_ns;
+	return o->start_ns <= k->start_ns;
 }
 
 int rank_is_stray(const struct job *j, const struct rank *k)
