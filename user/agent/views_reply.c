@@ -172,12 +172,12 @@ static void rank_client_json(struct json_object *o, const struct view_src *v, co
 		collect_slot(k->slot, &s);
 	earliest = s.earliest_ns;
 	ntimers = s.timers + (k->s.exited ? 0 : timers_of_pid(v->tm, k->pid, &earliest));
-	jdbl(o, "ping_s_ago", s.ping_ns && now > s.ping_ns ? view_secs(now - s.ping_ns) : -1);
+	jdbl(o, "ping_s_ago", s.ping_ns ? view_since(now, s.ping_ns) : -1);
 	if (s.step_ns)
 		jint(o, "step", (int64_t)s.step);
 	else
 		jnull(o, "step");
-	jdbl(o, "step_s_ago", s.step_ns && now > s.step_ns ? view_secs(now - s.step_ns) : -1);
+	jdbl(o, "step_s_ago", s.step_ns ? view_since(now, s.step_ns) : -1);
 	jint(o, "timers", ntimers);
 	if (ntimers)
 		jdbl(o, "timer_left_s", earliest > now ? view_secs(earliest - now) : 0);

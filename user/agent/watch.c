@@ -245,6 +245,13 @@ static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
 	if (k->slot) { /* ftbpf_ping() from the client library is progress too */
 		uint64_t ping = __atomic_load_n(&k->slot->ping_ns, __ATOMIC_RELAXED);
 
+		/* a ping since this scan's clock was read is progress now: a rank that pings more
+		 * often than a busy agent's scan takes would otherwise never count (decide_faults'
+		 * bystander, 50 ms steps, was hung after 600 s on a loaded host); a ping further
+		 * ahead is no time of this host's */
+		if (ping > now && ping - now < CLOCK_NS_PER_S)
+			ping = now;
+
 		if (ping > k->s.progress_ns && ping <= now)
 			k->s.progress_ns = ping;
 	}
