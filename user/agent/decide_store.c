@@ -363,11 +363,29 @@ static int restart_count(const struct rank *k)
 	return best;
 }
 
+/* Does another rank of k's launch live here? Of the same launcher (a relaunch is another
+ * launcher), and alive in fact, not only as far as the agent knows: a launcher relaunched at
+ * once after its ranks ended, before their exits were seen, joined the run that had ended
+ * (decide_faults' cut_all on a loaded host: the new launch's ranks in the old run, its
+ * preemption never agreed, the next run's checkpoint counted as the old one's). */
 static int other_live(const struct job *j, const struct rank *k)
 {
-	for (int i = 0; j && i < j->nmembers; i++)
-		if (j->members[i] != k && !j->members[i]->s.exited && j->members[i]->dec_written)
-			return 1;
+	for (int i = 0; j && i < j->nmembers; i++) {
+		const struct rank *o = j->members[i];
+		struct proc_stat st;
+
+		if (o == k || o->s.exited || !o->dec_written)
+			continue;
+		if (k->launcher_pid > 0 &&
+		    (o->launcher_pid != k->launcher_pid ||
+		     !procfs_same_start(o->launcher_start_ns, k->launcher_start_ns)))
+			continue;
+		if (procfs_stat(o->pid, -1, &st) < 0 ||
+		    !procfs_same_start(st.start_ns, o->start_ns) || st.state == 'Z' ||
+		    st.state == 'X')
+			continue;
+		return 1;
+	}
 	return 0;
 }
 
