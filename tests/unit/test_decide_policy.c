@@ -580,6 +580,27 @@ static void test_vanished_after_outage(void)
 	CU_ASSERT_EQUAL(claimed_gen(&g), 0);
 }
 
+/* Members n1 (this node) and n3, this agent's lease 100 last renewed at renewed_ms; after_ms
+ * on, n3's member is gone and this agent's lease is lease_after. */
+static void n3_vanishes(struct dp_now *t, int ttl_s, uint64_t renewed_ms, uint64_t after_ms,
+			int64_t lease_after)
+{
+	reset();
+	cfg.lease_ttl_s = ttl_s;
+	member("n1", 2, 0);
+	member("n3", 2, 0);
+	rec.reachable = 1;
+	rec.lease = 100;
+	rec.lease_renewed_ms = renewed_ms;
+	dp_observe(&mem, &rec, t, &out);
+	dp_vanished(&cfg, &rec, &mem, t);
+	t->mono_ms += after_ms;
+	rec.lease = lease_after;
+	rec.nmem = 1;
+	dp_observe(&mem, &rec, t, &out);
+	dp_vanished(&cfg, &rec, &mem, t);
+}
+
 /* rule (I6): this agent's own lease ran out (the store was away longer than a TTL, too briefly
  * to be seen unreachable): a member vanished then is not lost at once either; and a store that
  * keeps coming back defers a loss by two graces at most */
@@ -588,19 +609,7 @@ static void test_lease_renewed_outage(void)
 	struct dec_gen g;
 	struct dp_now t = now;
 
-	reset();
-	cfg.lease_ttl_s = 5;
-	member("n1", 2, 0);
-	member("n3", 2, 0);
-	rec.reachable = 1;
-	rec.lease = 100;
-	dp_observe(&mem, &rec, &t, &out);
-	dp_vanished(&cfg, &rec, &mem, &t);
-	t.mono_ms += 3000;
-	rec.lease = 101; /* ours expired: a new one */
-	rec.nmem = 1;	 /* and n3's went with it */
-	dp_observe(&mem, &rec, &t, &out);
-	dp_vanished(&cfg, &rec, &mem, &t);
+	n3_vanishes(&t, 5, 0, 3000, 101); /* ours expired: a new one, and n3's went with it */
 	CU_ASSERT_EQUAL(mem.nlost, 1);
 	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);
@@ -627,19 +636,8 @@ static void test_loss_waits_own_renewal(void)
 	struct dec_gen g;
 	struct dp_now t = now;
 
-	reset();
-	cfg.lease_ttl_s = 3;
-	member("n1", 2, 0);
-	member("n3", 2, 0);
-	rec.reachable = 1;
-	rec.lease = 100;
-	rec.lease_renewed_ms = t.mono_ms - 200;
-	dp_observe(&mem, &rec, &t, &out);
-	dp_vanished(&cfg, &rec, &mem, &t);
-	t.mono_ms += 4000; /* etcd resumed: n3's member deleted, our keepalive not yet due */
-	rec.nmem = 1;
-	dp_observe(&mem, &rec, &t, &out);
-	dp_vanished(&cfg, &rec, &mem, &t);
+	/* etcd resumed: n3's member deleted, our keepalive (of the same lease) not yet due */
+	n3_vanishes(&t, 3, now.mono_ms - 200, 4000, 100);
 	CU_ASSERT_EQUAL(mem.nlost, 1);
 	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &t, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&g), -ENOENT);

@@ -354,8 +354,9 @@ int dp_loss_settled(const struct dp_config *c, const struct dp_memory *m, int i,
 		    const struct dp_now *now)
 {
 	uint64_t grace = 2000ull * (uint64_t)(c->lease_ttl_s > 0 ? c->lease_ttl_s : 5);
+	uint64_t wait = (uint64_t)(c->recovery_wait_s * 1000);
 
-	if (now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000))
+	if (now->mono_ms - m->lost_ms[i] < wait)
 		return 0;
 	/* the store was away here: its lease may have expired with everyone's (etcd stopped);
 	 * a live agent puts its member again under a new lease meanwhile (dp_vanished). A store
@@ -368,7 +369,7 @@ int dp_loss_settled(const struct dp_config *c, const struct dp_memory *m, int i,
 	if (m->own_lease && m->lease_renewed_ms < m->lost_ms[i])
 		return 0;
 	if (m->store_back_ms && now->mono_ms < m->store_back_ms + grace &&
-	    now->mono_ms - m->lost_ms[i] < (uint64_t)(c->recovery_wait_s * 1000) + 2 * grace)
+	    now->mono_ms - m->lost_ms[i] < wait + 2 * grace)
 		return 0;
 	return 1;
 }
@@ -711,16 +712,10 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 
 		if (!node && !strcmp(at, c->mesh))
 			node = c->node;
-		m->hang_claimed = r->gen + 1;
-		if (node)
-			snprintf(why, sizeof(why), "hard timeout on %.*s: %s", DEC_NODE_LEN - 1,
-				 node, hang->why ? hang->why : "");
-		else
-			snprintf(why, sizeof(why), "hard timeout on %.*s (no member): %s",
-				 DEC_NODE_LEN - 1, at, hang->why ? hang->why : "");
-		if (!node)
-			node = c->node;
-		dp_claim_gen(c, r, m, DEC_CAUSE_HANG, node, now->wall_ms, why, now, out);
+		snprintf(why, sizeof(why), "hard timeout on %.*s%s: %s", DEC_NODE_LEN - 1,
+			 node ? node : at, node ? "" : " (no member)", hang->why ? hang->why : "");
+		dp_claim_gen(c, r, m, DEC_CAUSE_HANG, node ? node : c->node, now->wall_ms, why, now,
+			     out);
 		return;
 	}
 	/* members lost: their lease expired, or the mesh declared them dead and their lease

@@ -156,7 +156,6 @@ struct dp_memory {
 	int health_failed;
 	int launcher_stopped;
 	uint32_t stopped_launcher; /* the pid of the launcher the agent stopped here (0 none) */
-	uint64_t hang_claimed;	   /* the generation a hard timeout was claimed for */
 	int held; /* the ranks wait at a step boundary (the store is unreachable) */
 	/* I6: the store was unreachable here (store_down), and when it answered again (mono, 0
 	 * never): every lease may have run out meanwhile (etcd stopped for everyone), and the
