@@ -16,7 +16,7 @@ D=$T/c; mkdir -p "$D"
 	-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 &
 LAUNCHER=$!
 WORKLOAD_PIDS+=($LAUNCHER)
-starts() { for r in 0 1 2; do [ "$(grep -cs START "$D/log.$r")" -ge "$1" ] || return 1; done; }
+starts() { for r in 0 1 2; do [ "$(grep -cs START "$D/log.$r" || true)" -ge "$1" ] 2>/dev/null || return 1; done; }
 worker() { awk -v r="$2" '{print $(r + 1)}' "$D/pids.$1"; }
 wait_until 20 starts 1 || fail "workers did not start"
 for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done

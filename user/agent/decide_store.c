@@ -363,26 +363,32 @@ static int restart_count(const struct rank *k)
 	return best;
 }
 
-/* Does another rank of k's launch live here? Of the same launcher (a relaunch is another
- * launcher), and alive in fact, not only as far as the agent knows: a launcher relaunched at
- * once after its ranks ended, before their exits were seen, joined the run that had ended
+/* Is pid (started at start_ns) alive in fact, not only as far as the agent knows? */
+static int alive_in_fact(int pid, uint64_t start_ns)
+{
+	struct proc_stat st;
+
+	return pid > 0 && procfs_stat(pid, -1, &st) == 0 &&
+	       procfs_same_start(st.start_ns, start_ns) && st.state != 'Z' && st.state != 'X';
+}
+
+/* Does a rank of the job's current launch live here? Alive in fact, not only as far as the
+ * agent knows, and of k's own launcher or of one still alive: a launcher relaunched at once
+ * after its ranks ended, before their exits were seen, joined the run that had ended
  * (decide_faults' cut_all on a loaded host: the new launch's ranks in the old run, its
- * preemption never agreed, the next run's checkpoint counted as the old one's). */
+ * preemption never agreed, the next run's checkpoint counted as the old one's); a rank started
+ * by hand beside a live launch joins that launch's run (decide_failure's Python rank). */
 static int other_live(const struct job *j, const struct rank *k)
 {
 	for (int i = 0; j && i < j->nmembers; i++) {
 		const struct rank *o = j->members[i];
-		struct proc_stat st;
+		int same = o->launcher_pid == k->launcher_pid &&
+			   procfs_same_start(o->launcher_start_ns, k->launcher_start_ns);
 
-		if (o == k || o->s.exited || !o->dec_written)
+		if (o == k || o->s.exited || !o->dec_written || !alive_in_fact(o->pid, o->start_ns))
 			continue;
-		if (k->launcher_pid > 0 &&
-		    (o->launcher_pid != k->launcher_pid ||
-		     !procfs_same_start(o->launcher_start_ns, k->launcher_start_ns)))
-			continue;
-		if (procfs_stat(o->pid, -1, &st) < 0 ||
-		    !procfs_same_start(st.start_ns, o->start_ns) || st.state == 'Z' ||
-		    st.state == 'X')
+		if (k->launcher_pid > 0 && !same &&
+		    !alive_in_fact(o->launcher_pid, o->launcher_start_ns))
 			continue;
 		return 1;
 	}
