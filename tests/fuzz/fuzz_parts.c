@@ -2,7 +2,8 @@
  * libFuzzer target: job parts from peers. Byte 0 picks the path: even, the input is a packet
  * as it arrives (size, magic, version, MAC); odd, the rest gets a valid MAC first, so that the
  * field checks behind it are reached. A decoded part is then judged with a part of ours (the
- * verdict must survive any authenticated part).
+ * verdict must survive any authenticated part); its cadence records are judged beside a rank
+ * of ours (so must the straggler rule).
  */
 #include <sodium.h>
 #include <stddef.h>
@@ -44,6 +45,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	parts[1].at_ns = 50000000000ull;
 	det_params_from_seconds(&dp, 5, 60, 3);
 	jobview_eval(parts, 2, 0, NULL, 0, 60000000000ull, &dp, &v);
+	{
+		static struct cad_rank cr[JV_MAX_RANKS + 1];
+		struct cad_rank *rp[JV_MAX_RANKS + 1];
+		struct cad_params cp;
+		static struct cad_job cj;
+		int m = 0;
+
+		cad_params_default(&cp);
+		memset(&cr[0], 0, sizeof(cr[0]));
+		cr[0].valid = 1, cr[0].own_frac = 0.5, cr[0].wait_frac = 0.5;
+		rp[m++] = &cr[0];
+		for (int i = 0; i < p.part.ncad; i++) {
+			memset(&cr[m], 0, sizeof(cr[m]));
+			cad_rank_from_summary(&cr[m], &p.part.cad[i]);
+			rp[m] = &cr[m];
+			m++;
+		}
+		cad_job_eval(rp, m, 60000000000ull, &cp, &cj);
+	}
 	/* and back: what was decoded encodes */
 	p.part = parts[1];
 	part_encode(&p, key, buf, sizeof(buf));

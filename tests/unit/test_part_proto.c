@@ -114,6 +114,80 @@ static void test_nonsense(void)
 	CU_ASSERT_EQUAL(part_encode(&cases[0], key, buf, sizeof(buf)), -1);
 }
 
+static struct part_packet cad_sample(void)
+{
+	struct part_packet p = sample();
+	struct jv_part *pt = &p.part;
+
+	p.flags = PART_F_CAD;
+	p.text_rank = -1;
+	pt->nranks = pt->nedges = pt->nres = 0;
+	pt->cad[pt->ncad++] = (struct cad_summary){.rank = 2,
+						   .flags = CAD_SUM_VALID | CAD_SUM_STRAGGLER,
+						   .own_ppm = 800000,
+						   .wait_ppm = 150000,
+						   .read_ppm = 20000,
+						   .step_us = 312000,
+						   .window_ms = 10000};
+	pt->cad[pt->ncad++] = (struct cad_summary){.rank = 3}; /* not valid (yet) */
+	return p;
+}
+
+/* Cadence parts: round trip; a full one fits a datagram; nonsense refused. */
+static void test_cadence(void)
+{
+	struct part_packet p = cad_sample(), q, cases[8];
+	uint8_t buf[PART_MAX_PACKET];
+	int len = part_encode(&p, key, buf, sizeof(buf)), n = 0;
+
+	CU_ASSERT_EQUAL(len, PART_HDR_BYTES + 4 + 2 * PART_CAD_BYTES + MESH_MAC_BYTES);
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_OK);
+	CU_ASSERT_EQUAL(q.flags, PART_F_CAD);
+	CU_ASSERT_EQUAL(q.part.ncad, 2);
+	CU_ASSERT_EQUAL(q.part.cad[0].rank, 2);
+	CU_ASSERT_EQUAL(q.part.cad[0].flags, CAD_SUM_VALID | CAD_SUM_STRAGGLER);
+	CU_ASSERT_EQUAL(q.part.cad[0].own_ppm, 800000);
+	CU_ASSERT_EQUAL(q.part.cad[0].wait_ppm, 150000);
+	CU_ASSERT_EQUAL(q.part.cad[0].read_ppm, 20000);
+	CU_ASSERT_EQUAL(q.part.cad[0].step_us, 312000);
+	CU_ASSERT_EQUAL(q.part.cad[0].window_ms, 10000);
+	CU_ASSERT_EQUAL(q.part.cad[1].flags, 0);
+	CU_ASSERT_TRUE(PART_HDR_BYTES + 4 * JV_MAX_ADDRS + JV_MAX_RANKS * PART_CAD_BYTES +
+			   MESH_MAC_BYTES <=
+		       PART_MAX_PACKET);
+	/* a part as agents before cadence parts send it decodes as it did (no cadence) */
+	p = sample();
+	len = part_encode(&p, key, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(buf[39], 0);
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_OK);
+	CU_ASSERT_EQUAL(q.part.ncad, 0);
+	for (int i = 0; i < 8; i++)
+		cases[i] = cad_sample();
+	cases[n++].part.cad[0].rank = 4;	    /* not below the world size */
+	cases[n++].part.cad[1].rank = 2;	    /* twice */
+	cases[n++].part.cad[0].own_ppm = 1000001;   /* more than all the time */
+	cases[n++].part.cad[0].read_ppm = 900000;   /* reading more than its own time */
+	cases[n++].part.cad[0].flags = 0x80;	    /* unknown flag */
+	cases[n++].part.cad[1].own_ppm = 5;	    /* figures of a rank said not valid */
+	cases[n++].part.cad[0].window_ms = 7200000; /* a window of two hours */
+	cases[n].part.ranks[cases[n].part.nranks++] =
+	    (struct jv_rank){.rank = 1, .state = RS_RUNNING}; /* a cadence part with ranks */
+	n++;
+	for (int i = 0; i < n; i++) {
+		len = part_encode(&cases[i], key, buf, sizeof(buf));
+		CU_ASSERT_TRUE(len > 0);
+		CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_FIELD);
+	}
+	/* a count over the maximum: not encoded; said in the header: refused */
+	cases[0] = cad_sample();
+	cases[0].part.ncad = JV_MAX_RANKS + 1;
+	CU_ASSERT_EQUAL(part_encode(&cases[0], key, buf, sizeof(buf)), -1);
+	cases[0] = cad_sample();
+	len = part_encode(&cases[0], key, buf, sizeof(buf));
+	buf[39] = JV_MAX_RANKS + 1;
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_SIZE);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -124,6 +198,7 @@ int main(void)
 	s = CU_add_suite("part_proto", NULL, NULL);
 	CU_add_test(s, "encode/decode, MAC, size, version", test_roundtrip);
 	CU_add_test(s, "a peer's nonsense is refused", test_nonsense);
+	CU_add_test(s, "cadence parts", test_cadence);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	{

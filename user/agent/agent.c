@@ -719,6 +719,10 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 
 		a->jp = jobparts_new(&jo);
 		a->h.jp = a->jp;
+		if (a->jp && a->mesh) { /* stragglers judged over the job's ranks on all hosts */
+			a->w.cw.remote = jobparts_cad_remote;
+			a->w.cw.remote_ctx = a->jp;
+		}
 		if (a->dc && a->mesh) { /* how the mesh names this node, beside its node name */
 			char addr[32];
 

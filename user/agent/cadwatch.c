@@ -3,6 +3,7 @@
 
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,12 +47,45 @@ void cadwatch_rank(struct cadwatch *c, struct sampler *sp, struct rank *k, uint6
 	cad_rank_observe(&k->cad, &o, &c->p);
 }
 
+void cadwatch_fini(struct cadwatch *c)
+{
+	free(c->scratch);
+	c->scratch = NULL;
+}
+
+/* A remote rank into a cad_rank to be judged, and its straggler state back after. */
+static void remote_in(struct cad_rank *r, const struct cad_remote *x)
+{
+	memset(r, 0, sizeof(*r));
+	cad_rank_from_summary(r, &x->s);
+	r->straggler = x->straggler;
+	r->reason = x->reason;
+	r->since_ns = x->since_ns;
+	r->above_ns = x->above_ns;
+	r->below_ns = x->below_ns;
+	r->slowdown = x->slowdown;
+	r->peak_slowdown = x->peak_slowdown;
+}
+
+static void remote_out(struct cad_remote *x, const struct cad_rank *r)
+{
+	x->straggler = r->straggler;
+	x->reason = r->reason;
+	x->since_ns = r->since_ns;
+	x->above_ns = r->above_ns;
+	x->below_ns = r->below_ns;
+	x->slowdown = r->slowdown;
+	x->peak_slowdown = r->peak_slowdown;
+	snprintf(x->evidence, sizeof(x->evidence), "%s", r->evidence);
+}
+
 void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pace *pace)
 {
-	struct cad_rank *r[256];
-	int was[256], n = 0, live = 0, world = 0;
+	struct cad_rank *r[CADWATCH_MAX];
+	struct cad_remote *rem[CADWATCH_MAX];
+	int was[CADWATCH_MAX], n = 0, nl, nrem = 0, live = 0, world = 0;
 
-	for (int i = 0; i < j->nmembers && n < 256; i++) {
+	for (int i = 0; i < j->nmembers && n < CADWATCH_MAX; i++) {
 		struct rank *k = j->members[i];
 
 		if (k->s.exited)
@@ -62,13 +96,23 @@ void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pa
 		was[n] = k->cad.straggler;
 		r[n++] = &k->cad;
 	}
+	nl = n;
+	if (c->remote && !c->scratch)
+		c->scratch = calloc(CADWATCH_MAX, sizeof(*c->scratch));
+	if (c->remote && c->scratch)
+		nrem = c->remote(c->remote_ctx, j, now, rem, CADWATCH_MAX - nl);
+	for (int i = 0; i < nrem; i++) {
+		remote_in(&c->scratch[i], rem[i]);
+		was[n] = rem[i]->straggler;
+		r[n++] = &c->scratch[i];
+	}
 	memset(pace, 0, sizeof(*pace));
 	/* a hung job's window mixes its steps and its stall: its cadence waits */
 	if (!j->res.hung)
 		cad_job_eval(r, n, now, &c->p, &j->cad);
 	pace->p99_step_ns = (uint64_t)(j->cad.p99_step_s * CLOCK_NS_PER_S);
 	pace->complete = world > 0 && live >= world;
-	for (int i = 0, m = 0; i < j->nmembers && m < n; i++) {
+	for (int i = 0, m = 0; i < j->nmembers && m < nl; i++) {
 		struct rank *k = j->members[i];
 
 		if (k->s.exited)
@@ -77,7 +121,22 @@ void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pa
 			eventlog_emit(
 			    c->el,
 			    view_straggler(k->cad.straggler ? "straggler" : "straggler_recovered",
-					   j, k, c->node));
+					   j, k, c->node, rem, nrem));
 		m++;
+	}
+	snprintf(j->cad.node, sizeof(j->cad.node), "%s", c->node);
+	j->cad.nremote = 0;
+	for (int i = 0; i < nrem; i++) {
+		remote_out(rem[i], &c->scratch[i]);
+		if (rem[i]->straggler && j->cad.nremote < 16) {
+			j->cad.remote[j->cad.nremote].rank = rem[i]->rank;
+			snprintf(j->cad.remote[j->cad.nremote++].node,
+				 sizeof(j->cad.remote[0].node), "%s", rem[i]->node);
+		}
+		if (rem[i]->straggler != was[nl + i])
+			eventlog_emit(c->el, view_straggler_remote(rem[i]->straggler
+								       ? "straggler"
+								       : "straggler_recovered",
+								   j, rem[i], rem, nrem));
 	}
 }

@@ -19,16 +19,29 @@ struct det_pace;
 struct json_object;
 struct ftbpf_config;
 
+/* The job's ranks on other hosts, fresh, none that this host holds: up to max pointers into
+ * the source's own table (valid until it next receives); their number. */
+typedef int (*cad_remote_fn)(void *ctx, const struct job *j, uint64_t now, struct cad_remote **out,
+			     int max);
+
+#define CADWATCH_MAX 256 /* ranks one job is judged over here: its own first, then others' */
+
 struct cadwatch {
 	struct eventlog *el; /* borrowed */
 	struct cad_params p;
 	char node[64];
+	cad_remote_fn remote; /* NULL: this host's ranks only */
+	void *remote_ctx;
+	struct cad_rank *scratch; /* CADWATCH_MAX, for the remote ranks while judged (on demand) */
 };
 
 void cadwatch_init(struct cadwatch *c, struct eventlog *el, const struct ftbpf_config *cfg);
+void cadwatch_fini(struct cadwatch *c);
 /* Observe rank k's cadence at now (live ranks; an exited one is left out of its job's). */
 void cadwatch_rank(struct cadwatch *c, struct sampler *sp, struct rank *k, uint64_t now);
-/* Judge job j at now (after its ranks were observed): events, and its pace for the detector. */
+/* Judge job j at now (after its ranks were observed), over its ranks here and, from c->remote,
+ * on other hosts: events (each host names a straggler of the job wherever it runs), and its
+ * pace for the detector. */
 void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pace *pace);
 
 #endif

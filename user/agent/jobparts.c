@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/cadparts.h"
 #include "agent/eventlog.h"
 #include "agent/mesh.h"
 #include "agent/partlocal.h"
@@ -28,7 +29,6 @@
 #define MAX_CHUNKS  8
 #define MAX_PARTS   (JV_MAX_PARTS)
 #define EDGES_EVERY (1000 * MS) /* a stalled job's sockets are looked at this often */
-
 struct remote {
 	struct jv_part part; /* node: the sender's address */
 	struct mesh_addr from;
@@ -55,6 +55,7 @@ struct pub { /* what this host told about one job, and its last waits-for edges 
 	struct jv_edge edges[MAX_CHUNKS][JV_MAX_EDGES];
 	int nres;
 	struct jv_res res[JV_MAX_RES];
+	struct cad_timing cad; /* its cadence parts */
 };
 
 struct cnt {
@@ -82,6 +83,7 @@ struct jobparts {
 	struct jv_part parts[MAX_PARTS]; /* scratch: the parts of one verdict */
 	struct jv_host *hosts;
 	int hcap;
+	struct cadparts *cp;
 };
 
 static uint64_t wall_ms(void)
@@ -148,24 +150,6 @@ static struct mesh_replay *window_of(struct jobparts *jp, const struct mesh_addr
 	return &jp->sv[jp->ns++].r;
 }
 
-static int job_world(const struct job *j)
-{
-	int w = -1;
-
-	for (int m = 0; m < j->nmembers; m++)
-		if (j->members[m]->id.world_size > w)
-			w = j->members[m]->id.world_size;
-	return w;
-}
-
-static int holds_live(const struct job *j, int rank)
-{
-	for (int m = 0; m < j->nmembers; m++)
-		if (j->members[m]->id.rank == rank && !j->members[m]->s.exited)
-			return 1;
-	return 0;
-}
-
 static int shares_rank(const struct jv_part *a, const struct jv_part *b)
 {
 	for (int i = 0; i < a->nranks; i++)
@@ -179,13 +163,13 @@ static uint64_t *believe(struct jobparts *jp, const struct part_packet *p, int m
 			 const struct job *j, int *ret_same)
 {
 	const struct jv_part *pt = &p->part;
-	int w = job_world(j);
+	int w = job_world_size(j);
 
 	*ret_same = -1;
 	if (w > 0 && pt->world_size > 0 && w != pt->world_size)
 		return &jp->c.world_mismatch;
 	for (int i = 0; i < pt->nranks; i++)
-		if (holds_live(j, pt->ranks[i].rank))
+		if (job_holds_live(j, pt->ranks[i].rank))
 			return &jp->c.claims_ours; /* our ranks are ours: we see them */
 	for (int i = 0; i < jp->nr; i++) {
 		struct remote *r = &jp->rv[i];
@@ -268,6 +252,18 @@ static void accept_part(struct jobparts *jp, const struct part_packet *p, int me
 		r->part.nranks = r->part.nedges = r->part.nres = 0;
 }
 
+static struct pub *pub_find(struct jobparts *jp, uint32_t uid, const char *job);
+
+static void accept_cad(struct jobparts *jp, const struct part_packet *p, int member, uint64_t now)
+{
+	struct job *j = ranks_job_find(jp->o.ranks, p->part.uid, p->part.job);
+	struct pub *pb;
+
+	if (cadparts_accept(jp->cp, p, member, j, now) > 0 &&
+	    (pb = pub_find(jp, p->part.uid, p->part.job)))
+		pb->cad.due = 1; /* a host new to the job: ours at the next look */
+}
+
 static void on_part(void *ctx, const uint8_t *buf, size_t len)
 {
 	struct jobparts *jp = ctx;
@@ -306,11 +302,15 @@ static void on_part(void *ctx, const uint8_t *buf, size_t len)
 		return;
 	}
 	member = sm && sm->boot == p.boot && (sm->state == MESH_ALIVE || sm->state == MESH_SUSPECT);
-	accept_part(jp, &p, member, clock_mono_ns());
+	if (p.flags & PART_F_CAD)
+		accept_cad(jp, &p, member, clock_mono_ns());
+	else
+		accept_part(jp, &p, member, clock_mono_ns());
 }
 
 /* ---- sending ---- */
-static void send_chunks(struct jobparts *jp, const struct mesh_addr *to, int nc, uint8_t flags)
+static void send_parts(struct jobparts *jp, const struct mesh_addr *to, const struct jv_part *cv,
+		       int nc, uint8_t flags, uint32_t ttl_ms)
 {
 	const struct swim_member *sm = swim_find(mesh_swim(jp->o.mesh), to);
 	uint8_t buf[PART_MAX_PACKET];
@@ -322,10 +322,10 @@ static void send_chunks(struct jobparts *jp, const struct mesh_addr *to, int nc,
 					.seq = ++jp->seq,
 					.to_boot = sm ? sm->boot : 0,
 					.sent_ms = wall_ms(),
-					.ttl_ms = TTL_MS,
+					.ttl_ms = ttl_ms,
 					.flags = flags,
 					.text_rank = -1};
-		const struct jv_part *c = &jp->chunks[i];
+		const struct jv_part *c = &cv[i];
 		int best = 59, len;
 
 		/* the words of its most suspicious rank ride along (a culprit's first) */
@@ -346,6 +346,11 @@ static void send_chunks(struct jobparts *jp, const struct mesh_addr *to, int nc,
 		else
 			jp->c.tx++;
 	}
+}
+
+static void send_chunks(struct jobparts *jp, const struct mesh_addr *to, int nc, uint8_t flags)
+{
+	send_parts(jp, to, jp->chunks, nc, flags, TTL_MS);
 }
 
 static int is_job_host(const struct jobparts *jp, const struct job *j, const struct mesh_addr *a)
@@ -411,11 +416,20 @@ static uint64_t publish_after(const struct jobparts *jp)
 	return jp->o.dp->soft_ns / 4 > PUBLISH_MIN ? jp->o.dp->soft_ns / 4 : PUBLISH_MIN;
 }
 
-static struct pub *pub_of(struct jobparts *jp, const struct job *j)
+static struct pub *pub_find(struct jobparts *jp, uint32_t uid, const char *job)
 {
 	for (int i = 0; i < jp->np; i++)
-		if (jp->pv[i].uid == (uint32_t)j->uid && !strcmp(jp->pv[i].job, j->id))
+		if (jp->pv[i].uid == uid && !strcmp(jp->pv[i].job, job))
 			return &jp->pv[i];
+	return NULL;
+}
+
+static struct pub *pub_of(struct jobparts *jp, const struct job *j)
+{
+	struct pub *pb = pub_find(jp, (uint32_t)j->uid, j->id);
+
+	if (pb)
+		return pb;
 	if (grow((void **)&jp->pv, &jp->pcap, jp->np, sizeof(*jp->pv)) < 0)
 		return NULL;
 	memset(&jp->pv[jp->np], 0, sizeof(jp->pv[0]));
@@ -458,6 +472,30 @@ static void publish(struct jobparts *jp, const struct job *j, struct pub *pb, in
 		r->replied_ns = now;
 		send_chunks(jp, &r->from, nc, PART_F_REPLY);
 	}
+}
+
+/* ---- cadence parts ---- */
+static void cad_publish(struct jobparts *jp, const struct job *j, struct pub *pb, uint64_t now)
+{
+	const struct swim *sw = mesh_swim(jp->o.mesh);
+	struct jv_part *cv = jp->parts; /* scratch: the verdict is made after */
+	uint32_t ttl_ms;
+	int all, nc = cadparts_build(jp->cp, j, &pb->cad, now, cv, MAX_CHUNKS, &all, &ttl_ms);
+
+	for (int i = 0; nc && i < swim_count(sw); i++) {
+		const struct swim_member *m = swim_member_at(sw, i);
+
+		if ((m->state == MESH_ALIVE || m->state == MESH_SUSPECT) &&
+		    (all || cadparts_is_host(jp->cp, j, &m->addr, now)))
+			send_parts(jp, &m->addr, cv, nc, PART_F_CAD | (all ? 0 : PART_F_REPLY),
+				   ttl_ms);
+	}
+}
+
+int jobparts_cad_remote(void *ctx, const struct job *j, uint64_t now, struct cad_remote **out,
+			int max)
+{
+	return cadparts_remote(((struct jobparts *)ctx)->cp, j, now, out, max);
 }
 
 /* ---- the verdict ---- */
@@ -597,7 +635,7 @@ static int local_part(struct jobparts *jp, const struct job *j, struct pub *pb, 
 
 void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 {
-	int world = job_world(j), spans, stalled, nc, n = 0, nh, edges;
+	int world = job_world_size(j), spans, stalled, nc, n = 0, nh, edges;
 	struct pub *pb = pub_of(jp, j);
 	struct jv_verdict v;
 
@@ -605,6 +643,8 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 		return;
 	pb->seen_ns = now;
 	spans = jp->o.mesh && world > distinct_ranks(j);
+	if (spans)
+		cad_publish(jp, j, pb, now);
 	/* no progress here for a quarter of the soft timeout (at least 1 s): the job's other
 	 * hosts hear of it well before a verdict is due, and a healthy job whose steps wait a
 	 * second on the device says nothing */
@@ -658,6 +698,7 @@ void jobparts_tick(struct jobparts *jp, uint64_t now)
 		    !ranks_job_find(jp->o.ranks, r->part.uid, r->part.job))
 			drop_remote(jp, i--);
 	}
+	cadparts_tick(jp->cp, jp->o.ranks, now);
 	for (int i = 0; i < jp->np; i++)
 		if (now - jp->pv[i].seen_ns > 10 * CLOCK_NS_PER_S)
 			jp->pv[i--] = jp->pv[--jp->np];
@@ -702,7 +743,19 @@ void jobparts_counters(const struct jobparts *jp, struct json_object *c)
 	jint(c, "parts_world_mismatch", (int64_t)jp->c.world_mismatch);
 	jint(c, "parts_bad_seq", (int64_t)jp->c.bad_seq);
 	jint(c, "parts_expired", (int64_t)jp->c.expired);
+	cadparts_counters(jp->cp, c);
 	jint(c, "socket_dumps", (int64_t)jp->pl.dumps);
+}
+
+/* Is rank `rank` of j in a fresh part from `from`? */
+static int in_parts(const struct jobparts *jp, const struct job *j, const struct mesh_addr *from,
+		    int rank)
+{
+	for (int i = 0; i < jp->nr; i++)
+		if (!jp->rv[i].stale_ns && same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id) &&
+		    addr_eq(&jp->rv[i].from, from) && jobview_part_rank(&jp->rv[i].part, rank) >= 0)
+			return 1;
+	return 0;
 }
 
 struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struct job *j,
@@ -734,8 +787,25 @@ struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struc
 			if (x->flags & JV_R_COMM)
 				jint(o, "nccl_seq", (int64_t)x->comm_seq);
 			jdbl(o, "part_age_s", age);
+			cadparts_rank_json(jp->cp, j, x->rank, &r->from, now, o);
 			json_object_array_add(arr, o);
 		}
+	}
+	/* ranks known from their cadence only (a healthy job sends no other part) */
+	for (int it = 0;;) {
+		struct mesh_addr from;
+		const struct cad_remote *x = cadparts_next(jp->cp, j, now, &it, &from);
+		struct json_object *o;
+
+		if (!x)
+			break;
+		if (job_holds_live(j, x->rank) || in_parts(jp, j, &from, x->rank))
+			continue;
+		o = json_object_new_object();
+		jint(o, "rank", x->rank);
+		jstr(o, "node", x->node);
+		cadparts_rank_json(jp->cp, j, x->rank, &from, now, o);
+		json_object_array_add(arr, o);
 	}
 	return arr;
 }
@@ -793,6 +863,11 @@ struct jobparts *jobparts_new(const struct jobparts_opts *o)
 	if (!jp)
 		return NULL;
 	jp->o = *o;
+	jp->cp = cadparts_new();
+	if (!jp->cp) {
+		free(jp);
+		return NULL;
+	}
 	snprintf(jp->node, sizeof(jp->node), "%s", o->node && *o->node ? o->node : "localhost");
 	if (o->mesh) {
 		jp->self = *mesh_self(o->mesh);
@@ -815,5 +890,6 @@ void jobparts_free(struct jobparts *jp)
 	free(jp->sv);
 	free(jp->pv);
 	free(jp->hosts);
+	cadparts_free(jp->cp);
 	free(jp);
 }

@@ -9,7 +9,9 @@
  * time in a stall), sent while the job makes no progress here (after a quarter of the soft
  * timeout, at least 1 s) and when
  * it changes, refreshed every second, answered once by hosts that do not stall (so a host that
- * progresses says so). A healthy job costs nothing. See docs/cluster.md for the numbers.
+ * progresses says so). Besides, the step cadence of its ranks (cadence parts, PART_F_CAD)
+ * every 2-20 s while the job spans hosts, healthy or not: a straggler is judged against the
+ * whole job's median (agent/cadwatch.c). See docs/cluster.md for the numbers.
  */
 #ifndef FTBPF_JOBPARTS_H
 #define FTBPF_JOBPARTS_H
@@ -41,6 +43,11 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now);
 void jobparts_tick(struct jobparts *jp, uint64_t now);
 /* A mesh peer changed state (its parts expire when it is dead or gone). */
 void jobparts_peer_event(struct jobparts *jp, const char *type, const struct swim_member *m);
+struct cad_remote;
+/* The job's ranks on other hosts with their step cadence (cad_remote_fn of agent/cadwatch.h;
+ * ctx: the jobparts): fresh, none that this host holds alive. */
+int jobparts_cad_remote(void *ctx, const struct job *j, uint64_t now, struct cad_remote **out,
+			int max);
 /* Counters into c: parts_rx, parts_tx, parts_bad_mac, ... */
 void jobparts_counters(const struct jobparts *jp, struct json_object *c);
 /* The job's ranks on other hosts (rank, node, pid, state, reason, culprit): a new array. */

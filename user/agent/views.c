@@ -175,31 +175,68 @@ static void iso_time(char *buf, size_t len, uint64_t mono_ns)
 		 (int)(t % CLOCK_NS_PER_S / 1000000));
 }
 
-struct json_object *view_straggler(const char *type, const struct job *j, const struct rank *k,
-				   const char *node)
+/* The fields of a straggler event common to ranks here and elsewhere. */
+static struct json_object *straggler_common(const char *type, const struct job *j,
+					    struct cad_remote *const *rem, int nrem)
 {
 	struct json_object *o = view_job_event(type, j), *ranks = json_object_new_array();
-	char since[48];
 
 	for (int i = 0; i < j->nmembers; i++)
-		if (j->members[i]->cad.straggler)
+		if (j->members[i]->cad.straggler && !j->members[i]->s.exited)
 			json_object_array_add(ranks, json_object_new_int(j->members[i]->id.rank));
+	for (int i = 0; i < nrem; i++)
+		if (rem[i]->straggler)
+			json_object_array_add(ranks, json_object_new_int(rem[i]->rank));
+	json_object_object_add(o, "ranks", ranks);
+	jdbl(o, "step_s", j->cad.step_s);
+	jdbl(o, "median_own_s", j->cad.step_s * j->cad.median_own);
+	return o;
+}
+
+struct json_object *view_straggler(const char *type, const struct job *j, const struct rank *k,
+				   const char *node, struct cad_remote *const *rem, int nrem)
+{
+	struct json_object *o = straggler_common(type, j, rem, nrem);
+	char since[48];
+
 	jint(o, "rank", k->id.rank);
 	jint(o, "pid", k->pid);
-	json_object_object_add(o, "ranks", ranks);
 	jstr(o, "node", node);
+	jbool(o, "here", 1);
 	jdbl(o, "slowdown", k->cad.slowdown);
 	if (!strcmp(type, "straggler_recovered"))
 		jdbl(o, "peak_slowdown", k->cad.peak_slowdown);
 	iso_time(since, sizeof(since), k->cad.since_ns);
 	jstr(o, "since", since);
 	jstr(o, "reason", cad_reason_name(k->cad.reason));
-	jdbl(o, "step_s", j->cad.step_s);
 	jdbl(o, "compute_s", j->cad.step_s * (k->cad.own_frac - k->cad.read_frac));
 	jdbl(o, "read_s", j->cad.step_s * k->cad.read_frac);
 	jdbl(o, "wait_s", j->cad.step_s * k->cad.wait_frac);
-	jdbl(o, "median_own_s", j->cad.step_s * j->cad.median_own);
 	jstr(o, "evidence", k->cad.evidence);
+	return o;
+}
+
+struct json_object *view_straggler_remote(const char *type, const struct job *j,
+					  const struct cad_remote *x, struct cad_remote *const *rem,
+					  int nrem)
+{
+	struct json_object *o = straggler_common(type, j, rem, nrem);
+	double own = x->s.own_ppm / 1e6, rd = x->s.read_ppm / 1e6, wt = x->s.wait_ppm / 1e6;
+	char since[48];
+
+	jint(o, "rank", x->rank);
+	jstr(o, "node", x->node);
+	jbool(o, "here", 0);
+	jdbl(o, "slowdown", x->slowdown);
+	if (!strcmp(type, "straggler_recovered"))
+		jdbl(o, "peak_slowdown", x->peak_slowdown);
+	iso_time(since, sizeof(since), x->since_ns);
+	jstr(o, "since", since);
+	jstr(o, "reason", cad_reason_name(x->reason));
+	jdbl(o, "compute_s", j->cad.step_s * (own - rd));
+	jdbl(o, "read_s", j->cad.step_s * rd);
+	jdbl(o, "wait_s", j->cad.step_s * wt);
+	jstr(o, "evidence", x->evidence);
 	return o;
 }
 

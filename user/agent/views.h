@@ -85,9 +85,15 @@ struct json_object *view_rank_exit(const struct rank *k);
 struct json_object *view_rank_left(const struct rank *k, const char *why, uid_t now_uid,
 				   uid_t now_euid);
 struct json_object *view_recovered(const struct job *j);
-/* "straggler" or "straggler_recovered": rank k of job j, on node */
+struct cad_remote;
+/* "straggler" or "straggler_recovered": rank k of job j, on node (this host); rem: the job's
+ * ranks on other hosts (their stragglers are listed in `ranks` too) */
 struct json_object *view_straggler(const char *type, const struct job *j, const struct rank *k,
-				   const char *node);
+				   const char *node, struct cad_remote *const *rem, int nrem);
+/* the same for a rank of the job on another host, as this host judges it */
+struct json_object *view_straggler_remote(const char *type, const struct job *j,
+					  const struct cad_remote *x, struct cad_remote *const *rem,
+					  int nrem);
 struct json_object *view_job_failed(const struct job *j);
 struct json_object *view_hard_timeout(const struct job *j, const char *action);
 /* a peer of the heartbeat mesh changed state */

@@ -142,13 +142,34 @@ static void rank_cadence_json(struct json_object *o, const struct rank *k)
 	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
 }
 
+static struct json_object *straggler_at(int rank, const char *node, int here)
+{
+	struct json_object *o = json_object_new_object();
+
+	jint(o, "rank", rank);
+	jstr(o, "node", node);
+	jbool(o, "here", here);
+	return o;
+}
+
 static void job_cadence_json(struct json_object *o, const struct job *j)
 {
 	struct json_object *s = json_object_new_array();
 
+	struct json_object *sn = json_object_new_array();
+
 	for (int i = 0; i < j->nmembers; i++)
-		if (j->members[i]->cad.straggler && !j->members[i]->s.exited)
+		if (j->members[i]->cad.straggler && !j->members[i]->s.exited) {
 			json_object_array_add(s, json_object_new_int(j->members[i]->id.rank));
+			json_object_array_add(sn,
+					      straggler_at(j->members[i]->id.rank, j->cad.node, 1));
+		}
+	for (int i = 0; i < j->cad.nremote; i++) { /* on other hosts, as judged here */
+		json_object_array_add(s, json_object_new_int(j->cad.remote[i].rank));
+		json_object_array_add(
+		    sn, straggler_at(j->cad.remote[i].rank, j->cad.remote[i].node, 0));
+	}
+	json_object_object_add(o, "straggler_nodes", sn);
 	jdbl(o, "step_s", j->cad.step_s);
 	jdbl(o, "step_rate", j->cad.rate);
 	jdbl(o, "step_spread", j->cad.spread);

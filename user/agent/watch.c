@@ -91,6 +91,7 @@ void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct
 void watch_fini(struct watch *w)
 {
 	sampler_fini(&w->sp);
+	cadwatch_fini(&w->cw);
 	free(w->eval_d);
 	free(w->eval_s);
 	free(w->eval_map);

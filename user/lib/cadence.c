@@ -345,12 +345,16 @@ void cad_summarize(const struct cad_rank *r, int rank, struct cad_summary *s)
 		return;
 	s->flags = CAD_SUM_VALID | (r->straggler ? CAD_SUM_STRAGGLER : 0) |
 		   (r->reason == CAD_DATA ? CAD_SUM_DATA : 0);
-	s->own_ppm = (uint32_t)(r->own_frac * 1e6);
-	s->wait_ppm = (uint32_t)(r->wait_frac * 1e6);
-	s->read_ppm = (uint32_t)(r->read_frac * 1e6);
+	/* fractions of wall time, whatever rounding made of them */
+	s->own_ppm = (uint32_t)(fmin(fmax(r->own_frac, 0), 1) * 1e6);
+	s->wait_ppm = (uint32_t)(fmin(fmax(r->wait_frac, 0), 1) * 1e6);
+	s->read_ppm =
+	    (uint32_t)(fmin(fmax(r->read_frac, 0), r->own_frac > 1 ? 1 : r->own_frac) * 1e6);
+	if (s->read_ppm > s->own_ppm)
+		s->read_ppm = s->own_ppm;
 	s->step_us = (uint32_t)fmin(r->step_s * 1e6, 4e9);
 	s->slowdown_pm = (uint32_t)fmin(r->slowdown * 1e3, 4e9);
-	s->window_ms = (uint32_t)(r->window_s * 1e3);
+	s->window_ms = (uint32_t)fmin(r->window_s * 1e3, 3600000);
 }
 
 void cad_rank_from_summary(struct cad_rank *r, const struct cad_summary *s)

@@ -77,6 +77,14 @@ struct cad_job {
 	double p99_step_s; /* of the recent step samples, 0 too few */
 	int nsteps, head;
 	double steps[CAD_STEPS]; /* recent step-time samples (for the p99) */
+	/* (the caller fills these) this host's name, and the job's stragglers on other hosts as
+	 * this host judges them */
+	char node[64];
+	int nremote;
+	struct {
+		int rank;
+		char node[32];
+	} remote[16];
 };
 
 /*
@@ -96,6 +104,19 @@ struct cad_summary {
 #define CAD_SUM_VALID	  0x1u
 #define CAD_SUM_STRAGGLER 0x2u
 #define CAD_SUM_DATA	  0x4u /* its excess time is reading input */
+
+/* A rank of a job on another host, as a host that shares the job keeps it: its latest summary,
+ * and the straggler state judged here between summaries (cad_rank's, without the history). */
+struct cad_remote {
+	int rank;
+	char node[32]; /* its host: the mesh address */
+	struct cad_summary s;
+	int straggler;
+	enum cad_reason reason;
+	uint64_t since_ns, above_ns, below_ns;
+	double slowdown, peak_slowdown;
+	char evidence[384];
+};
 
 void cad_params_default(struct cad_params *p);
 /* Record one scan's observation and recompute the rank's figures over the window. */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ftbpf/abi.h"
+#include "lib/cadence.h"
 #include "lib/detector.h"
 
 #define JV_MAX_RANKS 12 /* ranks of one job in one part (a host with more sends chunks) */
@@ -81,6 +82,9 @@ struct jv_part {
 	struct jv_rank ranks[JV_MAX_RANKS];
 	struct jv_edge edges[JV_MAX_EDGES];
 	struct jv_res res[JV_MAX_RES];
+	/* step cadence of its ranks (a cadence part: ranks, edges and resolutions are empty) */
+	int ncad;
+	struct cad_summary cad[JV_MAX_RANKS];
 	/* receiver's side */
 	uint64_t at_ns; /* when it was made (this host's part) or arrived (CLOCK_MONOTONIC) */
 	int stale;	/* expired: its ranks count as missing, its host is where they were */

@@ -215,6 +215,24 @@ int job_has_live(const struct job *j)
 	return 0;
 }
 
+int job_holds_live(const struct job *j, int rank)
+{
+	for (int m = 0; m < j->nmembers; m++)
+		if (j->members[m]->id.rank == rank && !j->members[m]->s.exited)
+			return 1;
+	return 0;
+}
+
+int job_world_size(const struct job *j)
+{
+	int w = -1;
+
+	for (int m = 0; m < j->nmembers; m++)
+		if (j->members[m]->id.world_size > w)
+			w = j->members[m]->id.world_size;
+	return w;
+}
+
 void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
 		       void (*drop)(void *ctx, struct rank *k), void *ctx)
 {

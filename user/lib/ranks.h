@@ -127,6 +127,10 @@ int ranks_user_live(const struct ranks *r, uid_t uid);
 void rank_add_signal(struct rank *k, const struct rank_sig *s);
 /* Does job j have a live member? */
 int job_has_live(const struct job *j);
+/* Does a live member of j have rank `rank`? */
+int job_holds_live(const struct job *j, int rank);
+/* The largest world size its members say, -1 none. */
+int job_world_size(const struct job *j);
 /* A new run of job j: its exited members are forgotten (after `drop` was called for each, to
  * release what the caller holds for them), the per-run verdict is cleared, run is counted. */
 void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,

@@ -7,18 +7,23 @@
 /* Header (little-endian):
  *  0 magic "FP", 2 version, 3 flags, 4 nranks, 5 nedges, 6 nres, 7 naddrs,
  *  8 from.ip, 12 from.port, 14 chunk, 15 nchunks, 16 boot, 24 seq, 32 to.ip, 36 to.port,
- * 38 text length, 39 reserved, 40 to_boot, 48 sent_ms, 56 uid, 60 world_size, 64 ttl_ms,
+ * 38 text length, 39 ncad (0 from agents before cadence parts), 40 to_boot, 48 sent_ms, 56 uid, 60 world_size, 64 ttl_ms,
  * 68 text_rank, 72 job (64 bytes, NUL-padded)
- * then naddrs x 4 (IPv4), nranks x 48, nedges x 24, nres x 12, the text, the MAC (32).
+ * then naddrs x 4 (IPv4), nranks x 56, nedges x 24, nres x 12, ncad x 28, the text, the MAC
+ * (32).
  * Rank: 0 rank, 4 pid, 8 state, 9 flags, 10 syscall, 12 score, 13 comm_api, 14 comm_dtype,
  * 15 0, 16 exit_code, 20 progress_age_ms, 24 state_age_ms, 28 exit_age_ms, 32 comm_id,
  * 40 comm_seq, 48 comm_count
  * Edge: 0 from_rank, 4 to_rank, 8 peer.ip, 12 peer.port, 14 how, 15 0, 16 local.ip,
  * 20 local.port, 22 0
  * Resolution: 0 ip, 4 port, 6 0, 8 rank
+ * Cadence: 0 rank, 4 flags, 5 0 0 0, 8 own_ppm, 12 wait_ppm, 16 read_ppm, 20 step_us,
+ * 24 window_ms
  */
 #define PART_MAX_RANK (1 << 24)
 #define PART_MAX_SEQ  (1ull << 48) /* more collectives than a job can issue */
+#define PART_MAX_PPM  1000000u
+#define PART_MAX_WIN  3600000u /* a cadence window of an hour at most */
 
 static void put16(uint8_t *b, uint16_t v)
 {
@@ -101,10 +106,11 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 
 	if (pt->nranks < 0 || pt->nranks > JV_MAX_RANKS || pt->nedges < 0 ||
 	    pt->nedges > JV_MAX_EDGES || pt->nres < 0 || pt->nres > JV_MAX_RES || pt->naddrs < 0 ||
-	    pt->naddrs > JV_MAX_ADDRS)
+	    pt->naddrs > JV_MAX_ADDRS || pt->ncad < 0 || pt->ncad > JV_MAX_RANKS)
 		return -1;
 	len = PART_HDR_BYTES + (size_t)pt->naddrs * 4 + (size_t)pt->nranks * PART_RANK_BYTES +
-	      (size_t)pt->nedges * PART_EDGE_BYTES + (size_t)pt->nres * PART_RES_BYTES + tl;
+	      (size_t)pt->nedges * PART_EDGE_BYTES + (size_t)pt->nres * PART_RES_BYTES +
+	      (size_t)pt->ncad * PART_CAD_BYTES + tl;
 	if (len + MESH_MAC_BYTES > cap || len + MESH_MAC_BYTES > PART_MAX_PACKET)
 		return -1;
 	memset(buf, 0, len);
@@ -125,6 +131,7 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 	put32(buf + 32, p->to.ip);
 	put16(buf + 36, p->to.port);
 	buf[38] = (uint8_t)tl;
+	buf[39] = (uint8_t)pt->ncad;
 	put64(buf + 40, p->to_boot);
 	put64(buf + 48, p->sent_ms);
 	put32(buf + 56, pt->uid);
@@ -172,6 +179,18 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 		put16(buf + o + 4, pt->res[i].ep.port);
 		put32(buf + o + 8, (uint32_t)pt->res[i].rank);
 	}
+	for (int i = 0; i < pt->ncad; i++, o += PART_CAD_BYTES) {
+		const struct cad_summary *c = &pt->cad[i];
+		uint8_t *b = buf + o;
+
+		put32(b, (uint32_t)c->rank);
+		b[4] = (uint8_t)c->flags;
+		put32(b + 8, c->own_ppm);
+		put32(b + 12, c->wait_ppm);
+		put32(b + 16, c->read_ppm);
+		put32(b + 20, c->step_us);
+		put32(b + 24, c->window_ms);
+	}
 	memcpy(buf + o, text, tl);
 	crypto_auth_hmacsha256(buf + len, buf, len, key);
 	return (int)(len + MESH_MAC_BYTES);
@@ -192,6 +211,26 @@ static int job_ok(const uint8_t *b)
 	for (int i = n; i < FTBPF_JOB_LEN; i++)
 		if (b[i])
 			return 0;
+	return 1;
+}
+
+/* Cadence records: ranks of the world, once each, fractions of wall time, known flags. */
+static int cad_ok(const struct jv_part *pt)
+{
+	for (int i = 0; i < pt->ncad; i++) {
+		const struct cad_summary *c = &pt->cad[i];
+
+		if (c->rank < 0 || c->rank >= PART_MAX_RANK ||
+		    (pt->world_size > 0 && c->rank >= pt->world_size) ||
+		    (c->flags & ~(CAD_SUM_VALID | CAD_SUM_STRAGGLER | CAD_SUM_DATA)) ||
+		    c->own_ppm > PART_MAX_PPM || c->wait_ppm > PART_MAX_PPM ||
+		    c->read_ppm > c->own_ppm || c->window_ms > PART_MAX_WIN ||
+		    (!(c->flags & CAD_SUM_VALID) && (c->own_ppm || c->wait_ppm || c->step_us)))
+			return 0;
+		for (int k = 0; k < i; k++)
+			if (pt->cad[k].rank == c->rank)
+				return 0;
+	}
 	return 1;
 }
 
@@ -222,7 +261,7 @@ static int ranks_ok(const struct jv_part *pt)
 		if (pt->res[i].rank < -2 || pt->res[i].rank >= PART_MAX_RANK ||
 		    (pt->res[i].rank >= 0 && jobview_part_rank(pt, pt->res[i].rank) < 0))
 			return 0;
-	return 1;
+	return cad_ok(pt);
 }
 
 int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
@@ -230,7 +269,7 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 {
 	struct jv_part *pt = &p->part;
 	size_t body, o, tl;
-	int nr, ne, nres, na, k;
+	int nr, ne, nres, na, nc, k;
 
 	if (len < PART_HDR_BYTES + MESH_MAC_BYTES || len > PART_MAX_PACKET)
 		return PART_E_SIZE;
@@ -238,19 +277,20 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 		return PART_E_MAGIC;
 	if (buf[2] != PART_VERSION)
 		return PART_E_VERSION;
-	nr = buf[4], ne = buf[5], nres = buf[6], na = buf[7], tl = buf[38];
+	nr = buf[4], ne = buf[5], nres = buf[6], na = buf[7], tl = buf[38], nc = buf[39];
 	if (nr > JV_MAX_RANKS || ne > JV_MAX_EDGES || nres > JV_MAX_RES || na > JV_MAX_ADDRS ||
-	    tl > PART_MAX_TEXT - 1)
+	    nc > JV_MAX_RANKS || tl > PART_MAX_TEXT - 1)
 		return PART_E_SIZE;
 	body = PART_HDR_BYTES + (size_t)na * 4 + (size_t)nr * PART_RANK_BYTES +
-	       (size_t)ne * PART_EDGE_BYTES + (size_t)nres * PART_RES_BYTES + tl;
+	       (size_t)ne * PART_EDGE_BYTES + (size_t)nres * PART_RES_BYTES +
+	       (size_t)nc * PART_CAD_BYTES + tl;
 	if (body + MESH_MAC_BYTES != len)
 		return PART_E_SIZE;
 	if (crypto_auth_hmacsha256_verify(buf + body, buf, body, key) != 0)
 		return PART_E_MAC;
 	memset(p, 0, sizeof(*p));
 	p->flags = buf[3];
-	pt->nranks = nr, pt->nedges = ne, pt->nres = nres, pt->naddrs = na;
+	pt->nranks = nr, pt->nedges = ne, pt->nres = nres, pt->naddrs = na, pt->ncad = nc;
 	p->from.ip = get32(buf + 8);
 	p->from.port = get16(buf + 12);
 	pt->chunk = buf[14];
@@ -308,10 +348,24 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 		pt->res[i].ep.port = get16(buf + o + 4);
 		pt->res[i].rank = (int32_t)get32(buf + o + 8);
 	}
+	for (int i = 0; i < nc; i++, o += PART_CAD_BYTES) {
+		struct cad_summary *c = &pt->cad[i];
+		const uint8_t *b = buf + o;
+
+		if (b[5] || b[6] || b[7])
+			return PART_E_FIELD;
+		c->rank = (int32_t)get32(b);
+		c->flags = b[4];
+		c->own_ppm = get32(b + 8);
+		c->wait_ppm = get32(b + 12);
+		c->read_ppm = get32(b + 16);
+		c->step_us = get32(b + 20);
+		c->window_ms = get32(b + 24);
+	}
 	if (!p->from.ip || !p->from.port || !p->to.ip || !p->to.port || !pt->nchunks ||
 	    pt->chunk >= pt->nchunks || (pt->world_size != -1 && pt->world_size < 1) ||
 	    pt->world_size > PART_MAX_RANK || !p->ttl_ms || p->ttl_ms > PART_TTL_MAX_MS ||
-	    !ranks_ok(pt))
+	    ((p->flags & PART_F_CAD) && (nr || ne || nres || tl)) || !ranks_ok(pt))
 		return PART_E_FIELD;
 	k = p->text_rank >= 0 ? jobview_part_rank(pt, p->text_rank) : -1;
 	if (tl && k < 0)

@@ -19,6 +19,7 @@
 #define PART_RANK_BYTES 56
 #define PART_EDGE_BYTES 24
 #define PART_RES_BYTES	12
+#define PART_CAD_BYTES	28
 #define PART_MAX_TEXT	JV_TEXT_LEN
 #define PART_MAX_PACKET MESH_MAX_PACKET
 #define PART_TTL_MAX_MS 60000
@@ -26,6 +27,9 @@
 /* Flags */
 #define PART_F_REPLY 0x1 /* an answer to a part: do not answer it */
 #define PART_F_GONE  0x2 /* the job has no rank left here: forget this host's part */
+/* a cadence part: the step cadence of the sender's ranks of the job (cad records only), sent
+ * every few seconds while the job runs on more hosts than this one, healthy or not */
+#define PART_F_CAD 0x4
 
 struct part_packet {
 	struct mesh_addr from, to;

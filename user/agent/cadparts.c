@@ -1,0 +1,292 @@
+/* Step cadence across hosts: see cadparts.h. */
+#include "agent/cadparts.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/jobview.h"
+#include "lib/jsonx.h"
+#include "lib/ranks.h"
+#include "os/clock.h"
+#include "proto/part_proto.h"
+
+#define MS	       1000000ull
+#define EVERY_MIN      (2000 * MS)
+#define EVERY_MAX      (20000 * MS)
+#define EVERY_PER_HOST (20 * MS)
+#define TTL_PERIODS    3
+#define REBROADCAST    (30000 * MS) /* every member again while ranks of the job are unknown */
+#define MAX_ENTRIES    8192
+
+struct entry {
+	uint32_t uid;
+	char job[FTBPF_JOB_LEN];
+	struct mesh_addr from;
+	int member;
+	uint64_t at_ns, expires_ns;
+	struct cad_remote x;
+};
+
+struct cadparts {
+	struct entry *v;
+	int n, cap;
+	uint64_t accepted, not_ours, world_mismatch, claims_ours, conflict, dropped;
+};
+
+struct cadparts *cadparts_new(void)
+{
+	return calloc(1, sizeof(struct cadparts));
+}
+
+void cadparts_free(struct cadparts *cp)
+{
+	if (!cp)
+		return;
+	free(cp->v);
+	free(cp);
+}
+
+static int addr_eq(const struct mesh_addr *a, const struct mesh_addr *b)
+{
+	return a->ip == b->ip && a->port == b->port;
+}
+
+static int fresh(const struct entry *e, const struct job *j, uint64_t now)
+{
+	return now < e->expires_ns && e->uid == (uint32_t)j->uid && !strcmp(e->job, j->id);
+}
+
+static struct entry *find(struct cadparts *cp, const struct jv_part *pt, int rank)
+{
+	for (int i = 0; i < cp->n; i++)
+		if (cp->v[i].x.rank == rank && cp->v[i].uid == pt->uid &&
+		    !strcmp(cp->v[i].job, pt->job))
+			return &cp->v[i];
+	return NULL;
+}
+
+static struct entry *add(struct cadparts *cp, const struct jv_part *pt, int rank)
+{
+	struct entry *e;
+
+	if (cp->n >= MAX_ENTRIES)
+		return NULL;
+	if (cp->n == cp->cap) {
+		int c = cp->cap ? cp->cap * 2 : 32;
+		struct entry *nv = realloc(cp->v, (size_t)c * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		cp->v = nv;
+		cp->cap = c;
+	}
+	e = &cp->v[cp->n++];
+	memset(e, 0, sizeof(*e));
+	e->uid = pt->uid;
+	snprintf(e->job, sizeof(e->job), "%s", pt->job);
+	e->x.rank = rank;
+	return e;
+}
+
+int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member,
+		    const struct job *j, uint64_t now)
+{
+	const struct jv_part *pt = &p->part;
+	int w = j ? job_world_size(j) : -1;
+
+	if (!j) {
+		cp->not_ours++;
+		return -1;
+	}
+	if (w > 0 && pt->world_size > 0 && w != pt->world_size) {
+		cp->world_mismatch++;
+		return -1;
+	}
+	for (int i = 0; i < pt->ncad; i++)
+		if (job_holds_live(j, pt->cad[i].rank)) {
+			cp->claims_ours++; /* our ranks are ours: we see them */
+			return -1;
+		}
+	for (int i = 0; i < pt->ncad; i++) {
+		struct entry *e = find(cp, pt, pt->cad[i].rank);
+
+		/* two hosts claim a rank: the first holds while fresh, unless the newcomer is a
+		 * live member of the mesh and the first is not */
+		if (e && !addr_eq(&e->from, &p->from) && now < e->expires_ns &&
+		    !(member && !e->member)) {
+			cp->conflict++;
+			continue;
+		}
+		if (!e && !(e = add(cp, pt, pt->cad[i].rank))) {
+			cp->dropped++;
+			continue;
+		}
+		if (!addr_eq(&e->from, &p->from)) { /* another host's now: judged anew */
+			memset(&e->x, 0, sizeof(e->x));
+			e->x.rank = pt->cad[i].rank;
+		}
+		e->from = p->from;
+		mesh_format_addr(&p->from, e->x.node, sizeof(e->x.node));
+		e->member = member;
+		e->x.s = pt->cad[i];
+		e->at_ns = now;
+		e->expires_ns = now + (uint64_t)p->ttl_ms * MS;
+	}
+	cp->accepted++;
+	return !(p->flags & PART_F_REPLY);
+}
+
+int cadparts_is_host(const struct cadparts *cp, const struct job *j, const struct mesh_addr *a,
+		     uint64_t now)
+{
+	for (int i = 0; i < cp->n; i++)
+		if (fresh(&cp->v[i], j, now) && addr_eq(&cp->v[i].from, a))
+			return 1;
+	return 0;
+}
+
+/* Ranks of j alive here (each rank once). */
+static int live_ranks(const struct job *j)
+{
+	int n = 0;
+
+	for (int m = 0; m < j->nmembers; m++) {
+		int seen = j->members[m]->s.exited;
+
+		for (int o = 0; o < m && !seen; o++)
+			seen = !j->members[o]->s.exited &&
+			       j->members[o]->id.rank == j->members[m]->id.rank;
+		n += !seen;
+	}
+	return n;
+}
+
+/* The job's hosts known (this one included); *ret_ranks: its ranks known here or there. */
+static int known(const struct cadparts *cp, const struct job *j, uint64_t now, int *ret_ranks)
+{
+	int hosts = 1, ranks = live_ranks(j);
+
+	for (int i = 0; i < cp->n; i++) {
+		int first = 1;
+
+		if (!fresh(&cp->v[i], j, now))
+			continue;
+		ranks++;
+		for (int o = 0; o < i && first; o++)
+			first =
+			    !(fresh(&cp->v[o], j, now) && addr_eq(&cp->v[o].from, &cp->v[i].from));
+		hosts += first;
+	}
+	*ret_ranks = ranks;
+	return hosts;
+}
+
+static int listed(const struct jv_part *cv, int nc, int rank)
+{
+	for (int i = 0; i < nc; i++)
+		for (int k = 0; k < cv[i].ncad; k++)
+			if (cv[i].cad[k].rank == rank)
+				return 1;
+	return 0;
+}
+
+int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *t, uint64_t now,
+		   struct jv_part *cv, int max, int *ret_all, uint32_t *ret_ttl_ms)
+{
+	int ranks, hosts = known(cp, j, now, &ranks), nc = 0, world = job_world_size(j);
+	uint64_t every = (uint64_t)hosts * EVERY_PER_HOST;
+
+	every = every < EVERY_MIN ? EVERY_MIN : every > EVERY_MAX ? EVERY_MAX : every;
+	if (t->sent_ns && now - t->sent_ns < every && !t->due)
+		return 0;
+	for (int m = 0; m < j->nmembers; m++) {
+		const struct rank *k = j->members[m];
+		struct jv_part *c;
+
+		if (k->s.exited || k->id.rank < 0 || listed(cv, nc, k->id.rank))
+			continue;
+		if (!nc || cv[nc - 1].ncad == JV_MAX_RANKS) {
+			if (nc == max)
+				break;
+			c = &cv[nc++];
+			memset(c, 0, sizeof(*c));
+			c->uid = (uint32_t)j->uid;
+			snprintf(c->job, sizeof(c->job), "%s", j->id);
+			c->world_size = world;
+		}
+		c = &cv[nc - 1];
+		cad_summarize(&k->cad, k->id.rank, &c->cad[c->ncad++]);
+	}
+	for (int i = 0; i < nc; i++) {
+		cv[i].chunk = (uint8_t)i;
+		cv[i].nchunks = (uint8_t)nc;
+	}
+	if (!nc)
+		return 0;
+	*ret_all = !t->bcast_ns || (ranks < world && now - t->bcast_ns >= REBROADCAST);
+	*ret_ttl_ms = (uint32_t)(TTL_PERIODS * every / MS);
+	if (*ret_all)
+		t->bcast_ns = now;
+	t->sent_ns = now;
+	t->due = 0;
+	return nc;
+}
+
+int cadparts_remote(void *ctx, const struct job *j, uint64_t now, struct cad_remote **out, int max)
+{
+	struct cadparts *cp = ctx;
+	int n = 0;
+
+	for (int i = 0; i < cp->n && n < max; i++)
+		if (fresh(&cp->v[i], j, now) && !job_holds_live(j, cp->v[i].x.rank))
+			out[n++] = &cp->v[i].x;
+	return n;
+}
+
+const struct cad_remote *cadparts_next(const struct cadparts *cp, const struct job *j, uint64_t now,
+				       int *it, struct mesh_addr *ret_from)
+{
+	for (; *it < cp->n; (*it)++)
+		if (fresh(&cp->v[*it], j, now)) {
+			*ret_from = cp->v[*it].from;
+			return &cp->v[(*it)++].x;
+		}
+	return NULL;
+}
+
+void cadparts_rank_json(const struct cadparts *cp, const struct job *j, int rank,
+			const struct mesh_addr *from, uint64_t now, struct json_object *o)
+{
+	for (int i = 0; i < cp->n; i++) {
+		const struct entry *e = &cp->v[i];
+
+		if (e->x.rank != rank || !fresh(e, j, now) || !addr_eq(&e->from, from))
+			continue;
+		jbool(o, "straggler", e->x.straggler);
+		jdbl(o, "slowdown", e->x.slowdown);
+		jstr(o, "straggler_reason", e->x.straggler ? cad_reason_name(e->x.reason) : NULL);
+		jdbl(o, "step_s", e->x.s.step_us / 1e6);
+		jdbl(o, "cadence_age_s", (double)(now - e->at_ns) / 1e9);
+		return;
+	}
+}
+
+void cadparts_tick(struct cadparts *cp, const struct ranks *ranks, uint64_t now)
+{
+	for (int i = 0; i < cp->n; i++)
+		if (now >= cp->v[i].expires_ns ||
+		    !ranks_job_find(ranks, cp->v[i].uid, cp->v[i].job))
+			cp->v[i--] = cp->v[--cp->n];
+}
+
+void cadparts_counters(const struct cadparts *cp, struct json_object *c)
+{
+	jint(c, "cadence_parts_accepted", (int64_t)cp->accepted);
+	jint(c, "cadence_not_ours", (int64_t)cp->not_ours);
+	jint(c, "cadence_world_mismatch", (int64_t)cp->world_mismatch);
+	jint(c, "cadence_claim_our_ranks", (int64_t)cp->claims_ours);
+	jint(c, "cadence_rank_conflict", (int64_t)cp->conflict);
+	jint(c, "cadence_ranks_dropped", (int64_t)cp->dropped);
+}
