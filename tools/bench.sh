@@ -286,7 +286,7 @@ done
 fi
 if want parts; then
 echo "== a job across hosts: every host's part of a stalled job (mesh_sim parts: agent/jobparts.c's policy, parts as proto/part_proto.c encodes them; 8 ranks per host, each waiting on a socket)"
-echo "   a healthy job sends no part; a stalled one: each host sends its part to the others after soft/4 (at least 1 s) without progress, then every second"
+echo "   a healthy job sends no part but its cadence (below); a stalled one: each host sends its part to the others after soft/4 (at least 1 s) without progress, then every second"
 PARTS_NS=${BENCH_PARTS_NODES:-100 1000}
 for n in $PARTS_NS; do
 	for loss in 0 0.05 0.20; do
@@ -298,6 +298,8 @@ for n in $PARTS_NS; do
 	sz=$("$B/mesh_sim" parts $n 2 0 5 | sed 's/.*part_bytes=\([0-9]*\).*/\1/')
 	awk -v n=$n -v sz="$sz" 'BEGIN { printf "   etcd instead: n=%d server_in=%.1f MB/s server_out=%.1f MB/s (%d watch events/s): the mesh spreads that over the %d hosts\n", n, n * (sz + 150) / 1e6, n * n * (sz + 150) / 1e6, n * n, n }'
 done
+echo "   step cadence, healthy or not (mesh_sim cadence: agent/cadparts.c's policy, lib/cadence.c's period, cadence parts as proto/part_proto.c encodes them; 8 ranks a host): each host's ranks' summaries to the job's other hosts every max(2 s, 20 ms x hosts) <= 20 s, so that a straggler is judged against the whole job"
+for n in 8 $PARTS_NS; do printf '   %s\n' "$("$B/mesh_sim" cadence $n)"; done
 fi
 # start_ranks64 SECONDS: a 64-rank ring job under a fresh agent, all ranks adopted
 start_ranks64() { # SECONDS [more agent flags]

@@ -8,6 +8,8 @@
  *                                           and time when each live node declares it dead
  *   mesh_sim fp N SECONDS LOSS [memberlist] no failure: false dead declarations (and
  *                                           suspicions) per node-hour; load per node
+ *   mesh_sim cadence N                      step cadence of a job on N hosts (8 ranks each):
+ *                                           cadence part size, period, bytes a host a second
  *   mesh_sim parts N SECONDS LOSS SOFT      a job of 8 ranks on each of N hosts stalls: each
  *                                           agent sends its part (agent/jobparts.c's policy,
  *                                           parts encoded by proto/part_proto.c) for SECONDS;
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/cadence.h"
 #include "proto/part_proto.h"
 #include "proto/swim.h"
 
@@ -333,6 +336,46 @@ static int parts_mode(int n, double secs, double loss, double soft)
 	return 0;
 }
 
+/* The wire size of one host's cadence part of a job of 8 ranks per host (what cadparts sends). */
+static int cad_part_bytes(void)
+{
+	uint8_t key[MESH_KEY_BYTES] = {1}, buf[PART_MAX_PACKET];
+	struct part_packet p = {.ttl_ms = 6000, .text_rank = -1, .flags = PART_F_CAD};
+
+	p.from = (struct mesh_addr){0x0a000002, 7946};
+	p.to = (struct mesh_addr){0x0a000001, 7946};
+	snprintf(p.part.job, sizeof(p.part.job), "torch:10.0.0.1:29500");
+	p.part.world_size = 8000;
+	p.part.nchunks = 1;
+	p.part.ncad = 8;
+	for (int r = 0; r < 8; r++)
+		p.part.cad[r] = (struct cad_summary){.rank = r,
+						     .flags = CAD_SUM_VALID,
+						     .own_ppm = 700000,
+						     .wait_ppm = 300000,
+						     .step_us = 300000,
+						     .window_ms = 10000};
+	return part_encode(&p, key, buf, sizeof(buf)) + 28; /* and IPv4 + UDP headers */
+}
+
+/*
+ * Step cadence across n hosts of one job (agent/cadparts.c's policy, lib/cadence.c's period):
+ * each host sends its 8 ranks' summaries to the n - 1 others every period; a host's slowdown
+ * is seen by the others within one period (+ the wire), so a straggler is named by every host
+ * within straggler_window (sustain, 10 s) + one period + a scan.
+ */
+static int cadence_mode(int n)
+{
+	double period = (double)cad_part_period_ns(n) / 1e9;
+	int size = cad_part_bytes();
+
+	printf("n=%d ranks=%d cad_part_bytes=%d period_s=%.1f bytes_per_host_s=%.0f "
+	       "packets_per_host_s=%.1f named_everywhere_within_s=%.1f\n",
+	       n, 8 * n, size, period, (double)(n - 1) * size / period, (double)(n - 1) / period,
+	       10 + period + 0.2);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n, memberlist;
@@ -395,9 +438,11 @@ int main(int argc, char **argv)
 		sim_free(s);
 		return 0;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "cadence"))
+		return cadence_mode(atoi(argv[2]));
 	if (argc >= 6 && !strcmp(argv[1], "parts"))
 		return parts_mode(atoi(argv[2]), atof(argv[3]), atof(argv[4]), atof(argv[5]));
 	fprintf(stderr, "usage: mesh_sim detect N TRIALS [memberlist] | fp N SECONDS LOSS "
-			"[memberlist] | parts N SECONDS LOSS SOFT\n");
+			"[memberlist] | parts N SECONDS LOSS SOFT | cadence N\n");
 	return 2;
 }

@@ -7,7 +7,8 @@
 # median to judge it by; with the others' cadence parts, BOTH agents emit `straggler` for rank
 # 2 on host 2 within 30 s (host 2's says here, host 1's names host 2's mesh address), no other
 # rank is named, no hang, and host 1's status lists it among the job's stragglers with its
-# host. Then it keeps pace again: both say straggler_recovered.
+# host. Lying cadence parts (a stranger with the key) are counted and name nobody. Then it
+# keeps pace again: both say straggler_recovered.
 . "$(dirname "$0")/lib.sh"
 command -v ip >/dev/null || { log "SKIP: no ip(8)"; finish; }
 /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null || { log "SKIP: no python3-torch"; finish; }
@@ -66,6 +67,24 @@ for i in 1 2; do
 	xf $i status --json | jq -e '.agent.counters.cadence_parts_accepted > 0 and .agent.counters.cadence_claim_our_ranks == 0 and .agent.counters.cadence_rank_conflict == 0' >/dev/null ||
 		fail "host $i counters: $(xf $i status --json | jq -c '.agent.counters | with_entries(select(.key | startswith("cadence")))')"
 done
+# lying peers (with the cluster key), meanwhile: a cadence part from a stranger saying host 1's
+# rank 0 computes 99% of the time, one for a rank beyond the world, one claiming rank 2 (host
+# 2's), one of a job not here: counted, nobody named
+PS="$B/workloads/part_send"
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.9:7946 "$JOB" 3 0
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadrange $NET.9:7946 "$JOB" 3 0
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.9:7946 "$JOB" 3 2
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.9:7946 "torch:$NET.1:1" 3 1
+sleep 12 # longer than straggler_window: a believed lie would have been named by now
+C=$(xf 1 status --json | jq -c '.agent.counters')
+echo "$C" | jq -e '.cadence_claim_our_ranks >= 1 and .parts_bad_field >= 1 and .cadence_rank_conflict >= 1 and .cadence_not_ours >= 1' >/dev/null &&
+	pass "lying cadence parts counted: $(echo "$C" | jq -c '{cadence_claim_our_ranks, parts_bad_field, cadence_rank_conflict, cadence_not_ours}')" ||
+	fail "counters: $(echo "$C" | jq -c 'with_entries(select(.key | startswith("cadence") or . == "parts_bad_field"))')"
+[ -z "$( (ev 1 straggler; ev 2 straggler) | jq -c 'select(.rank!=2)')" ] &&
+	xf 1 status --json | jq -e ".jobs[] | select(.job==\"$JOB\") | .straggler_nodes == [{\"rank\": 2, \"node\": \"$NET.2:7946\", \"here\": false}]" >/dev/null &&
+	pass "nobody named for the lies; rank 2 still on host 2" ||
+	fail "after the lies: $(xf 1 status --json | jq -c ".jobs[] | select(.job==\"$JOB\") | {stragglers, straggler_nodes}")"
+kill -0 "${XAG[1]}" && pass "agent 1 alive" || fail "agent 1 died"
 # it keeps pace again 80 s in: both say it recovered
 wait_until 100 test -s "$D/slow_end.ts" || fail "the slowdown never ended"
 rec_both() { [ -n "$(ev 1 straggler_recovered | jq -c 'select(.rank==2)')" ] && [ -n "$(ev 2 straggler_recovered | jq -c 'select(.rank==2)')" ]; }

@@ -4,9 +4,18 @@
 #   xh_agent I [FLAGS..]  the agent of host I (mesh, --only-netns 1, soft timeout $SOFT)
 #   xh_down               agents, namespaces, bridge gone (also on EXIT)
 #   xf I ARGS...          ftbpf against host I's agent; xev I TYPE: its events of TYPE
+. "$(dirname "${BASH_SOURCE[0]}")/netns.sh" # veth_into
 declare -A XAG
 xh_down() {
 	local i
+	# an agent that ended before we end it, and what the agents said last, when a test failed
+	for i in "${!XAG[@]}"; do
+		[ -n "${XAG[$i]}" ] && ! kill -0 "${XAG[$i]}" 2>/dev/null && { wait "${XAG[$i]}" 2>/dev/null
+			echo "[$NAME] agent $i (pid ${XAG[$i]}) had ended: status $?"; }
+	done
+	if [ "${FAILS:-0}" -gt 0 ] && [ -n "${T:-}" ]; then
+		for i in "${!XAG[@]}"; do echo "[$NAME] --- agent $i's last lines ---"; tail -15 "$T/n$i/out" 2>/dev/null; done
+	fi
 	# TERM first: a sanitizer build reports leaks at exit
 	for i in "${!XAG[@]}"; do [ -n "${XAG[$i]}" ] && kill "${XAG[$i]}" 2>/dev/null; done
 	for i in "${!XAG[@]}"; do
@@ -39,11 +48,8 @@ xh_up() {
 	PEERS=
 	for i in $(seq "$XH_N"); do
 		ip netns add "$XH$i"
-		ip link add "${XH}v$i" type veth peer name eth0 netns "$XH$i"
+		veth_into "${XH}v$i" "$XH$i" "$XH_NET.$i/24" || return 1
 		ip link set "${XH}v$i" master "${XH}br" up
-		ip -n "$XH$i" addr add "$XH_NET.$i/24" dev eth0
-		ip -n "$XH$i" link set eth0 up
-		ip -n "$XH$i" link set lo up
 		PEERS=$PEERS${PEERS:+,}$XH_NET.$i:7946
 	done
 	head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"

@@ -355,11 +355,14 @@ static void test_ranks_elsewhere(void)
 	    "\"state\":\"hung\",\"ranks_elsewhere\":[{\"rank\":3,\"node\":\"10.0.0.2:7946\","
 	    "\"pid\":55,\"state\":\"stopped\",\"reason\":\"stopped (job-control signal)\","
 	    "\"culprit\":true},{\"rank\":2,\"node\":\"10.0.0.2:7946\",\"pid\":54,"
-	    "\"state\":\"blocked\"}]}]}");
+	    "\"state\":\"blocked\",\"straggler\":true,\"slowdown\":1.35}]}]}");
 
 	top_model_init(m);
 	CU_ASSERT_EQUAL(top_model_update(m, o, 1.0), 0);
 	CU_ASSERT_EQUAL(m->nrows, 3);
+	CU_ASSERT_TRUE(m->rows[2].straggler); /* a straggler on another host: its SLOW column */
+	CU_ASSERT_DOUBLE_EQUAL(m->rows[2].slowdown, 1.35, 1e-9);
+	CU_ASSERT_FALSE(m->rows[1].straggler);
 	CU_ASSERT_FALSE(m->rows[0].elsewhere);
 	CU_ASSERT_TRUE(m->rows[1].elsewhere);
 	CU_ASSERT_EQUAL(m->rows[1].rank, 3);

@@ -8,6 +8,9 @@
  *            ranks it does not own says
  *   range    a valid part claiming a rank beyond the world size
  *   seq      a valid part with an impossible NCCL sequence number
+ *   cadclaim a valid cadence part from FROM: RANK of JOB computes 99% of the time (a lying peer:
+ *            a straggler if believed)
+ *   cadrange a valid cadence part for a rank beyond the world size
  * Valid parts are made with the cluster key: what a peer holding it could send.
  */
 #include <arpa/inet.h>
@@ -43,7 +46,7 @@ int main(int argc, char **argv)
 	if (argc < 8 || mesh_load_key(argv[1], mk, err, sizeof(err)) < 0 ||
 	    mesh_parse_addr(argv[2], &p.to) < 0 || mesh_parse_addr(argv[4], &p.from) < 0) {
 		fprintf(stderr, "usage: part_send KEYFILE TARGET garbage|forged|replay|claim|range|"
-				"seq FROM JOB WORLD RANK\n");
+				"seq|cadclaim|cadrange FROM JOB WORLD RANK\n");
 		return 2;
 	}
 	mode = argv[3];
@@ -73,6 +76,18 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "forged")) {
 		if (getrandom(key, sizeof(key), 0) != sizeof(key))
 			return 1;
+	} else if (!strcmp(mode, "cadclaim") || !strcmp(mode, "cadrange")) {
+		p.flags = PART_F_CAD;
+		p.part.nranks = 0;
+		p.part.ncad = 1;
+		p.part.cad[0] = (struct cad_summary){.rank = mode[3] == 'r' ? p.part.world_size + 3
+									    : atoi(argv[7]),
+						     .flags = CAD_SUM_VALID,
+						     .own_ppm = 990000,
+						     .wait_ppm = 10000,
+						     .step_us = 100000,
+						     .window_ms = 10000};
+		p.ttl_ms = 30000;
 	} else if (!strcmp(mode, "replay")) {
 		sends = 2;
 	} else if (strcmp(mode, "claim") && strcmp(mode, "garbage")) {

@@ -12,13 +12,10 @@
 #include "os/clock.h"
 #include "proto/part_proto.h"
 
-#define MS	       1000000ull
-#define EVERY_MIN      (2000 * MS)
-#define EVERY_MAX      (20000 * MS)
-#define EVERY_PER_HOST (20 * MS)
-#define TTL_PERIODS    3
-#define REBROADCAST    (30000 * MS) /* every member again while ranks of the job are unknown */
-#define MAX_ENTRIES    8192
+#define MS	    1000000ull
+#define TTL_PERIODS 3
+#define REBROADCAST (30000 * MS) /* every member again while ranks of the job are unknown */
+#define MAX_ENTRIES 8192
 
 struct entry {
 	uint32_t uid;
@@ -196,9 +193,8 @@ int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *
 		   struct jv_part *cv, int max, int *ret_all, uint32_t *ret_ttl_ms)
 {
 	int ranks, hosts = known(cp, j, now, &ranks), nc = 0, world = job_world_size(j);
-	uint64_t every = (uint64_t)hosts * EVERY_PER_HOST;
+	uint64_t every = cad_part_period_ns(hosts);
 
-	every = every < EVERY_MIN ? EVERY_MIN : every > EVERY_MAX ? EVERY_MAX : every;
 	if (t->sent_ns && now - t->sent_ns < every && !t->due)
 		return 0;
 	for (int m = 0; m < j->nmembers; m++) {

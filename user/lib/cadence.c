@@ -367,3 +367,12 @@ void cad_rank_from_summary(struct cad_rank *r, const struct cad_summary *s)
 	r->window_s = s->window_ms / 1e3;
 	r->period_max_s = 0;
 }
+
+uint64_t cad_part_period_ns(int hosts)
+{
+	uint64_t every = (uint64_t)(hosts > 0 ? hosts : 1) * 20000000ull;
+
+	return every < 2000000000ull	? 2000000000ull
+	       : every > 20000000000ull ? 20000000000ull
+					: every;
+}

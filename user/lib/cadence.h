@@ -145,5 +145,11 @@ void cad_rank_from_summary(struct cad_rank *r, const struct cad_summary *s);
  */
 double cad_period(const uint64_t *end, int n, int *ret_per_step, double *ret_max);
 const char *cad_reason_name(enum cad_reason r);
+/*
+ * How often a host sends its ranks' cadence to the other hosts of a job that spans `hosts`
+ * hosts (agent/cadparts.c): 20 ms a host, at least 2 s, at most 20 s, in ns. So a host's
+ * cadence traffic, (hosts - 1) parts a period, stays under ~50 parts a second at any size.
+ */
+uint64_t cad_part_period_ns(int hosts);
 
 #endif

@@ -170,6 +170,8 @@ static void elsewhere_rows(struct top_row *r, struct json_object *jobs, size_t n
 				  !ctl_get_bool(x, "exited");
 			r->culprit = ctl_get_bool(x, "culprit");
 			r->exited = ctl_get_bool(x, "exited");
+			r->slowdown = ctl_get_dbl(x, "slowdown", 0); /* as this host judges it */
+			r->straggler = ctl_get_bool(x, "straggler");
 			r->elsewhere = 1;
 		}
 	}
