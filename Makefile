@@ -179,6 +179,10 @@ $(BUILD)/tests/test_client_api: tests/unit/test_client_api.c $(BUILD)/libftbpf.a
 $(BUILD)/tests/test_client_fence: tests/unit/test_client_fence.c user/client/libftbpf.c | $(BUILD)/tests
 	$(CC) $(CFLAGS) $< -o $@ -lcunit -lpthread
 
+# the cadence parts' rules (an agent module without effects) against the rank table
+$(BUILD)/tests/test_cadparts: tests/unit/test_cadparts.c user/agent/cadparts.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
+	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
 

@@ -136,7 +136,7 @@ static struct part_packet cad_sample(void)
 /* Cadence parts: round trip; a full one fits a datagram; nonsense refused. */
 static void test_cadence(void)
 {
-	struct part_packet p = cad_sample(), q, cases[8];
+	struct part_packet p = cad_sample(), q, cases[10];
 	uint8_t buf[PART_MAX_PACKET];
 	int len = part_encode(&p, key, buf, sizeof(buf)), n = 0;
 
@@ -161,8 +161,10 @@ static void test_cadence(void)
 	CU_ASSERT_EQUAL(buf[39], 0);
 	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_OK);
 	CU_ASSERT_EQUAL(q.part.ncad, 0);
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 10; i++)
 		cases[i] = cad_sample();
+	cases[n++].part.world_size = -1;	    /* no world: its ranks could not be checked */
+	cases[n++].part.ncad = 0;		    /* a cadence part with no cadence */
 	cases[n++].part.cad[0].rank = 4;	    /* not below the world size */
 	cases[n++].part.cad[1].rank = 2;	    /* twice */
 	cases[n++].part.cad[0].own_ppm = 1000001;   /* more than all the time */

@@ -91,13 +91,14 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 		    const struct job *j, uint64_t now)
 {
 	const struct jv_part *pt = &p->part;
-	int w = j ? job_world_size(j) : -1;
+	int w = j ? job_world_size(j) : -1, newcomer;
 
 	if (!j) {
 		cp->not_ours++;
 		return -1;
 	}
-	if (w > 0 && pt->world_size > 0 && w != pt->world_size) {
+	/* a world we know, the same (the decoder refused ranks beyond the sender's) */
+	if (w < 1 || w != pt->world_size) {
 		cp->world_mismatch++;
 		return -1;
 	}
@@ -106,6 +107,7 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 			cp->claims_ours++; /* our ranks are ours: we see them */
 			return -1;
 		}
+	newcomer = !cadparts_is_host(cp, j, &p->from, now);
 	for (int i = 0; i < pt->ncad; i++) {
 		struct entry *e = find(cp, pt, pt->cad[i].rank);
 
@@ -132,7 +134,15 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 		e->expires_ns = now + (uint64_t)p->ttl_ms * MS;
 	}
 	cp->accepted++;
-	return !(p->flags & PART_F_REPLY);
+	/* a host new to the job gets ours (once: its next parts find it known) */
+	return newcomer && !(p->flags & PART_F_REPLY);
+}
+
+void cadparts_forget_host(struct cadparts *cp, const struct mesh_addr *a)
+{
+	for (int i = 0; i < cp->n; i++)
+		if (addr_eq(&cp->v[i].from, a))
+			cp->v[i--] = cp->v[--cp->n];
 }
 
 int cadparts_is_host(const struct cadparts *cp, const struct job *j, const struct mesh_addr *a,
@@ -160,23 +170,32 @@ static int live_ranks(const struct job *j)
 	return n;
 }
 
+static int cmp_addr(const void *a, const void *b)
+{
+	const struct mesh_addr *x = a, *y = b;
+
+	if (x->ip != y->ip)
+		return x->ip < y->ip ? -1 : 1;
+	return x->port < y->port ? -1 : x->port > y->port;
+}
+
 /* The job's hosts known (this one included); *ret_ranks: its ranks known here or there. */
 static int known(const struct cadparts *cp, const struct job *j, uint64_t now, int *ret_ranks)
 {
-	int hosts = 1, ranks = live_ranks(j);
+	struct mesh_addr *a = malloc((size_t)(cp->n ? cp->n : 1) * sizeof(*a));
+	int hosts = 1, n = 0;
 
-	for (int i = 0; i < cp->n; i++) {
-		int first = 1;
-
-		if (!fresh(&cp->v[i], j, now))
-			continue;
-		ranks++;
-		for (int o = 0; o < i && first; o++)
-			first =
-			    !(fresh(&cp->v[o], j, now) && addr_eq(&cp->v[o].from, &cp->v[i].from));
-		hosts += first;
-	}
-	*ret_ranks = ranks;
+	*ret_ranks = live_ranks(j);
+	for (int i = 0; a && i < cp->n; i++)
+		if (fresh(&cp->v[i], j, now))
+			a[n++] = cp->v[i].from;
+	*ret_ranks += n;
+	if (!a)
+		return 1;
+	qsort(a, (size_t)n, sizeof(*a), cmp_addr);
+	for (int i = 0; i < n; i++)
+		hosts += !i || cmp_addr(&a[i - 1], &a[i]);
+	free(a);
 	return hosts;
 }
 
@@ -189,19 +208,16 @@ static int listed(const struct jv_part *cv, int nc, int rank)
 	return 0;
 }
 
-int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *t, uint64_t now,
-		   struct jv_part *cv, int max, int *ret_all, uint32_t *ret_ttl_ms)
+int cadparts_parts(const struct job *j, struct jv_part *cv, int max)
 {
-	int ranks, hosts = known(cp, j, now, &ranks), nc = 0, world = job_world_size(j);
-	uint64_t every = cad_part_period_ns(hosts);
+	int nc = 0, world = job_world_size(j);
 
-	if (t->sent_ns && now - t->sent_ns < every && !t->due)
-		return 0;
-	for (int m = 0; m < j->nmembers; m++) {
+	for (int m = 0; world > 0 && m < j->nmembers; m++) {
 		const struct rank *k = j->members[m];
 		struct jv_part *c;
 
-		if (k->s.exited || k->id.rank < 0 || listed(cv, nc, k->id.rank))
+		if (k->s.exited || k->id.rank < 0 || k->id.rank >= world ||
+		    listed(cv, nc, k->id.rank))
 			continue;
 		if (!nc || cv[nc - 1].ncad == JV_MAX_RANKS) {
 			if (nc == max)
@@ -219,14 +235,33 @@ int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *
 		cv[i].chunk = (uint8_t)i;
 		cv[i].nchunks = (uint8_t)nc;
 	}
+	return nc;
+}
+
+int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *t, uint64_t now,
+		   struct jv_part *cv, int max, int *ret_all, uint32_t *ret_ttl_ms)
+{
+	int ranks, hosts, nc, world = job_world_size(j);
+	uint64_t every;
+
+	/* the period from the hosts counted when we last sent: counting them is not for every
+	 * scan (8,000 ranks) */
+	if (t->sent_ns && now - t->sent_ns < cad_part_period_ns(t->hosts))
+		return 0;
+	hosts = known(cp, j, now, &ranks);
+	every = cad_part_period_ns(hosts);
+	t->hosts = hosts;
+	nc = cadparts_parts(j, cv, max);
 	if (!nc)
 		return 0;
-	*ret_all = !t->bcast_ns || (ranks < world && now - t->bcast_ns >= REBROADCAST);
+	/* every member again while ranks of the job are unknown: every 30 s, less often the more
+	 * hosts (100 ms a host) */
+	*ret_all = !t->bcast_ns || (ranks < world && now - t->bcast_ns >= REBROADCAST &&
+				    now - t->bcast_ns >= (uint64_t)hosts * 100 * MS);
 	*ret_ttl_ms = (uint32_t)(TTL_PERIODS * every / MS);
 	if (*ret_all)
 		t->bcast_ns = now;
 	t->sent_ns = now;
-	t->due = 0;
 	return nc;
 }
 
@@ -242,14 +277,24 @@ int cadparts_remote(void *ctx, const struct job *j, uint64_t now, struct cad_rem
 }
 
 const struct cad_remote *cadparts_next(const struct cadparts *cp, const struct job *j, uint64_t now,
-				       int *it, struct mesh_addr *ret_from)
+				       int *it, struct mesh_addr *ret_from, uint64_t *ret_age_ns)
 {
 	for (; *it < cp->n; (*it)++)
 		if (fresh(&cp->v[*it], j, now)) {
 			*ret_from = cp->v[*it].from;
+			*ret_age_ns = now - cp->v[*it].at_ns;
 			return &cp->v[(*it)++].x;
 		}
 	return NULL;
+}
+
+void cadparts_json(const struct cad_remote *x, uint64_t age_ns, struct json_object *o)
+{
+	jbool(o, "straggler", x->straggler);
+	jdbl(o, "slowdown", x->slowdown);
+	jstr(o, "straggler_reason", x->straggler ? cad_reason_name(x->reason) : NULL);
+	jdbl(o, "step_s", x->s.step_us / 1e6);
+	jdbl(o, "cadence_age_s", (double)age_ns / 1e9);
 }
 
 void cadparts_rank_json(const struct cadparts *cp, const struct job *j, int rank,
@@ -258,14 +303,10 @@ void cadparts_rank_json(const struct cadparts *cp, const struct job *j, int rank
 	for (int i = 0; i < cp->n; i++) {
 		const struct entry *e = &cp->v[i];
 
-		if (e->x.rank != rank || !fresh(e, j, now) || !addr_eq(&e->from, from))
-			continue;
-		jbool(o, "straggler", e->x.straggler);
-		jdbl(o, "slowdown", e->x.slowdown);
-		jstr(o, "straggler_reason", e->x.straggler ? cad_reason_name(e->x.reason) : NULL);
-		jdbl(o, "step_s", e->x.s.step_us / 1e6);
-		jdbl(o, "cadence_age_s", (double)(now - e->at_ns) / 1e9);
-		return;
+		if (e->x.rank == rank && fresh(e, j, now) && addr_eq(&e->from, from)) {
+			cadparts_json(&e->x, now - e->at_ns, o);
+			return;
+		}
 	}
 }
 

@@ -29,14 +29,16 @@ struct json_object;
 /* When a job's cadence went out (one per job, kept by the caller; zeroed at first). */
 struct cad_timing {
 	uint64_t sent_ns, bcast_ns; /* last sent; last sent to every member */
-	int due;		    /* a host new to the job asked for ours */
+	int hosts;		    /* the job's hosts when last sent */
 };
 
 struct cadparts *cadparts_new(void);
 void cadparts_free(struct cadparts *cp);
 /* A cadence part p (authenticated, meant for us, fresh) from a host (member: a live member of
- * the mesh) about job j (NULL: no job of ours). 1 when the sender asks for ours, 0 when not,
- * -1 when it was not believed (counted). */
+ * the mesh) about job j (NULL: no job of ours). 1 when the sender is new to the job here and
+ * asks for ours (send it ours, to it alone), 0 when not, -1 when it was not believed (counted).
+ * Believed: a job of ours whose world size we know and the sender says, none of our own live
+ * ranks (the decoder refused ranks beyond that world): entries are bounded by our jobs' worlds. */
 int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member,
 		    const struct job *j, uint64_t now);
 /* Is it time to send j's cadence (t: j's timing, updated as sent)? The parts into cv (up to
@@ -44,16 +46,25 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
  * 0 when nothing is due. */
 int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *t, uint64_t now,
 		   struct jv_part *cv, int max, int *ret_all, uint32_t *ret_ttl_ms);
+/* j's cadence parts as they are now (for an answer to one host, whatever the period): their
+ * number. */
+int cadparts_parts(const struct job *j, struct jv_part *cv, int max);
+/* Forget what host a said (it died, left or restarted). */
+void cadparts_forget_host(struct cadparts *cp, const struct mesh_addr *a);
 /* Did host a send j's cadence lately? */
 int cadparts_is_host(const struct cadparts *cp, const struct job *j, const struct mesh_addr *a,
 		     uint64_t now);
 /* cad_remote_fn (agent/cadwatch.h), ctx the cadparts: j's fresh remote ranks, none held live
  * here. */
 int cadparts_remote(void *ctx, const struct job *j, uint64_t now, struct cad_remote **out, int max);
-/* j's fresh remote ranks one by one: from *it on, the next (and its sender), NULL at the end. */
+/* j's fresh remote ranks one by one: from *it on, the next (its sender, the summary's age),
+ * NULL at the end. */
 const struct cad_remote *cadparts_next(const struct cadparts *cp, const struct job *j, uint64_t now,
-				       int *it, struct mesh_addr *ret_from);
-/* Rank `rank` of j from host `from`, as judged here, into o: straggler, slowdown, ... */
+				       int *it, struct mesh_addr *ret_from, uint64_t *ret_age_ns);
+/* A remote rank's cadence as judged here, into o: straggler, slowdown, straggler_reason,
+ * step_s, cadence_age_s. */
+void cadparts_json(const struct cad_remote *x, uint64_t age_ns, struct json_object *o);
+/* Rank `rank` of j from host `from` (a linear look), as cadparts_json. */
 void cadparts_rank_json(const struct cadparts *cp, const struct job *j, int rank,
 			const struct mesh_addr *from, uint64_t now, struct json_object *o);
 /* Forget expired entries, and those of jobs gone. */

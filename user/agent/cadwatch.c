@@ -65,6 +65,7 @@ static void remote_in(struct cad_rank *r, const struct cad_remote *x)
 	r->below_ns = x->below_ns;
 	r->slowdown = x->slowdown;
 	r->peak_slowdown = x->peak_slowdown;
+	snprintf(r->evidence, sizeof(r->evidence), "%s", x->evidence);
 }
 
 static void remote_out(struct cad_remote *x, const struct cad_rank *r)
@@ -112,6 +113,17 @@ void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pa
 		cad_job_eval(r, n, now, &c->p, &j->cad);
 	pace->p99_step_ns = (uint64_t)(j->cad.p99_step_s * CLOCK_NS_PER_S);
 	pace->complete = world > 0 && live >= world;
+	/* the remote ranks' state first: every event then lists the job's stragglers as now */
+	snprintf(j->cad.node, sizeof(j->cad.node), "%s", c->node);
+	j->cad.nremote = 0;
+	for (int i = 0; i < nrem; i++) {
+		remote_out(rem[i], &c->scratch[i]);
+		if (rem[i]->straggler && j->cad.nremote < CAD_REMOTE_NAMED) {
+			j->cad.remote[j->cad.nremote].rank = rem[i]->rank;
+			snprintf(j->cad.remote[j->cad.nremote++].node,
+				 sizeof(j->cad.remote[0].node), "%s", rem[i]->node);
+		}
+	}
 	for (int i = 0, m = 0; i < j->nmembers && m < nl; i++) {
 		struct rank *k = j->members[i];
 
@@ -124,19 +136,10 @@ void cadwatch_job(struct cadwatch *c, struct job *j, uint64_t now, struct det_pa
 					   j, k, c->node, rem, nrem));
 		m++;
 	}
-	snprintf(j->cad.node, sizeof(j->cad.node), "%s", c->node);
-	j->cad.nremote = 0;
-	for (int i = 0; i < nrem; i++) {
-		remote_out(rem[i], &c->scratch[i]);
-		if (rem[i]->straggler && j->cad.nremote < 16) {
-			j->cad.remote[j->cad.nremote].rank = rem[i]->rank;
-			snprintf(j->cad.remote[j->cad.nremote++].node,
-				 sizeof(j->cad.remote[0].node), "%s", rem[i]->node);
-		}
+	for (int i = 0; i < nrem; i++)
 		if (rem[i]->straggler != was[nl + i])
 			eventlog_emit(c->el, view_straggler_remote(rem[i]->straggler
 								       ? "straggler"
 								       : "straggler_recovered",
 								   j, rem[i], rem, nrem));
-	}
 }

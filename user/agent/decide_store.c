@@ -373,11 +373,13 @@ static int alive_in_fact(int pid, uint64_t start_ns)
 }
 
 /* Does a rank of the job's current launch live here? Alive in fact, not only as far as the
- * agent knows, and of k's own launcher or of one still alive: a launcher relaunched at once
- * after its ranks ended, before their exits were seen, joined the run that had ended
- * (decide_faults' cut_all on a loaded host: the new launch's ranks in the old run, its
- * preemption never agreed, the next run's checkpoint counted as the old one's); a rank started
- * by hand beside a live launch joins that launch's run (decide_failure's Python rank). */
+ * agent knows, and of k's own launcher, or of a live launcher younger than k's: a launcher
+ * relaunched at once after its ranks ended, before their exits were seen, joined the run that
+ * had ended (decide_faults' cut_all on a loaded host: the new launch's ranks in the old run,
+ * its preemption never agreed, the next run's checkpoint counted as the old one's), and a
+ * relaunch is younger than the launch it replaces, even while that one still winds down; a
+ * rank started by hand (from a shell older than the launch) beside a live launch joins that
+ * launch's run (decide_failure's Python rank). */
 static int other_live(const struct job *j, const struct rank *k)
 {
 	for (int i = 0; j && i < j->nmembers; i++) {
@@ -388,7 +390,8 @@ static int other_live(const struct job *j, const struct rank *k)
 		if (o == k || o->s.exited || !o->dec_written || !alive_in_fact(o->pid, o->start_ns))
 			continue;
 		if (k->launcher_pid > 0 && !same &&
-		    !alive_in_fact(o->launcher_pid, o->launcher_start_ns))
+		    (k->launcher_start_ns >= o->launcher_start_ns ||
+		     !alive_in_fact(o->launcher_pid, o->launcher_start_ns)))
 			continue;
 		return 1;
 	}

@@ -55,7 +55,9 @@ struct pub { /* what this host told about one job, and its last waits-for edges 
 	struct jv_edge edges[MAX_CHUNKS][JV_MAX_EDGES];
 	int nres;
 	struct jv_res res[JV_MAX_RES];
-	struct cad_timing cad; /* its cadence parts */
+	struct cad_timing cad;	     /* its cadence parts */
+	struct mesh_addr cad_ask[8]; /* hosts new to the job: ours to them at the next look */
+	int ncad_ask;
 };
 
 struct cnt {
@@ -260,8 +262,8 @@ static void accept_cad(struct jobparts *jp, const struct part_packet *p, int mem
 	struct pub *pb;
 
 	if (cadparts_accept(jp->cp, p, member, j, now) > 0 &&
-	    (pb = pub_find(jp, p->part.uid, p->part.job)))
-		pb->cad.due = 1; /* a host new to the job: ours at the next look */
+	    (pb = pub_find(jp, p->part.uid, p->part.job)) && pb->ncad_ask < 8)
+		pb->cad_ask[pb->ncad_ask++] = p->from; /* a host new to the job: ours, to it */
 }
 
 static void on_part(void *ctx, const uint8_t *buf, size_t len)
@@ -479,8 +481,8 @@ static void cad_publish(struct jobparts *jp, const struct job *j, struct pub *pb
 {
 	const struct swim *sw = mesh_swim(jp->o.mesh);
 	struct jv_part *cv = jp->parts; /* scratch: the verdict is made after */
-	uint32_t ttl_ms;
-	int all, nc = cadparts_build(jp->cp, j, &pb->cad, now, cv, MAX_CHUNKS, &all, &ttl_ms);
+	uint32_t ttl_ms = 0;
+	int all = 0, nc = cadparts_build(jp->cp, j, &pb->cad, now, cv, MAX_CHUNKS, &all, &ttl_ms);
 
 	for (int i = 0; nc && i < swim_count(sw); i++) {
 		const struct swim_member *m = swim_member_at(sw, i);
@@ -490,6 +492,15 @@ static void cad_publish(struct jobparts *jp, const struct job *j, struct pub *pb
 			send_parts(jp, &m->addr, cv, nc, PART_F_CAD | (all ? 0 : PART_F_REPLY),
 				   ttl_ms);
 	}
+	/* hosts new to the job get ours now (unless it just went to the job's hosts, them
+	 * included), not at the next period */
+	if (pb->ncad_ask && !nc) {
+		nc = cadparts_parts(j, cv, MAX_CHUNKS);
+		ttl_ms = (uint32_t)(3 * cad_part_period_ns(pb->cad.hosts) / MS);
+		for (int i = 0; nc && i < pb->ncad_ask; i++)
+			send_parts(jp, &pb->cad_ask[i], cv, nc, PART_F_CAD | PART_F_REPLY, ttl_ms);
+	}
+	pb->ncad_ask = 0;
 }
 
 int jobparts_cad_remote(void *ctx, const struct job *j, uint64_t now, struct cad_remote **out,
@@ -716,6 +727,7 @@ void jobparts_peer_event(struct jobparts *jp, const char *type, const struct swi
 			jp->rv[i].stale_ns = now;
 			jp->c.expired++;
 		}
+	cadparts_forget_host(jp->cp, &m->addr); /* its ranks' cadence is no longer judged */
 }
 
 /* ---- views ---- */
@@ -794,7 +806,8 @@ struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struc
 	/* ranks known from their cadence only (a healthy job sends no other part) */
 	for (int it = 0;;) {
 		struct mesh_addr from;
-		const struct cad_remote *x = cadparts_next(jp->cp, j, now, &it, &from);
+		uint64_t age;
+		const struct cad_remote *x = cadparts_next(jp->cp, j, now, &it, &from, &age);
 		struct json_object *o;
 
 		if (!x)
@@ -804,7 +817,7 @@ struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struc
 		o = json_object_new_object();
 		jint(o, "rank", x->rank);
 		jstr(o, "node", x->node);
-		cadparts_rank_json(jp->cp, j, x->rank, &from, now, o);
+		cadparts_json(x, age, o);
 		json_object_array_add(arr, o);
 	}
 	return arr;

@@ -16,9 +16,10 @@
 
 #include <stdint.h>
 
-#define CAD_SPANS 32 /* FTBPF_CAD_RING */
-#define CAD_HIST  96 /* observations kept per rank (one a scan) */
-#define CAD_STEPS 128
+#define CAD_SPANS	 32 /* FTBPF_CAD_RING */
+#define CAD_HIST	 96 /* observations kept per rank (one a scan) */
+#define CAD_STEPS	 128
+#define CAD_REMOTE_NAMED 64 /* a job's stragglers on other hosts listed in its status */
 
 /* One rank, one scan: the kernel's cumulative counters (struct ftbpf_cad), at now_ns. */
 struct cad_obs {
@@ -84,7 +85,7 @@ struct cad_job {
 	struct {
 		int rank;
 		char node[32];
-	} remote[16];
+	} remote[CAD_REMOTE_NAMED];
 };
 
 /*

@@ -365,7 +365,8 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 	if (!p->from.ip || !p->from.port || !p->to.ip || !p->to.port || !pt->nchunks ||
 	    pt->chunk >= pt->nchunks || (pt->world_size != -1 && pt->world_size < 1) ||
 	    pt->world_size > PART_MAX_RANK || !p->ttl_ms || p->ttl_ms > PART_TTL_MAX_MS ||
-	    ((p->flags & PART_F_CAD) && (nr || ne || nres || tl)) || !ranks_ok(pt))
+	    ((p->flags & PART_F_CAD) && (nr || ne || nres || tl || !nc || pt->world_size < 1)) ||
+	    !ranks_ok(pt))
 		return PART_E_FIELD;
 	k = p->text_rank >= 0 ? jobview_part_rank(pt, p->text_rank) : -1;
 	if (tl && k < 0)
