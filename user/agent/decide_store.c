@@ -372,26 +372,38 @@ static int alive_in_fact(int pid, uint64_t start_ns)
 	       procfs_same_start(st.start_ns, start_ns) && st.state != 'Z' && st.state != 'X';
 }
 
+static int same_launcher(const struct rank *a, const struct rank *b)
+{
+	return a->launcher_pid == b->launcher_pid &&
+	       procfs_same_start(a->launcher_start_ns, b->launcher_start_ns);
+}
+
 /* Does a rank of the job's current launch live here? Alive in fact, not only as far as the
- * agent knows, and of k's own launcher, or of a live launcher younger than k's: a launcher
- * relaunched at once after its ranks ended, before their exits were seen, joined the run that
- * had ended (decide_faults' cut_all on a loaded host: the new launch's ranks in the old run,
- * its preemption never agreed, the next run's checkpoint counted as the old one's), and a
- * relaunch is younger than the launch it replaces, even while that one still winds down; a
- * rank started by hand (from a shell older than the launch) beside a live launch joins that
- * launch's run (decide_failure's Python rank). */
+ * agent knows (a launcher relaunched at once after its ranks ended, before their exits were
+ * seen, joined the run that had ended: decide_faults' cut_all on a loaded host, the new
+ * launch's ranks in the old run, its preemption never agreed, the next run's checkpoint
+ * counted as the old one's), and of k's own launcher, or of another launcher still alive
+ * unless k takes the place of one of that launcher's live ranks (the same rank number: a
+ * relaunch while the launch it replaces still winds down). A rank started by hand beside a
+ * live launch, under a number of its own, joins that launch's run (decide_failure's Python
+ * rank, started from a shell younger than the launch). */
 static int other_live(const struct job *j, const struct rank *k)
 {
+	int replaces = 0;
+
+	for (int i = 0; j && i < j->nmembers && k->launcher_pid > 0; i++) {
+		const struct rank *o = j->members[i];
+
+		replaces |= o != k && !o->s.exited && o->id.rank == k->id.rank &&
+			    !same_launcher(o, k) && alive_in_fact(o->pid, o->start_ns);
+	}
 	for (int i = 0; j && i < j->nmembers; i++) {
 		const struct rank *o = j->members[i];
-		int same = o->launcher_pid == k->launcher_pid &&
-			   procfs_same_start(o->launcher_start_ns, k->launcher_start_ns);
 
 		if (o == k || o->s.exited || !o->dec_written || !alive_in_fact(o->pid, o->start_ns))
 			continue;
-		if (k->launcher_pid > 0 && !same &&
-		    (k->launcher_start_ns >= o->launcher_start_ns ||
-		     !alive_in_fact(o->launcher_pid, o->launcher_start_ns)))
+		if (k->launcher_pid > 0 && !same_launcher(o, k) &&
+		    (replaces || !alive_in_fact(o->launcher_pid, o->launcher_start_ns)))
 			continue;
 		return 1;
 	}
