@@ -201,11 +201,25 @@ static void print_cadence(struct json_object *j)
 	printf("  steps: %.3fs (%.1f/s, spread %.2f, p99 %.3fs), soft timeout now %gs%s",
 	       gd(j, "step_s"), gd(j, "step_rate"), gd(j, "step_spread"), gd(j, "step_p99_s"),
 	       gd(j, "soft_timeout_s"), gb(j, "paced") ? " (its pace)" : "");
-	json_object_object_get_ex(j, "stragglers", &st);
-	n = st ? json_object_array_length(st) : 0;
-	for (size_t k = 0; k < n; k++)
-		printf("%srank %d", k ? ", " : "; stragglers: ",
-		       json_object_get_int(json_object_array_get_idx(st, k)));
+	/* every straggler of the job, with its host when it runs elsewhere */
+	if (json_object_object_get_ex(j, "straggler_nodes", &st) &&
+	    json_object_is_type(st, json_type_array)) {
+		n = json_object_array_length(st);
+		for (size_t k = 0; k < n; k++) {
+			struct json_object *x = json_object_array_get_idx(st, k);
+
+			printf("%srank %d", k ? ", " : "; stragglers: ", (int)gi(x, "rank", -1));
+			if (!gb(x, "here"))
+				printf(" on %s", gs(x, "node") ? gs(x, "node") : "?");
+		}
+	} else {
+		json_object_object_get_ex(j, "stragglers", &st);
+		n = st && json_object_is_type(st, json_type_array) ? json_object_array_length(st)
+								   : 0;
+		for (size_t k = 0; k < n; k++)
+			printf("%srank %d", k ? ", " : "; stragglers: ",
+			       json_object_get_int(json_object_array_get_idx(st, k)));
+	}
 	printf("\n");
 }
 

@@ -60,6 +60,8 @@ fi
 xf 1 status --json | jq -e ".jobs[] | select(.job==\"$JOB\") | .stragglers == [2] and .straggler_nodes == [{\"rank\": 2, \"node\": \"$NET.2:7946\", \"here\": false}]" >/dev/null &&
 	pass "host 1's status: the job's stragglers [2], on $NET.2:7946" ||
 	fail "host 1's status: $(xf 1 status --json | jq -c ".jobs[] | select(.job==\"$JOB\") | {stragglers, straggler_nodes}")"
+xf 1 status | grep -q "stragglers: rank 2 on $NET.2:7946" && pass "ftbpf status on host 1: stragglers: rank 2 on $NET.2:7946" ||
+	fail "ftbpf status: $(xf 1 status | grep -i -A2 steps)"
 xf 1 status --json | jq -e ".jobs[] | select(.job==\"$JOB\") | [.ranks_elsewhere[]? | select(.rank==2 and .straggler and .slowdown >= 1.1)] | length == 1" >/dev/null &&
 	pass "host 1's status: rank 2 among the job's remote ranks, straggler" ||
 	fail "host 1's remote ranks: $(xf 1 status --json | jq -c ".jobs[] | select(.job==\"$JOB\") | .ranks_elsewhere")"
