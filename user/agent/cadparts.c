@@ -45,11 +45,6 @@ void cadparts_free(struct cadparts *cp)
 	free(cp);
 }
 
-static int addr_eq(const struct mesh_addr *a, const struct mesh_addr *b)
-{
-	return a->ip == b->ip && a->port == b->port;
-}
-
 static int fresh(const struct entry *e, const struct job *j, uint64_t now)
 {
 	return now < e->expires_ns && e->uid == (uint32_t)j->uid && !strcmp(e->job, j->id);
@@ -113,7 +108,7 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 
 		/* two hosts claim a rank: the first holds while fresh, unless the newcomer is a
 		 * live member of the mesh and the first is not */
-		if (e && !addr_eq(&e->from, &p->from) && now < e->expires_ns &&
+		if (e && !mesh_addr_eq(&e->from, &p->from) && now < e->expires_ns &&
 		    !(member && !e->member)) {
 			cp->conflict++;
 			continue;
@@ -122,7 +117,7 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 			cp->dropped++;
 			continue;
 		}
-		if (!addr_eq(&e->from, &p->from)) { /* another host's now: judged anew */
+		if (!mesh_addr_eq(&e->from, &p->from)) { /* another host's now: judged anew */
 			memset(&e->x, 0, sizeof(e->x));
 			e->x.rank = pt->cad[i].rank;
 		}
@@ -141,7 +136,7 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 void cadparts_forget_host(struct cadparts *cp, const struct mesh_addr *a)
 {
 	for (int i = 0; i < cp->n; i++)
-		if (addr_eq(&cp->v[i].from, a))
+		if (mesh_addr_eq(&cp->v[i].from, a))
 			cp->v[i--] = cp->v[--cp->n];
 }
 
@@ -149,7 +144,7 @@ int cadparts_is_host(const struct cadparts *cp, const struct job *j, const struc
 		     uint64_t now)
 {
 	for (int i = 0; i < cp->n; i++)
-		if (fresh(&cp->v[i], j, now) && addr_eq(&cp->v[i].from, a))
+		if (fresh(&cp->v[i], j, now) && mesh_addr_eq(&cp->v[i].from, a))
 			return 1;
 	return 0;
 }
@@ -303,7 +298,7 @@ void cadparts_rank_json(const struct cadparts *cp, const struct job *j, int rank
 	for (int i = 0; i < cp->n; i++) {
 		const struct entry *e = &cp->v[i];
 
-		if (e->x.rank == rank && fresh(e, j, now) && addr_eq(&e->from, from)) {
+		if (e->x.rank == rank && fresh(e, j, now) && mesh_addr_eq(&e->from, from)) {
 			cadparts_json(&e->x, now - e->at_ns, o);
 			return;
 		}

@@ -114,11 +114,6 @@ static int same_job(const struct jv_part *p, uint32_t uid, const char *job)
 	return p->uid == uid && !strcmp(p->job, job);
 }
 
-static int addr_eq(const struct mesh_addr *a, const struct mesh_addr *b)
-{
-	return a->ip == b->ip && a->port == b->port;
-}
-
 static void drop_remote(struct jobparts *jp, int i)
 {
 	jp->rv[i] = jp->rv[--jp->nr];
@@ -143,7 +138,7 @@ static void note_drop(struct jobparts *jp, const struct part_packet *p, const ch
 static struct mesh_replay *window_of(struct jobparts *jp, const struct mesh_addr *a)
 {
 	for (int i = 0; i < jp->ns; i++)
-		if (addr_eq(&jp->sv[i].a, a))
+		if (mesh_addr_eq(&jp->sv[i].a, a))
 			return &jp->sv[i].r;
 	if (jp->ns >= MAX_REMOTE || grow((void **)&jp->sv, &jp->scap, jp->ns, sizeof(*jp->sv)))
 		return NULL;
@@ -178,7 +173,7 @@ static uint64_t *believe(struct jobparts *jp, const struct part_packet *p, int m
 
 		if (!same_job(&r->part, pt->uid, pt->job) || r->stale_ns)
 			continue;
-		if (addr_eq(&r->from, &p->from)) {
+		if (mesh_addr_eq(&r->from, &p->from)) {
 			if (r->part.chunk != pt->chunk)
 				continue;
 			*ret_same = i;
@@ -358,7 +353,7 @@ static void send_chunks(struct jobparts *jp, const struct mesh_addr *to, int nc,
 static int is_job_host(const struct jobparts *jp, const struct job *j, const struct mesh_addr *a)
 {
 	for (int i = 0; i < jp->nr; i++)
-		if (addr_eq(&jp->rv[i].from, a) && !jp->rv[i].stale_ns &&
+		if (mesh_addr_eq(&jp->rv[i].from, a) && !jp->rv[i].stale_ns &&
 		    same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id))
 			return 1;
 	return 0;
@@ -723,7 +718,7 @@ void jobparts_peer_event(struct jobparts *jp, const char *type, const struct swi
 	    strcmp(type, "peer_restarted"))
 		return;
 	for (int i = 0; i < jp->nr; i++)
-		if (addr_eq(&jp->rv[i].from, &m->addr) && !jp->rv[i].stale_ns) {
+		if (mesh_addr_eq(&jp->rv[i].from, &m->addr) && !jp->rv[i].stale_ns) {
 			jp->rv[i].stale_ns = now;
 			jp->c.expired++;
 		}
@@ -765,7 +760,8 @@ static int in_parts(const struct jobparts *jp, const struct job *j, const struct
 {
 	for (int i = 0; i < jp->nr; i++)
 		if (!jp->rv[i].stale_ns && same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id) &&
-		    addr_eq(&jp->rv[i].from, from) && jobview_part_rank(&jp->rv[i].part, rank) >= 0)
+		    mesh_addr_eq(&jp->rv[i].from, from) &&
+		    jobview_part_rank(&jp->rv[i].part, rank) >= 0)
 			return 1;
 	return 0;
 }

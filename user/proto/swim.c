@@ -96,11 +96,6 @@ const char *swim_event_name(enum swim_event ev)
 	return "?";
 }
 
-static int addr_eq(const struct mesh_addr *a, const struct mesh_addr *b)
-{
-	return a->ip == b->ip && a->port == b->port;
-}
-
 static uint32_t addr_hash(const struct mesh_addr *a)
 {
 	uint64_t h = ((uint64_t)a->ip << 16 | a->port) * 0x9E3779B97F4A7C15ull;
@@ -116,7 +111,7 @@ static int find_idx(const struct swim *s, const struct mesh_addr *a)
 
 		if (!v)
 			return -1;
-		if (addr_eq(&s->m[v - 1].addr, a))
+		if (mesh_addr_eq(&s->m[v - 1].addr, a))
 			return v - 1;
 	}
 }
@@ -192,7 +187,7 @@ static struct mesh_replay *replay_of(struct swim *s, const struct mesh_addr *a)
 	}
 	for (i = addr_hash(a) & (uint32_t)(s->rpcap - 1); s->rp[i].a.port;
 	     i = (i + 1) & (uint32_t)(s->rpcap - 1))
-		if (addr_eq(&s->rp[i].a, a))
+		if (mesh_addr_eq(&s->rp[i].a, a))
 			return &s->rp[i].r;
 	s->rp[i].a = *a;
 	s->nrp++;
@@ -273,7 +268,7 @@ static int is_live(int state)
 static void enqueue(struct swim *s, const struct mesh_update *u)
 {
 	for (int i = 0; i < s->nq; i++)
-		if (addr_eq(&s->q[i].u.node, &u->node)) {
+		if (mesh_addr_eq(&s->q[i].u.node, &u->node)) {
 			s->q[i].u = *u;
 			s->q[i].sent = 0;
 			return;
@@ -436,7 +431,7 @@ static void suspect(struct swim *s, struct swim_member *m, uint64_t now)
 {
 	struct mesh_packet p = {.type = MESH_PING, .probe = 0};
 
-	if (m->state == MESH_SUSPECT && !addr_eq(&m->accuser, &s->self)) {
+	if (m->state == MESH_SUSPECT && !mesh_addr_eq(&m->accuser, &s->self)) {
 		/* our own probe failed too: an independent confirmation, for us and for the others */
 		struct mesh_update u;
 
@@ -474,7 +469,7 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 	struct swim_member *m;
 	int idx;
 
-	if (addr_eq(&u->node, &s->self)) {
+	if (mesh_addr_eq(&u->node, &s->self)) {
 		if (u->boot == s->boot && u->state != MESH_ALIVE && u->state != MESH_LEFT &&
 		    u->incarnation >= s->incarnation)
 			refute(s, u->incarnation, now);
@@ -548,7 +543,7 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 			enqueue_member(s, m);
 			event(s, SWIM_EV_SUSPECT, m, now);
 		} else if (m->state == MESH_SUSPECT && u->incarnation == m->incarnation && from &&
-			   u->accuser.port && !addr_eq(&u->accuser, &m->accuser)) {
+			   u->accuser.port && !mesh_addr_eq(&u->accuser, &m->accuser)) {
 			confirm(s, m, &u->accuser); /* another node suspected it independently */
 		}
 		break;
@@ -581,7 +576,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	struct mesh_replay *r;
 	int idx;
 
-	if (addr_eq(&p->from, &s->self))
+	if (mesh_addr_eq(&p->from, &s->self))
 		return;
 	/* the sender says it is alive: apply that first (it may be a new member) */
 	sender.node = p->from;
@@ -628,7 +623,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	}
 	case MESH_ACK:
 		if (s->inflight >= 0 && p->probe == s->inflight_probe &&
-		    addr_eq(&p->target, &s->m[s->inflight].addr)) {
+		    mesh_addr_eq(&p->target, &s->m[s->inflight].addr)) {
 			if (!s->acked && s->lhm > 0)
 				s->lhm--;
 			s->acked = 1;
@@ -638,7 +633,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 			struct relay *r = &s->relays[i];
 
 			if (r->expires_ms > now && r->our_probe == p->probe &&
-			    addr_eq(&r->target, &p->from)) {
+			    mesh_addr_eq(&r->target, &p->from)) {
 				send_ack(s, &r->requester, r->their_probe, &r->target);
 				r->expires_ms = 0;
 			}
@@ -802,7 +797,7 @@ int swim_add_peer(struct swim *s, const struct mesh_addr *peer, uint64_t now)
 {
 	struct swim_member *m;
 
-	if (addr_eq(peer, &s->self) || find_idx(s, peer) >= 0)
+	if (mesh_addr_eq(peer, &s->self) || find_idx(s, peer) >= 0)
 		return 0;
 	m = add_member(s, peer, now);
 	return m ? 0 : -1;
