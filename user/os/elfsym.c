@@ -3,7 +3,12 @@
 #include <errno.h>
 #include <libelf.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "lib/elfcheck.h"
 
 #define DEFAULT_MAX_BYTES (64u << 20)
 
@@ -54,15 +59,58 @@ static int walk_table(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const struct el
 	return r;
 }
 
-int elfsym_foreach_fd(int fd, const struct elfsym_limits *lim, elfsym_fn fn, void *ctx)
+static int pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
-	size_t budget = lim && lim->max_bytes ? lim->max_bytes : DEFAULT_MAX_BYTES;
-	Elf_Scn *scn = NULL;
-	int r = 0;
+	ssize_t n = pread(fd, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : -EINVAL; /* short: truncated meanwhile, or a lie */
+}
+
+/* The header, the section count and the section table, read and bounded before libelf reads
+ * anything (elfcheck.h). */
+static int check_file(int fd, const char **why)
+{
+	uint8_t hdr[ELFCHECK_HDR_BYTES] = {0}, *tab;
+	struct elfcheck c;
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	n = pread(fd, hdr, sizeof(hdr), 0);
+	if (n < 0)
+		return -errno;
+	r = elfcheck_header(hdr, (size_t)n, (uint64_t)st.st_size, &c, why);
+	if (r == 0 && c.extended) {
+		if (pread_all(fd, hdr, (size_t)c.shentsize, c.shoff) < 0)
+			return -EINVAL;
+		r = elfcheck_extended(&c, hdr, (size_t)c.shentsize, (uint64_t)st.st_size, why);
+	}
+	if (r < 0 || !c.shnum)
+		return r;
+	tab = malloc((size_t)(c.shnum * c.shentsize)); /* 64 KiB at most */
+	if (!tab)
+		return -ENOMEM;
+	r = pread_all(fd, tab, (size_t)(c.shnum * c.shentsize), c.shoff);
+	if (r == 0)
+		r = elfcheck_sections(&c, tab, (size_t)(c.shnum * c.shentsize),
+				      (uint64_t)st.st_size, why);
+	free(tab);
+	return r;
+}
+
+int elfsym_begin(int fd, Elf **ret, const char **why)
+{
+	const char *w = NULL;
+	int r;
 	Elf *e;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
+	r = check_file(fd, why ? why : &w);
+	if (r < 0)
+		return r;
 	/* ELF_C_READ: headers and sections are read (pread) into memory libelf owns */
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e)
@@ -71,6 +119,20 @@ int elfsym_foreach_fd(int fd, const struct elfsym_limits *lim, elfsym_fn fn, voi
 		elf_end(e);
 		return -EINVAL;
 	}
+	*ret = e;
+	return 0;
+}
+
+int elfsym_foreach_fd(int fd, const struct elfsym_limits *lim, elfsym_fn fn, void *ctx)
+{
+	size_t budget = lim && lim->max_bytes ? lim->max_bytes : DEFAULT_MAX_BYTES;
+	Elf_Scn *scn = NULL;
+	int r;
+	Elf *e;
+
+	r = elfsym_begin(fd, &e, NULL);
+	if (r < 0)
+		return r;
 	while (!r && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 

@@ -22,9 +22,14 @@ struct elfsym_limits {
 	uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0: none */
 };
 
+/* libelf's view of the file open at fd (ELF_C_READ), once its headers passed elfcheck: 0 and
+ * *ret (elf_end it), or -EINVAL / -EFBIG with a reason in *why (may be NULL), -ENOSYS. */
+int elfsym_begin(int fd, Elf **ret, const char **why);
+
 /* Walk the symbol tables of the file open at fd (borrowed; read with pread, its offset is not
  * used). Returns 0 after the last symbol, the callback's non-zero value, or -errno (-EINVAL:
- * not ELF, or malformed; -EFBIG: a table over max_bytes; -ETIMEDOUT: past the deadline). */
+ * not ELF, or malformed; -EFBIG: a table over max_bytes, or too many sections; -ETIMEDOUT:
+ * past the deadline). */
 int elfsym_foreach_fd(int fd, const struct elfsym_limits *lim, elfsym_fn fn, void *ctx);
 
 /* The lowest PT_LOAD address of e, page-aligned (the load bias is where the file's first page

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lib/maps.h"
+#include "os/elfsym.h"
 #include "os/mapfile.h"
 #include "os/procmem.h"
 
@@ -55,8 +56,7 @@ static int safe_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dw
 	fclose(f);
 	if (fd < 0)
 		return -1;
-	*elfp = elf_begin(fd, ELF_C_READ, NULL);
-	if (!*elfp) {
+	if (elfsym_begin(fd, elfp, NULL) < 0) { /* bounded before libelf reads it */
 		close(fd);
 		return -1;
 	}
