@@ -24,10 +24,11 @@
 #include "watch/tracker.h"
 
 #define REFUSED_MAX    1024 /* files refused or without probe sites: not opened again */
-#define FILES_PER_SCAN 16   /* new library files opened per process and scan */
+#define ANY_UID	       ((uid_t)-1)
+#define FILES_PER_SCAN 16 /* new library files opened per process and scan */
 #define MAPS_LINES_MAX 65536
 #define LIB_SIZE_MAX   (8ull << 30) /* libtorch_cuda.so is ~1 GiB */
-#define LIB_BYTES_MAX  (256u << 20) /* symbol and string tables parsed per library */
+#define LIB_BYTES_MAX  (64u << 20)  /* symbol and string tables read per library: held in memory */
 #define LIB_SECONDS    10	    /* per library: parse and attach */
 
 struct lib {
@@ -41,6 +42,7 @@ struct lib {
 struct file_id {
 	unsigned dev_major, dev_minor;
 	uint64_t ino;
+	uid_t uid; /* refused for this user's ranks only, ANY_UID: for everyone's */
 };
 
 struct gpuprobe {
@@ -52,6 +54,7 @@ struct gpuprobe {
 	struct file_id refused[REFUSED_MAX]; /* the scanning thread's only */
 	int nrefused;
 	uint64_t nrefused_total;
+	uint64_t quota_said; /* refusals by the quota, logged now and then */
 };
 
 int gpuprobe_new(struct tracker *tr, int launch, struct gpuprobe **ret)
@@ -185,30 +188,44 @@ static int probe_lib(struct gpuprobe *g, struct lib *l, int fd)
 	return 0;
 }
 
-static int is_refused(const struct gpuprobe *g, const struct maps_entry *m)
+static int is_refused(const struct gpuprobe *g, const struct maps_entry *m, uid_t uid)
 {
 	for (int i = 0; i < g->nrefused; i++)
 		if (g->refused[i].ino == m->ino && g->refused[i].dev_major == m->dev_major &&
-		    g->refused[i].dev_minor == m->dev_minor)
+		    g->refused[i].dev_minor == m->dev_minor &&
+		    (g->refused[i].uid == ANY_UID || g->refused[i].uid == uid))
 			return 1;
 	return 0;
 }
 
-/* A file looked at and not kept: not opened again (while the list has room). */
-static int remember(struct gpuprobe *g, const struct maps_entry *m)
+/* A file looked at and not kept: not opened again (while the list has room) for anyone's
+ * ranks when what failed is the file's own (ANY_UID), else for uid's only. */
+static int remember(struct gpuprobe *g, const struct maps_entry *m, uid_t uid)
 {
 	if (g->nrefused == REFUSED_MAX)
 		return 0;
-	g->refused[g->nrefused++] = (struct file_id){m->dev_major, m->dev_minor, m->ino};
+	g->refused[g->nrefused++] = (struct file_id){m->dev_major, m->dev_minor, m->ino, uid};
 	return 1;
 }
 
+/*
+ * Is an error of opening or parsing a file the file's own (not a regular file, too large,
+ * malformed, no symbol table: the same for whoever maps it)? Anything else (a deadline passed
+ * on a busy worker, a resource short, a path that changed) says nothing of the file: a user
+ * must not make a library unprobed for the others by mapping it at a bad moment.
+ */
+static int intrinsic(int err)
+{
+	return err == -EINVAL || err == -EFBIG || err == -ENOEXEC;
+}
+
 static void refuse(struct gpuprobe *g, const struct maps_entry *m, const char *path, uid_t uid,
-		   const char *why)
+		   int err)
 {
 	__atomic_add_fetch(&g->nrefused_total, 1, __ATOMIC_RELAXED);
-	if (remember(g, m)) /* logged once per file, at most REFUSED_MAX times */
-		log_msg(LOG_WARN, "%s (uid %u) not probed: %s", path, (unsigned)uid, why);
+	if (remember(g, m, intrinsic(err) ? ANY_UID : uid)) /* logged once per file and user */
+		log_msg(LOG_WARN, "%s (uid %u) not probed: %s", path, (unsigned)uid,
+			strerror(-err));
 }
 
 static int known(struct gpuprobe *g, const struct maps_entry *m)
@@ -247,14 +264,18 @@ static int scan_one(struct gpuprobe *g, const struct procmem *pm, const struct m
 	int fd, r;
 
 	if (quota) {
-		refuse(g, m, path, uid, quota);
+		/* counted, never remembered: the refusal is this user's, not the file's (the same
+		 * library mapped later by root's rank is probed) */
+		__atomic_add_fetch(&g->nrefused_total, 1, __ATOMIC_RELAXED);
+		if (g->quota_said++ % 64 == 0)
+			log_msg(LOG_WARN, "%s (uid %u) not probed: %s", path, (unsigned)uid, quota);
 		return 0;
 	}
 	/* from here the file is opened: 1 kept, -1 not kept */
 	fd = mapfile_open(pm->dirfd, m, LIB_SIZE_MAX, &st);
 	if (fd < 0) {
 		if (fd != -ENOENT && fd != -ESRCH) /* gone: not the file's fault */
-			refuse(g, m, path, uid, strerror(-fd));
+			refuse(g, m, path, uid, fd);
 		return -1;
 	}
 	snprintf(l.info.path, sizeof(l.info.path), "%s", path);
@@ -275,7 +296,7 @@ static int scan_one(struct gpuprobe *g, const struct procmem *pm, const struct m
 		l.info.probes, l.info.err ? ": " : "", l.info.err ? strerror(-l.info.err) : "");
 	if (!l.info.probes) { /* nothing to keep: remembered, takes no place in the table */
 		free(l.links);
-		remember(g, m);
+		remember(g, m, r == 0 || intrinsic(r) ? ANY_UID : uid);
 		return -1;
 	}
 	pthread_mutex_lock(&g->mu);
@@ -325,7 +346,7 @@ int gpuprobe_scan(struct gpuprobe *g, int pid, int pidfd, uid_t uid)
 		memcpy(path, m.path, m.path_len);
 		path[m.path_len] = 0;
 		kind = gpuapi_lib_of(path);
-		if (!kind || known(g, &m) || is_refused(g, &m))
+		if (!kind || known(g, &m) || is_refused(g, &m, uid))
 			continue;
 		r = scan_one(g, &pm, &m, path, kind, uid);
 		opened += r != 0; /* a file refused by the quota was not opened */
