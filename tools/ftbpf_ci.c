@@ -84,6 +84,7 @@ static void usage(FILE *f)
 	    "  --report FILE         write the diagnosis as JSON [FTBPF_CI_REPORT]\n"
 	    "  --junit FILE          write a JUnit XML report (a failure on hang/timeout)\n"
 	    "                        [FTBPF_CI_JUNIT]\n"
+	    "                        (reports: no symbolic link in their paths is followed)\n"
 	    "  --count-debugger      a process stopped by a debugger (ptrace) or waiting at a\n"
 	    "                        terminal prompt (pdb) counts as hung; by default it does\n"
 	    "                        not [FTBPF_CI_COUNT_DEBUGGER=1]\n"
@@ -598,10 +599,10 @@ int main(int argc, char **argv)
 		report_diagnose(&rep, &c->tree, &ro); /* at the time of the last scan */
 		fputs(rep.text ? rep.text : "", stderr);
 		if (c->o.report) {
-			if (json_object_to_file_ext(c->o.report, rep.root,
-						    JSON_C_TO_STRING_PRETTY) < 0)
-				fprintf(stderr, "ftbpf-ci: --report %s: %s\n", c->o.report,
-					strerror(errno));
+			char err[256];
+
+			if (report_write_json(c->o.report, rep.root, err, sizeof(err)) < 0)
+				fprintf(stderr, "ftbpf-ci: --report %s\n", err);
 		}
 		fprintf(stderr,
 			"ftbpf-ci: terminating the process tree (SIGTERM, %gs grace, SIGKILL)\n",

@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ci/tree.h"
 #include "lib/jsonx.h"
 #include "lib/syscalls.h"
 #include "os/procfs.h"
 #include "lib/pyfmt.h"
+#include "os/safefs.h"
 #include "watch/inspector.h"
 #include "watch/pystack.h"
 #include "watch/pystack_json.h"
@@ -342,14 +344,32 @@ static void xml_escape(FILE *f, const char *s)
 	}
 }
 
+int report_write_json(const char *path, struct json_object *root, char *err, size_t errlen)
+{
+	int fd = safefs_create_nofollow(path, 0644, err, errlen), r = 0;
+
+	if (fd < 0)
+		return fd;
+	if (json_object_to_fd(fd, root, JSON_C_TO_STRING_PRETTY) < 0) {
+		r = errno ? -errno : -EIO;
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+	}
+	close(fd);
+	return r;
+}
+
 int report_junit(const char *path, char *const *argv, const char *kind, int code, const char *text,
 		 double secs)
 {
-	FILE *f = fopen(path, "w");
-	char name[512] = "";
+	char name[512] = "", err[256];
+	int fd = safefs_create_nofollow(path, 0644, err, sizeof(err));
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 
-	if (!f)
-		return -errno;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return fd < 0 ? fd : -ENOMEM;
+	}
 	for (char *const *a = argv; *a && strlen(name) < 400; a++) {
 		strcat(name, a == argv ? "" : " ");
 		strncat(name, *a, sizeof(name) - strlen(name) - 1);

@@ -6,9 +6,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int safefs_parent(const char *path, char *dir, size_t len)
@@ -123,6 +125,67 @@ int safefs_open(const char *path, int flags, mode_t mode, char *err, size_t errl
 	/* O_NONBLOCK was only for the open (a FIFO planted there must not block us) */
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 ||
 	    ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)) {
+		r = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* Without openat2 (kernels before 5.6): one component at a time, none of them a link. */
+static int walk_nofollow(const char *path, int flags, mode_t mode)
+{
+	char buf[4096], *save = NULL, *comp, *next;
+	int dir, fd;
+
+	if (strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	snprintf(buf, sizeof(buf), "%s", path);
+	dir = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	comp = strtok_r(buf, "/", &save);
+	while (comp && (next = strtok_r(NULL, "/", &save))) {
+		fd = openat(dir, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(dir);
+		if (fd < 0)
+			return errno == ENOTDIR ? -ELOOP : -errno; /* a link to a directory too */
+		dir = fd;
+		comp = next;
+	}
+	fd = comp ? openat(dir, comp, flags | O_NOFOLLOW, mode) : -1;
+	fd = fd < 0 ? (comp ? -errno : -EISDIR) : fd;
+	close(dir);
+	return fd;
+}
+
+int safefs_create_nofollow(const char *path, mode_t mode, char *err, size_t errlen)
+{
+	struct open_how how = {.flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			       .mode = mode,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	struct stat st;
+	int fd, r;
+
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd < 0 && (errno == ENOSYS || errno == E2BIG))
+		fd = walk_nofollow(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, mode);
+	else if (fd < 0)
+		fd = -errno;
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s%s", path, strerror(-fd),
+			 fd == -ELOOP || fd == -EXDEV ? " (a symbolic link in the path: refused)"
+						      : "");
+		return fd;
+	}
+	/* a hard link may be anyone's file: only a file of one name is written */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		snprintf(err, errlen, "%s is not a regular file with one name: refused", path);
+		close(fd);
+		return -EPERM;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 || ftruncate(fd, 0) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(-r));
 		close(fd);

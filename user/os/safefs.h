@@ -26,6 +26,13 @@ int safefs_mkdir(const char *dir, mode_t mode, char *err, size_t errlen);
  * -errno with a message in err.
  */
 int safefs_open(const char *path, int flags, mode_t mode, char *err, size_t errlen);
+/*
+ * Create or overwrite a file a user's tool names (ftbpf-ci's --report and --junit, run as root
+ * in another user's workspace) with no symbolic link followed anywhere in the path (a planted
+ * link would make root write elsewhere): a regular file with one name, truncated, mode for a
+ * new one. Returns the fd (O_WRONLY) or -errno with a message in err.
+ */
+int safefs_create_nofollow(const char *path, mode_t mode, char *err, size_t errlen);
 /* Remove path only if it is a Unix socket (a stale one of ours); 0 when absent or removed. */
 int safefs_unlink_socket(const char *path, char *err, size_t errlen);
 
