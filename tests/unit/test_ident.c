@@ -195,6 +195,25 @@ static void test_ident_wrappers(void)
 	CU_ASSERT_FALSE(ident_is_wrapper("torchrun"));
 	CU_ASSERT_FALSE(ident_is_wrapper("gcc"));
 	CU_ASSERT_FALSE(ident_is_wrapper(""));
+	/* wrappers that run their command as another user: root's hand the rank over */
+	CU_ASSERT_TRUE(ident_switches_user("runuser"));
+	CU_ASSERT_TRUE(ident_switches_user("su"));
+	CU_ASSERT_TRUE(ident_switches_user("sudo"));
+	CU_ASSERT_FALSE(ident_switches_user("timeout"));
+	CU_ASSERT_FALSE(ident_switches_user("setpriv")); /* it execs: the rank itself changes */
+	/* never a launcher to stop: shells, multiplexers, containers' inits and monitors */
+	CU_ASSERT_TRUE(ident_may_be_launcher("torchrun"));
+	CU_ASSERT_TRUE(ident_may_be_launcher("mpirun"));
+	CU_ASSERT_TRUE(ident_may_be_launcher("python3"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("bash"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("screen"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("SCREEN"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("tmux: server"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("conmon"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("tini"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("dumb-init"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("runuser"));
+	CU_ASSERT_FALSE(ident_may_be_launcher("systemd"));
 	/* a `#!` script runs a shell whatever its name: by the program, not the comm */
 	CU_ASSERT_TRUE(ident_is_shell_exe("/usr/bin/bash"));
 	CU_ASSERT_TRUE(ident_is_shell_exe("/bin/sh"));

@@ -1,6 +1,7 @@
 /*
  * os/procfs.c's parsers: /proc/PID/stat of real and odd processes; a process's ids from
- * /proc/PID/status (the owner is the real uid; a set-user-ID program is told apart), and
+ * /proc/PID/status (the owner is the real uid; a set-user-ID program, or one with capabilities,
+ * is told apart), and
  * malformed status text refused.
  */
 #include <CUnit/Basic.h>
@@ -47,6 +48,32 @@ static void test_creds(void)
 	CU_ASSERT_TRUE(procfs_creds_elevated(&c));
 }
 
+/* A program with file capabilities (or ambient ones) runs with privileges its user lacks. */
+static const char status_caps[] = "Name:\tping\nUid:\t1000\t1000\t1000\t1000\n"
+				  "Gid:\t1000\t1000\t1000\t1000\nCapInh:\t0000000000000000\n"
+				  "CapPrm:\t0000000000002000\nCapEff:\t0000000000002000\n"
+				  "CapBnd:\t000001ffffffffff\n";
+
+static void test_creds_caps(void)
+{
+	struct proc_creds c;
+
+	CU_ASSERT_EQUAL_FATAL(procfs_parse_creds(status_caps, sizeof(status_caps) - 1, &c), 0);
+	CU_ASSERT_EQUAL(c.cap_prm, 0x2000u);
+	CU_ASSERT_EQUAL(c.cap_eff, 0x2000u);
+	CU_ASSERT_TRUE(procfs_creds_elevated(&c));
+	c.cap_eff = 0; /* permitted alone: it may raise them */
+	CU_ASSERT_TRUE(procfs_creds_elevated(&c));
+	c.cap_prm = 0;
+	CU_ASSERT_FALSE(procfs_creds_elevated(&c));
+	c.ruid = c.euid = c.suid = c.fsuid = 0; /* root's have them all */
+	c.cap_prm = c.cap_eff = 0x1ffffffffffull;
+	CU_ASSERT_FALSE(procfs_creds_elevated(&c));
+	/* no capability lines (a kernel without them): none */
+	CU_ASSERT_EQUAL_FATAL(procfs_parse_creds(status_setuid, sizeof(status_setuid) - 1, &c), 0);
+	CU_ASSERT_EQUAL(c.cap_prm, 0);
+}
+
 static void test_creds_malformed(void)
 {
 	struct proc_creds c;
@@ -57,6 +84,9 @@ static void test_creds_malformed(void)
 	    "Uid:\tx\t2\t3\t4\nGid:\t1\t2\t3\t4\n",
 	    "Uid:\t99999999999\t2\t3\t4\nGid:\t1\t2\t3\t4\n",
 	    "XUid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\n",
+	    "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapPrm:\tzz\n",
+	    "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapEff:\t\n",
+	    "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapPrm:\t00000000000000001\n",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -85,6 +115,8 @@ int main(void)
 	s = CU_add_suite("procfs", NULL, NULL);
 	CU_add_test(s, "/proc/PID/stat", test_proc_stat);
 	CU_add_test(s, "ids from status: real uid, set-user-ID told apart", test_creds);
+	CU_add_test(s, "capabilities: a program with file capabilities is privileged",
+		    test_creds_caps);
 	CU_add_test(s, "malformed status refused", test_creds_malformed);
 	CU_add_test(s, "our own ids", test_creds_self);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

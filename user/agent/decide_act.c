@@ -35,56 +35,6 @@ static void signal_rank(struct decider *d, struct rank *k, int sig, const char *
 }
 
 /*
- * May the parent of a rank be stopped as its launcher? Not when it is a shell, a terminal
- * multiplexer, a login or privilege tool, a wrapper like timeout(1), or a service manager: a
- * rank started by hand or from a script has no launcher to stop (its user's shell is not one).
- */
-static int is_launcher(const struct proc_stat *parent)
-{
-	static const char *const not_launchers[] = {
-	    "sh",
-	    "bash",
-	    "dash",
-	    "zsh",
-	    "fish",
-	    "ksh",
-	    "tcsh",
-	    "csh",
-	    "sudo",
-	    "su",
-	    "sshd",
-	    "login",
-	    "tmux",
-	    "tmux: server",
-	    "screen",
-	    "timeout",
-	    "systemd",
-	    "init",
-	    "containerd-shim",
-	    "nohup",
-	    "setsid",
-	    "runuser",
-	    "setpriv",
-	    "doas",
-	    "env",
-	    "nice",
-	    "ionice",
-	    "taskset",
-	    "numactl",
-	    "chrt",
-	    "stdbuf",
-	    "script",
-	    "strace",
-	    "gdb",
-	};
-
-	for (size_t i = 0; i < sizeof(not_launchers) / sizeof(not_launchers[0]); i++)
-		if (!strcmp(parent->comm, not_launchers[i]))
-			return 0;
-	return 1;
-}
-
-/*
  * The parent of rank k as a launcher to stop: the pidfd is opened first and everything read
  * about the process is checked against it afterwards, so a pid reused meanwhile is never
  * signalled. It must be older than the rank, still its parent, run as the job's owner (its
@@ -108,7 +58,7 @@ static int launcher_of(const struct rank *k, uid_t owner, int *ret_ppid)
 	    procfs_exe(st.ppid, exe, sizeof(exe)) < 0 || pidfd_signal(fd, 0) < 0 ||
 	    procfs_stat(k->pid, -1, &again) < 0 || again.ppid != st.ppid ||
 	    pst.start_ns > k->start_ns || cr.ruid != owner ||
-	    (procfs_creds_elevated(&cr) && cr.ruid != 0) || !is_launcher(&pst) ||
+	    (procfs_creds_elevated(&cr) && cr.ruid != 0) || !ident_may_be_launcher(pst.comm) ||
 	    ident_is_shell_exe(exe)) {
 		close(fd);
 		return -1;

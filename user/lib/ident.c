@@ -306,6 +306,36 @@ int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b)
 	return a->source == b->source && a->rank == b->rank && !strcmp(a->job, b->job);
 }
 
+int ident_switches_user(const char *comm)
+{
+	static const char *const switchers[] = {"su", "runuser", "sudo", "doas"};
+
+	for (size_t i = 0; i < sizeof(switchers) / sizeof(switchers[0]); i++)
+		if (!strcmp(comm, switchers[i]))
+			return 1;
+	return 0;
+}
+
+int ident_may_be_launcher(const char *comm)
+{
+	static const char *const not_launchers[] = {
+	    "sh",      "bash",	  "dash",      "zsh",	       "fish",
+	    "ksh",     "tcsh",	  "csh",       "sudo",	       "su",
+	    "sshd",    "login",	  "tmux",      "tmux: server", "screen",
+	    "SCREEN",  "timeout", "systemd",   "init",	       "containerd-shim",
+	    "conmon",  "tini",	  "dumb-init", "catatonit",    "s6-svscan",
+	    "runsv",   "nohup",	  "setsid",    "runuser",      "setpriv",
+	    "doas",    "env",	  "nice",      "ionice",       "taskset",
+	    "numactl", "chrt",	  "stdbuf",    "script",       "strace",
+	    "gdb",
+	};
+
+	for (size_t i = 0; i < sizeof(not_launchers) / sizeof(not_launchers[0]); i++)
+		if (!strcmp(comm, not_launchers[i]))
+			return 0;
+	return 1;
+}
+
 int ident_is_wrapper(const char *comm)
 {
 	/* programs that fork the command they are given and wait for it (those that exec it,

@@ -51,6 +51,19 @@ int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b);
  */
 int ident_is_wrapper(const char *comm);
 /*
+ * Is it a wrapper that runs its command as another user (su -c, runuser -u USER, sudo -u,
+ * doas)? Root's such wrapper hands its rank over to that user: the child is that user's rank,
+ * the wrapper leaves root's job (see adopt.c).
+ */
+int ident_switches_user(const char *comm);
+/*
+ * May a process running this program (its comm) be stopped as a rank's launcher? Not a shell,
+ * a terminal multiplexer, a login or privilege tool, a wrapper like timeout(1), a container's
+ * init or monitor, or a service manager: a rank started by hand or from a script has no
+ * launcher to stop (its user's shell is not one).
+ */
+int ident_may_be_launcher(const char *comm);
+/*
  * Is this program (a path, as /proc/PID/exe gives it) a shell? A `#!` script's comm is the
  * script's name, its program the shell: a batch script that starts ranks itself is no launcher.
  */

@@ -144,13 +144,54 @@ static int ids_line(const char *buf, size_t len, const char *name, unsigned ret[
 	return -EINVAL;
 }
 
+/* A capability set line ("CapPrm:\t000001ffffffffff"): its bits, 0 when absent (a kernel
+ * without capabilities has none to give). -EINVAL when malformed. */
+static int caps_line(const char *buf, size_t len, const char *name, uint64_t *ret)
+{
+	size_t nl = strlen(name);
+	const char *p = buf, *end = buf + len;
+
+	*ret = 0;
+	while (p < end) {
+		const char *e = memchr(p, '\n', (size_t)(end - p));
+		size_t n = e ? (size_t)(e - p) : (size_t)(end - p);
+
+		if (n > nl && !memcmp(p, name, nl) && p[nl] == ':') {
+			uint64_t v = 0;
+			size_t i = nl + 1, digits = 0;
+
+			while (i < n && (p[i] == ' ' || p[i] == '\t'))
+				i++;
+			for (; i < n; i++, digits++) {
+				int d = isxdigit((unsigned char)p[i])
+					    ? (isdigit((unsigned char)p[i])
+						   ? p[i] - '0'
+						   : (tolower((unsigned char)p[i]) - 'a' + 10))
+					    : -1;
+
+				if (d < 0 || digits == 16)
+					return -EINVAL;
+				v = v << 4 | (uint64_t)d;
+			}
+			if (!digits)
+				return -EINVAL;
+			*ret = v;
+			return 0;
+		}
+		p = e ? e + 1 : end;
+	}
+	return 0;
+}
+
 int procfs_parse_creds(const char *buf, size_t len, struct proc_creds *ret)
 {
 	unsigned u[4], g[4];
+	uint64_t prm, eff;
 
-	if (ids_line(buf, len, "Uid", u) < 0 || ids_line(buf, len, "Gid", g) < 0)
+	if (ids_line(buf, len, "Uid", u) < 0 || ids_line(buf, len, "Gid", g) < 0 ||
+	    caps_line(buf, len, "CapPrm", &prm) < 0 || caps_line(buf, len, "CapEff", &eff) < 0)
 		return -EINVAL;
-	*ret = (struct proc_creds){u[0], u[1], u[2], u[3], g[0], g[1], g[2], g[3]};
+	*ret = (struct proc_creds){u[0], u[1], u[2], u[3], g[0], g[1], g[2], g[3], prm, eff};
 	return 0;
 }
 

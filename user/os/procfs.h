@@ -30,16 +30,19 @@ static inline int procfs_same_start(uint64_t x, uint64_t y)
 struct proc_creds {
 	uid_t ruid, euid, suid, fsuid;
 	gid_t rgid, egid, sgid, fsgid;
+	uint64_t cap_prm, cap_eff; /* permitted and effective capabilities */
 };
 int procfs_creds(int pid, struct proc_creds *ret);
 /* Parse the text of /proc/PID/status for its ids. 0 or -EINVAL. */
 int procfs_parse_creds(const char *buf, size_t len, struct proc_creds *ret);
-/* Does the process run with privileges its real user does not have (a set-user-ID or
- * set-group-ID program: the kernel's AT_SECURE)? */
+/* Does the process run with privileges its real user does not have: a set-user-ID or
+ * set-group-ID program (the kernel's AT_SECURE), or capabilities (a program with file
+ * capabilities, ambient ones)? Root's have them all: callers ask for other users'. */
 static inline int procfs_creds_elevated(const struct proc_creds *c)
 {
 	return c->euid != c->ruid || c->suid != c->ruid || c->fsuid != c->ruid ||
-	       c->egid != c->rgid || c->sgid != c->rgid || c->fsgid != c->rgid;
+	       c->egid != c->rgid || c->sgid != c->rgid || c->fsgid != c->rgid ||
+	       (c->ruid != 0 && (c->cap_prm || c->cap_eff));
 }
 /* The owner of a process: its real uid (a set-user-ID program run by a user stays that
  * user's, whatever its effective uid; /proc/PID itself is owned by the effective one). */
