@@ -77,7 +77,7 @@ static __always_inline void nccl_comm_call(struct pt_regs *ctx, struct ftbpf_thr
 		struct ftbpf_comm init = {.rank = -1, .flags = FTBPF_COMM_NO_ID};
 
 		init.id = k.comm ^ ((__u64)tgid << 32);
-		bpf_map_update_elem(&comms, &k, &init, BPF_NOEXIST);
+		comm_put(&k, &init, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&comms, &k);
 		if (!c) {
 			stat_inc(FTBPF_STAT_COMM_FULL);
@@ -198,7 +198,7 @@ int BPF_KPROBE(gpu_enter)
 		st.nranks = (int)arg_n(ctx, 2);
 		st.id = unique_id_at_entry(ctx);
 		st.rank = rank_at_entry(ctx);
-		bpf_map_update_elem(&comm_init, &tid, &st, BPF_ANY);
+		stash_put(tgid, tid, &st);
 		break;
 	case FTBPF_API_NCCL_COMM_SPLIT: /* (comm, color, key, newcomm *, config) */
 		k.comm = arg_n(ctx, 1);
@@ -206,12 +206,12 @@ int BPF_KPROBE(gpu_enter)
 		st.out = arg_n(ctx, 4);
 		st.id = ((c ? c->id : 0) ^ (arg_n(ctx, 2) * 0xff51afd7ed558ccdull)) | 1;
 		st.rank = -1;
-		bpf_map_update_elem(&comm_init, &tid, &st, BPF_ANY);
+		stash_put(tgid, tid, &st);
 		break;
 	case FTBPF_API_NCCL_COMM_ABORT:
 	case FTBPF_API_NCCL_COMM_DESTROY:
 		k.comm = arg_n(ctx, 1);
-		bpf_map_delete_elem(&comms, &k);
+		comm_drop(&k);
 		break;
 	default:
 		if (FTBPF_API_IS_COLL(api) || FTBPF_API_IS_P2P(api))
@@ -242,9 +242,9 @@ int BPF_KRETPROBE(gpu_exit, long ret)
 
 			if ((int)ret == 0 && st->out &&
 			    !bpf_probe_read_user(&k.comm, sizeof(k.comm), (void *)st->out) &&
-			    k.comm && bpf_map_update_elem(&comms, &k, &c, BPF_ANY))
+			    k.comm && comm_put(&k, &c, BPF_ANY))
 				stat_inc(FTBPF_STAT_COMM_FULL);
-			bpf_map_delete_elem(&comm_init, &tid);
+			stash_drop(tgid, tid);
 		}
 	}
 	t = bpf_map_lookup_elem(&threads, &tid);

@@ -107,7 +107,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct ftbpf_comm_key);
 	__type(value, struct ftbpf_comm);
-	__uint(max_entries, 4096);
+	__uint(max_entries, FTBPF_MAX_COMMS);
 } comms SEC(".maps");
 
 /* Arguments of a communicator creation in flight, from entry to return; key: tid. */
@@ -122,7 +122,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
 	__type(value, struct comm_stash);
-	__uint(max_entries, 1024);
+	__uint(max_entries, FTBPF_MAX_STASH);
 } comm_init SEC(".maps");
 
 /* Slots of registered processes: tgid -> that process's own one-entry mmapable array. */
@@ -408,28 +408,52 @@ static __always_inline void gpu_ioctl_enter(struct ftbpf_thread *t, struct pt_re
 	t->gpu_req = (__u32)PT_REGS_PARM2_CORE_SYSCALL(regs);
 }
 
-/* The thread's record, created at its first event. A process may hold max_threads records
- * (its main thread always gets one), so that no process can fill the map for the others. */
+#include "share.bpf.h"
+
+/* A record of another process at this tid: its thread ended unseen (the agent stopped
+ * tracking it first), and the tid was reused. */
+static __always_inline void thread_stale(__u32 tid, struct ftbpf_thread *t)
+{
+	__u32 old = t->tgid;
+
+	thread_drop(tid, t, bpf_map_lookup_elem(&procs, &old));
+}
+
+/*
+ * The thread's record, created at its first event. A process may hold max_threads records, a
+ * user its share of the map (docs/security.md), so that no process or user can fill it for the
+ * others; a main thread is over neither (no verdict can be made without it), only under root's
+ * reserve.
+ */
 static __always_inline struct ftbpf_thread *thread_get(__u32 tgid, __u32 tid, __u64 now)
 {
 	struct ftbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct ftbpf_thread init = {.tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now};
 	struct ftbpf_proc *pp;
 
-	if (!t) {
-		struct ftbpf_thread init = {
-		    .tgid = tgid, .cur_nr = -1, .last_nr = -1, .first_ns = now};
-
-		pp = bpf_map_lookup_elem(&procs, &tgid);
-		if (pp && tid != tgid && pp->nthreads >= max_threads) {
-			stat_inc(FTBPF_STAT_THREAD_CAP);
-			return NULL;
-		}
-		if (bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST) == 0 && pp)
-			__sync_fetch_and_add(&pp->nthreads, 1);
-		t = bpf_map_lookup_elem(&threads, &tid);
-		if (!t)
-			stat_inc(FTBPF_STAT_THREAD_FULL);
+	if (t && t->tgid == tgid)
+		return t;
+	if (t)
+		thread_stale(tid, t);
+	pp = bpf_map_lookup_elem(&procs, &tgid);
+	if (pp && tid != tgid && pp->nthreads >= max_threads) {
+		stat_inc(FTBPF_STAT_THREAD_CAP);
+		return NULL;
 	}
+	init.uid = pp ? pp->uid : (__u32)bpf_get_current_uid_gid();
+	if (!share_take(init.uid, FTBPF_TAB_THREADS, tid == tgid)) {
+		stat_inc(FTBPF_STAT_THREAD_FULL);
+		return NULL;
+	}
+	if (bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST) == 0) {
+		if (pp)
+			__sync_fetch_and_add(&pp->nthreads, 1);
+	} else {
+		share_give(init.uid, FTBPF_TAB_THREADS);
+	}
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		stat_inc(FTBPF_STAT_THREAD_FULL);
 	return t;
 }
 
@@ -536,12 +560,18 @@ static __always_inline struct ftbpf_event *ev_reserve(__u32 type)
 	return e;
 }
 
-static __always_inline void on_exec(struct task_struct *p, struct linux_binprm *bprm)
+static __always_inline void on_exec(struct task_struct *p, __u32 old_pid, struct linux_binprm *bprm)
 {
 	struct ftbpf_event *e;
 	const char *fn;
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 
+	if (old_pid != tgid) { /* a thread exec'd: it is the leader now, its old tid is gone */
+		struct ftbpf_thread *t = bpf_map_lookup_elem(&threads, &old_pid);
+
+		if (t && t->tgid == tgid)
+			thread_drop(old_pid, t, bpf_map_lookup_elem(&procs, &tgid));
+	}
 	if (tgid == agent_tgid)
 		return;
 	if (tracked(tgid)) { /* a rank's child ran a program: within its rank's budget */
@@ -569,6 +599,7 @@ static __always_inline void on_exec(struct task_struct *p, struct linux_binprm *
 	e->tid = BPF_CORE_READ(p, pid);
 	e->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	e->flags = tracked(tgid);
+	e->code = (__s32)bpf_get_current_uid_gid(); /* the real uid */
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	fn = BPF_CORE_READ(bprm, filename);
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), fn);
@@ -601,6 +632,8 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 		stat_inc(FTBPF_STAT_CHILD_CAP);
 		return;
 	}
+	if (!share_take(pp->uid, FTBPF_TAB_PROCS, 0))
+		return;
 	np.tgid = ctgid;
 	np.owner = pp->owner;
 	np.ppid = ptgid;
@@ -614,7 +647,8 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 	np.start_ns = BPF_CORE_READ(child, start_boottime);
 	__builtin_memcpy(np.job, pp->job, sizeof(np.job));
 	bpf_probe_read_kernel_str(np.comm, sizeof(np.comm), child->comm);
-	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
+	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_NOEXIST)) {
+		share_give(np.uid, FTBPF_TAB_PROCS);
 		stat_inc(FTBPF_STAT_PROC_FULL);
 		return;
 	}
@@ -658,17 +692,28 @@ static __always_inline void on_exit(struct task_struct *p)
 	struct ftbpf_event *e;
 	int child, send = 1;
 
-	if (!tracked(tgid))
+	struct ftbpf_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!tracked(tgid)) {
+		/* a process the agent stopped tracking while it ran: its records go all the same */
+		if (t && t->tgid == tgid)
+			thread_drop(tid, t, NULL);
 		return;
+	}
 	track_changed(); /* its stack may be reused by a task the cache would take for it */
 	pp = bpf_map_lookup_elem(&procs, &tgid);
-	if (bpf_map_delete_elem(&threads, &tid) == 0 && pp && pp->nthreads)
-		__sync_fetch_and_add(&pp->nthreads, (__u32)-1);
+	if (t)
+		thread_drop(tid, t, pp);
+	stash_drop(tgid, tid);
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return; /* not the last thread of the group */
 	untrack(tgid);
 	clear_bit(&slot_bits, tgid);
-	bpf_map_delete_elem(&cadence, &tgid);
+	if (pp) {
+		comms_of_gone(tgid, pp);
+		if (bpf_map_delete_elem(&cadence, &tgid) == 0)
+			share_give(pp->uid, FTBPF_TAB_CADENCE);
+	}
 	child = pp && (pp->flags & FTBPF_PROC_CHILD);
 	if (pp && child) {
 		__u64 *live = stat_ptr(FTBPF_STAT_CHILDREN);
@@ -702,8 +747,12 @@ static __always_inline void on_exit(struct task_struct *p)
 		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
 		bpf_ringbuf_submit(e, 0);
 	}
-	if (child)
-		bpf_map_delete_elem(&procs, &tgid);
+	if (child) {
+		__u32 uid = pp->uid;
+
+		if (bpf_map_delete_elem(&procs, &tgid) == 0)
+			share_give(uid, FTBPF_TAB_PROCS);
+	}
 }
 
 /* Signals whose default action ends the process. */
@@ -851,8 +900,8 @@ static __always_inline void on_mark_victim(struct task_struct *p)
 
 FTBPF_TP(sys_enter, sys_enter, on_sys_enter(regs, id), struct pt_regs *regs, long id)
 FTBPF_TP(sys_exit, sys_exit, on_sys_exit(regs, ret), struct pt_regs *regs, long ret)
-FTBPF_TP(sched_process_exec, exec, on_exec(p, bprm), struct task_struct *p, pid_t old_pid,
-	 struct linux_binprm *bprm)
+FTBPF_TP(sched_process_exec, exec, on_exec(p, (__u32)old_pid, bprm), struct task_struct *p,
+	 pid_t old_pid, struct linux_binprm *bprm)
 FTBPF_TP(sched_process_fork, fork, on_fork(parent, child), struct task_struct *parent,
 	 struct task_struct *child)
 FTBPF_TP(sched_process_exit, exit, on_exit(p), struct task_struct *p)

@@ -17,15 +17,19 @@
 #define FTBPF_MAX_SYSCALLS 512
 #define FTBPF_MAX_PROCS	   16384
 #define FTBPF_MAX_THREADS  65536
+#define FTBPF_MAX_COMMS	   4096
+#define FTBPF_MAX_CADENCE  4096
+#define FTBPF_MAX_STASH	   1024 /* comm_init: communicator creations in flight */
 /* Two start times of a process within this are the same process: /proc gives clock ticks
  * (10 ms at USER_HZ 100), the kernel nanoseconds. */
 #define FTBPF_START_SLACK_NS 20000000ull
 
 /* procs.flags */
-#define FTBPF_PROC_RANK	  0x1u /* adopted as a rank */
-#define FTBPF_PROC_CHILD  0x2u /* a descendant of a rank (data-loader worker, helper) */
-#define FTBPF_PROC_EXITED 0x4u /* the whole thread group has exited */
-#define FTBPF_PROC_OOM	  0x8u /* chosen as OOM victim */
+#define FTBPF_PROC_RANK	  0x1u	/* adopted as a rank */
+#define FTBPF_PROC_CHILD  0x2u	/* a descendant of a rank (data-loader worker, helper) */
+#define FTBPF_PROC_EXITED 0x4u	/* the whole thread group has exited */
+#define FTBPF_PROC_OOM	  0x8u	/* chosen as OOM victim */
+#define FTBPF_PROC_COMMS  0x10u /* made NCCL communicators (the kernel drops them at its exit) */
 
 /* sysclass values: how a completed syscall of a rank's main thread counts as progress */
 #define FTBPF_SC_PROGRESS 0u /* always progress */
@@ -68,7 +72,7 @@ struct ftbpf_thread {
 	__u64 last_exit_ns; /* last syscall exit */
 	__s64 last_ret;
 	__s32 last_nr;
-	__u32 pad;
+	__u32 uid;	    /* the user whose share holds the record (FTBPF_UID_ALL: none) */
 	__u64 syscalls;	    /* completed syscalls */
 	__u64 progress_ns;  /* last completion that counts as progress (main thread only) */
 	__u64 progress;	    /* number of such completions */
@@ -231,7 +235,7 @@ struct ftbpf_event {
 	__u32 ppid; /* EXEC: parent; FORK: parent tgid */
 	__u64 ts_ns;
 	__s32 sig;
-	__s32 code;	  /* EXIT: wait status; SIGNAL: si_code; */
+	__s32 code;	  /* EXIT: wait status; SIGNAL: si_code; EXEC: the real uid */
 	__s32 result;	  /* SIGNAL: trace result (0 = delivered) */
 	__u32 sender_pid; /* SIGNAL: tgid of the sender */
 	__u32 sender_tid;
@@ -275,6 +279,30 @@ enum ftbpf_stat {
 	FTBPF_STAT_SIG_IGNORED = 11,  /* signals to ranks the kernel ignored or merged (no event) */
 	FTBPF_STAT_API_LOST_RET = 12, /* probed calls whose return was never seen */
 	FTBPF_STAT__MAX = 16,
+};
+
+/*
+ * Per-user shares of the tables a user's processes grow (docs/security.md, user/lib/shares.c).
+ * Every entry is charged to the owner of its process when it is made and given back when it
+ * goes, by whichever side makes or removes it: the kernel counts in map `usage`, the agent in
+ * map `usage_agent` (it alone writes it); a user holds the sum. Key: uid, FTBPF_UID_ALL for
+ * every user together. A user other than root may hold its share of a table, and only root
+ * takes the table's last reserve places.
+ */
+enum ftbpf_table {
+	FTBPF_TAB_PROCS = 0,   /* procs: ranks (the agent's) and their children (the kernel's) */
+	FTBPF_TAB_THREADS = 1, /* threads */
+	FTBPF_TAB_COMMS = 2,   /* comms */
+	FTBPF_TAB_CADENCE = 3, /* cadence (the agent adds, the kernel drops at the exit) */
+	FTBPF_TAB_STASH = 4,   /* comm_init */
+	FTBPF_TAB__MAX = 8,
+};
+#define FTBPF_UID_ALL	  0xffffffffu
+#define FTBPF_USAGE_USERS 4096 /* users with a count; a new one past this is refused */
+
+struct ftbpf_usage {
+	__s64 held[FTBPF_TAB__MAX];    /* entries made minus entries removed, by this side */
+	__u64 refused[FTBPF_TAB__MAX]; /* the kernel's: entries not made, at the share or reserve */
 };
 
 /* Persistent copy of the agent's countdown-timer table (pinned; survives agent restarts).

@@ -9,12 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/adoptq.h"
 #include "agent/eventlog.h"
+#include "agent/tables.h"
 #include "agent/views.h"
 #include "ftbpf/slot.h"
 #include "lib/ident.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
+#include "lib/shares.h"
 #include "os/clock.h"
 #include "os/log.h"
 #include "os/pidfd.h"
@@ -39,12 +42,17 @@ struct adopter {
 	uint64_t rescan_ns;		  /* time of the last walk */
 	uint64_t folded_seen, recheck_ns; /* a rank's events folded: its execs may be among them */
 	uint64_t adopted, errors, rescans, handovers;
-	uint64_t refused_elevated;  /* set-user-ID/-group-ID processes not adopted */
-	uint64_t left;		    /* ranks that exec'd as another user, or with privileges */
-	uint64_t refused_user_full; /* a user's share of the rank table was full */
-	char node[64];		    /* this host's name in host-local job ids (ident_scope) */
+	uint64_t refused_elevated;   /* set-user-ID/-group-ID processes not adopted */
+	uint64_t left;		     /* ranks that exec'd as another user, or with privileges */
+	uint64_t refused_user_full;  /* a user's share of the rank table was full */
+	uint64_t forgotten_at_share; /* ended ranks forgotten for a new one of their user's */
+	char node[64];		     /* this host's name in host-local job ids (ident_scope) */
 	void (*run_end)(void *ctx, struct job *j); /* see adopter_on_run_end */
 	void *run_end_ctx;
+	void (*forget)(void *ctx, struct rank *k); /* see adopter_on_forget */
+	void *forget_ctx;
+	struct tables *tables;
+	struct adoptq *q; /* the environments read off the loop; NULL: read here */
 };
 
 struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct eventlog *el,
@@ -69,6 +77,7 @@ void adopter_free(struct adopter *ad)
 {
 	if (!ad)
 		return;
+	adoptq_free(ad->q);
 	free(ad->envbuf);
 	free(ad);
 }
@@ -84,9 +93,82 @@ void adopter_on_run_end(struct adopter *ad, void (*fn)(void *ctx, struct job *j)
 	ad->run_end_ctx = ctx;
 }
 
+void adopter_on_forget(struct adopter *ad, void (*fn)(void *ctx, struct rank *k), void *ctx,
+		       struct tables *tb)
+{
+	ad->forget = fn;
+	ad->forget_ctx = ctx;
+	ad->tables = tb;
+}
+
+/*
+ * May uid have one more rank? Its share counts ended ranks too (one-second ranks by the
+ * thousand must not fill the table): at the share, the oldest ended one whose exit was judged
+ * is forgotten; when every one it holds lives (or ended unjudged), it may not. Root's ranks are
+ * over no share.
+ */
+static int user_room(struct adopter *ad, uid_t uid, int pid)
+{
+	const struct share_info *si = share_info(SHARE_RANKS);
+	int held = uid ? ranks_user_count(ad->ranks, uid) : 0;
+	struct rank *old;
+
+	if (share_admit(SHARE_RANKS, uid, held, 0))
+		return 1;
+	old = ad->forget ? ranks_user_oldest_ended(ad->ranks, uid) : NULL;
+	if (old) {
+		ad->forgotten_at_share++;
+		ad->forget(ad->forget_ctx, old);
+		return 1;
+	}
+	if (ad->refused_user_full++ % 64 == 0)
+		log_warn("uid %u holds %u ranks, none of them ended: pid %d not adopted",
+			 (unsigned)uid, si->share, pid);
+	if (ad->tables)
+		tables_refused(ad->tables, uid, SHARE_RANKS, held, clock_mono_ns());
+	return 0;
+}
+
+void adopt_trim_ended(struct adopter *ad, uid_t uid)
+{
+	int n = uid && ad->forget ? ranks_user_ended(ad->ranks, uid) : 0;
+	struct rank *old;
+
+	while (n-- > (int)share_info(SHARE_ENDED)->share &&
+	       (old = ranks_user_oldest_ended(ad->ranks, uid))) {
+		ad->forgotten_at_share++;
+		ad->forget(ad->forget_ctx, old);
+	}
+}
+
 int adopt_job_wanted(const struct adopter *ad, const char *job)
 {
 	return !*ad->only_jobs || fnmatch(ad->only_jobs, job, 0) == 0;
+}
+
+/* pid (named by pidfd, which this takes over) has the identity ident_from_environ gave (r):
+ * adopted when it names a rank of a wanted job. */
+static int adopt_ident(struct adopter *ad, int pid, int pidfd, int r, struct rank_ident *id,
+		       const char *how)
+{
+	if (ranks_find_live(ad->ranks, pid)) {
+		close(pidfd);
+		return 0;
+	}
+	if (r == 0)
+		ident_scope(id, ad->node);
+	if (r == -EINVAL) {
+		ad->errors++;
+		log_warn("pid %d has malformed rank variables in its environment; not adopted",
+			 pid);
+	}
+	if (r == 0 && !adopt_job_wanted(ad, id->job))
+		r = -ENOENT;
+	if (r < 0) {
+		close(pidfd);
+		return r;
+	}
+	return adopt_as(ad, pid, pidfd, id, how, 0);
 }
 
 /* The pidfd is opened before /proc is read and checked after: what was read belongs to the
@@ -95,7 +177,7 @@ int adopt_pid(struct adopter *ad, int pid, const char *how)
 {
 	struct rank_ident id;
 	ssize_t n;
-	int r, pidfd;
+	int pidfd;
 
 	if (pid == getpid() || ranks_find_live(ad->ranks, pid))
 		return 0;
@@ -113,21 +195,45 @@ int adopt_pid(struct adopter *ad, int pid, const char *how)
 		close(pidfd);
 		return n < 0 ? (int)n : -ENOENT;
 	}
-	r = ident_from_environ(ad->envbuf, (size_t)n, &id);
-	if (r == 0)
-		ident_scope(&id, ad->node);
-	if (r == -EINVAL) {
-		ad->errors++;
-		log_warn("pid %d has malformed rank variables in its environment; not adopted",
-			 pid);
+	return adopt_ident(ad, pid, pidfd, ident_from_environ(ad->envbuf, (size_t)n, &id), &id,
+			   how);
+}
+
+int adopter_start_reader(struct adopter *ad)
+{
+	if (!ad->q && !(ad->q = adoptq_new(ad->netns)))
+		return -errno;
+	return adoptq_fd(ad->q);
+}
+
+void adopt_exec_event(struct adopter *ad, int pid, uid_t uid)
+{
+	if (!ad->q) {
+		adopt_pid(ad, pid, "exec");
+		return;
 	}
-	if (r == 0 && !adopt_job_wanted(ad, id.job))
-		r = -ENOENT;
-	if (r < 0) {
-		close(pidfd);
-		return r;
-	}
-	return adopt_as(ad, pid, pidfd, &id, how, 0);
+	if (pid == getpid())
+		return;
+	if (adoptq_exec(ad->q, pid, uid) < 0)
+		ad->rescan_all = 1; /* too much of its user's waits: the next walk finds it */
+}
+
+static void retry_later(struct adopter *ad, int pid);
+
+static void take_one(void *ctx, int pid, int pidfd, int err, const struct rank_ident *idp,
+		     int walked)
+{
+	struct adopter *ad = ctx;
+	struct rank_ident id = *idp;
+	int r = adopt_ident(ad, pid, pidfd, err, &id, walked ? "scan" : "exec");
+
+	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -EAGAIN)
+		retry_later(ad, pid);
+}
+
+int adopt_take_ready(struct adopter *ad, int max)
+{
+	return ad->q ? adoptq_take(ad->q, max, take_one, ad) : 0;
 }
 
 /*
@@ -135,6 +241,54 @@ int adopt_pid(struct adopter *ad, int pid, const char *how)
  * another real user, or with privileges its user lacks, leaves its job (it is no longer that
  * user's process to watch, act on or inspect); a rank as the new user's may be adopted anew.
  * A rank's child that changed its real user leaves the rank's tree.
+ */
+/* Rank k leaves its job as a clean end (nothing failed, nothing is to be decided): untracked,
+ * its kernel records gone. The event is the caller's. */
+static struct json_object *rank_leaves(struct adopter *ad, struct rank *k, const char *why,
+				       const struct proc_creds *cr)
+{
+	ad->left++;
+	(void)tracker_set_tracked(ad->tr, (uint32_t)k->pid, 0);
+	(void)tracker_proc_delete(ad->tr, (uint32_t)k->pid);
+	(void)tracker_cad_delete(ad->tr, (uint32_t)k->pid, k->uid); /* none: fine */
+	k->s.exited = 1;
+	k->s.exit_code = 0;
+	k->exit_reported = 1;
+	k->fail_seen = 1;
+	return view_rank_left(k, why, cr->ruid, cr->euid);
+}
+
+/*
+ * Child tgid of root's wrapper rank w exec'd as another user (runuser -u USER -- cmd, su -c):
+ * the wrapper runs the rank as that user. w leaves root's job (its wait is no verdict's
+ * business, and it is no process of that user's tree: it is root's), and the child becomes a
+ * rank of its own user's job when its environment names the same rank.
+ */
+static void handover_to_user(struct adopter *ad, struct rank *w, int tgid,
+			     const struct proc_creds *cr)
+{
+	struct json_object *o;
+	struct rank *k;
+
+	o = rank_leaves(ad, w, "it runs its command as another user", cr);
+	jint(o, "heir_pid", tgid);
+	eventlog_emit(ad->el, o);
+	if (adopt_pid(ad, tgid, "handover") < 0 || !(k = ranks_find_live(ad->ranks, tgid)))
+		return;
+	k->wrapper_pid = w->pid;
+	k->wrapper_start_ns = w->start_ns;
+	memcpy(k->wrapper_comm, w->comm, sizeof(k->wrapper_comm));
+	k->launcher_pid = w->launcher_pid;
+	k->launcher_start_ns = w->launcher_start_ns;
+	ad->handovers++;
+}
+
+/*
+ * A tracked process ran a new program: its owner is checked again. A rank now running as
+ * another real user, or with privileges its user lacks, leaves its job (it is no longer that
+ * user's process to watch, act on or inspect); a rank as the new user's may be adopted anew.
+ * A rank's child that changed its real user leaves the rank's tree; the child of root's wrapper
+ * that switches users (su, runuser) takes the rank over as its user's (handover_to_user).
  */
 int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid)
 {
@@ -144,30 +298,28 @@ int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid)
 	if (procfs_creds(tgid, &cr) < 0)
 		return 0; /* gone: its exit event follows */
 	if (!k) {
-		if (tracker_proc_get(ad->tr, (uint32_t)tgid, &p) == 0 &&
-		    (cr.ruid != p.uid || (procfs_creds_elevated(&cr) && cr.ruid != 0))) {
-			(void)tracker_set_tracked(ad->tr, (uint32_t)tgid, 0);
-			(void)tracker_proc_delete(ad->tr, (uint32_t)tgid);
-			ad->left++;
-			return 1;
-		}
-		return 0;
+		struct rank *w;
+
+		if (tracker_proc_get(ad->tr, (uint32_t)tgid, &p) < 0 ||
+		    (cr.ruid == p.uid && (!procfs_creds_elevated(&cr) || cr.ruid == 0)))
+			return 0;
+		(void)tracker_set_tracked(ad->tr, (uint32_t)tgid, 0);
+		(void)tracker_proc_delete(ad->tr, (uint32_t)tgid);
+		ad->left++;
+		w = ranks_find_live(ad->ranks, (int)p.owner);
+		if (w && w->uid == 0 && cr.ruid != 0 && p.ppid == (uint32_t)w->pid &&
+		    ident_switches_user(w->comm) && !procfs_creds_elevated(&cr))
+			handover_to_user(ad, w, tgid, &cr);
+		return 1;
 	}
 	if (cr.ruid == k->uid && (!procfs_creds_elevated(&cr) || cr.ruid == 0))
 		return 0;
-	ad->left++;
-	(void)tracker_set_tracked(ad->tr, (uint32_t)tgid, 0);
-	(void)tracker_proc_delete(ad->tr, (uint32_t)tgid);
-	/* gone from the job as a clean end: nothing failed, nothing is to be decided */
-	k->s.exited = 1;
-	k->s.exit_code = 0;
-	k->exit_reported = 1;
-	k->fail_seen = 1;
-	eventlog_emit(ad->el, view_rank_left(k,
-					     cr.ruid != k->uid
-						 ? "it runs as another user now"
-						 : "it runs a set-user-ID or set-group-ID program",
-					     cr.ruid, cr.euid));
+	eventlog_emit(ad->el,
+		      rank_leaves(ad, k,
+				  cr.ruid != k->uid ? "it runs as another user now"
+						    : "it runs a set-user-ID, set-group-ID or "
+						      "capability-holding program",
+				  &cr));
 	adopt_pid(ad, tgid, "exec");
 	return 1;
 }
@@ -197,7 +349,8 @@ static int seed_one(void *ctx, int tid)
 	int nr;
 
 	if (procfs_syscall(c->k->pid, tid, &nr) == 0 && nr >= 0)
-		tracker_thread_seed(c->ad->tr, (uint32_t)tid, (uint32_t)c->k->pid, nr, c->now);
+		tracker_thread_seed(c->ad->tr, (uint32_t)tid, (uint32_t)c->k->pid, c->k->uid, nr,
+				    c->now);
 	return 0;
 }
 
@@ -488,16 +641,14 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	if (procfs_creds_elevated(&cr) && cr.ruid != 0) {
 		if (ad->refused_elevated++ % 64 == 0) /* a user may start many: said now and then */
 			log_info(
-			    "pid %d (%.15s) of uid %u runs with uid %u / gid %u: a set-user-ID or "
-			    "set-group-ID program is not adopted",
+			    "pid %d (%.15s) of uid %u runs with uid %u / gid %u or capabilities: a "
+			    "set-user-ID, set-group-ID or capability-holding program is not "
+			    "adopted",
 			    pid, st.comm, (unsigned)cr.ruid, (unsigned)cr.euid, (unsigned)cr.egid);
 		close(pidfd);
 		return -EPERM;
 	}
-	if (uid != 0 && ranks_user_live(ad->ranks, uid) >= RANKS_PER_USER_MAX) {
-		if (ad->refused_user_full++ % 64 == 0)
-			log_warn("uid %u has %d live ranks already: pid %d not adopted",
-				 (unsigned)uid, RANKS_PER_USER_MAX, pid);
+	if (!user_room(ad, uid, pid)) {
 		close(pidfd);
 		return -EUSERS;
 	}
@@ -546,7 +697,9 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	if (r == 0)
 		r = tracker_set_tracked(ad->tr, pid, 1);
 	if (r < 0) {
-		log_warn("cannot track pid %d: %s", pid, strerror(-r));
+		/* at its share of the kernel's table (counted there, said by tables.c) */
+		if (r != -EDQUOT)
+			log_warn("cannot track pid %d: %s", pid, strerror(-r));
 		ranks_remove(ad->ranks, k);
 		return r;
 	}
@@ -703,7 +856,10 @@ void adopt_catch_up(struct adopter *ad, uint64_t now)
 		ad->rescans++;
 		recheck_all(ad);
 		ad->recheck_ns = now;
-		adopt_scan_all(ad);
+		if (ad->q)
+			adoptq_walk(ad->q); /* the environments are read off the loop */
+		else
+			adopt_scan_all(ad);
 	}
 	/* a rank's events past its budget are folded in the kernel, its execs among them: its
 	 * owner, and its children's, are checked again (at most every 2 s) */
@@ -784,5 +940,13 @@ void adopter_counters(const struct adopter *ad, struct json_object *c)
 	jint(c, "wrapper_handovers", (int64_t)ad->handovers);
 	jint(c, "adopt_refused_elevated", (int64_t)ad->refused_elevated);
 	jint(c, "adopt_refused_user_full", (int64_t)ad->refused_user_full);
+	jint(c, "ranks_forgotten_at_share", (int64_t)ad->forgotten_at_share);
+	if (ad->q) {
+		struct adoptq_counters qc;
+
+		adoptq_counters(ad->q, &qc);
+		jint(c, "environ_reads", (int64_t)qc.reads);
+		jint(c, "environ_reads_refused", (int64_t)qc.refused);
+	}
 	jint(c, "ranks_left", (int64_t)ad->left);
 }

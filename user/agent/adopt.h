@@ -12,6 +12,7 @@
 #define FTBPF_ADOPT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct tracker;
 struct ranks;
@@ -20,6 +21,7 @@ struct rank_ident;
 struct json_object;
 struct adopter;
 struct job;
+struct rank;
 
 /* NULL on ENOMEM. only_jobs: an fnmatch pattern of the jobs to adopt ("" all); only_netns:
  * only processes in our network namespace. All borrowed. */
@@ -31,11 +33,28 @@ void adopter_set_node(struct adopter *ad, const char *node);
 /* Called when a rank of job j is adopted and all of j's earlier ranks here ended: the run they
  * were is judged (verdict, events, decisions) before the new run forgets them. */
 void adopter_on_run_end(struct adopter *ad, void (*fn)(void *ctx, struct job *j), void *ctx);
+/* The rank table is shared per user (lib/shares.c's "ranks"): at a user's share its oldest ended
+ * rank is forgotten through fn (which removes it from the table), and refusals are said
+ * through tb. */
+struct tables;
+void adopter_on_forget(struct adopter *ad, void (*fn)(void *ctx, struct rank *k), void *ctx,
+		       struct tables *tb);
+/* A user other than root keeps its share of ended ranks (lib/shares.c's "ended_ranks"), the
+ * oldest forgotten first: thousands of short ranks must not make every scan and status slow. */
+void adopt_trim_ended(struct adopter *ad, uid_t uid);
 /* Does --only-jobs let this job in? */
 int adopt_job_wanted(const struct adopter *ad, const char *job);
 /* Adopt pid if its environment names a rank. how: "exec", "scan", "register". 0 (also when
  * it is no rank, or one already), or -errno. */
 int adopt_pid(struct adopter *ad, int pid, const char *how);
+/* Read the environments of processes that exec (and walk /proc) off the loop, on a worker
+ * thread: the fd to watch in the loop (then call adopt_take_ready), or -errno. Without it,
+ * both happen on the caller's thread. */
+int adopter_start_reader(struct adopter *ad);
+/* A process of user uid exec'd (no rank's: an untracked one): is it a rank? */
+void adopt_exec_event(struct adopter *ad, int pid, uid_t uid);
+/* Adopt at most max of the candidates the reader found; how many still wait. */
+int adopt_take_ready(struct adopter *ad, int max);
 /* Make pid (named by pidfd, which this takes over) a rank with identity id. registered: it
  * asked itself (control socket); a rank's child may then be a rank of its own. */
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id, const char *how,
@@ -46,7 +65,6 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 int adopt_exec_child(struct adopter *ad, int pid, int ppid);
 /* A tracked process (rank k, or a rank's child when k is NULL) exec'd: its owner is checked
  * again. 1 when it left (its job, or its rank's tree), else 0. */
-struct rank;
 int adopt_exec_recheck(struct adopter *ad, struct rank *k, int tgid);
 /* Walk /proc for ranks. */
 void adopt_scan_all(struct adopter *ad);

@@ -36,12 +36,14 @@
 #include "agent/kevents.h"
 #include "agent/mesh.h"
 #include "agent/store.h"
+#include "agent/tables.h"
 #include "agent/timersvc.h"
 #include "agent/views.h"
 #include "agent/watch.h"
 #include "lib/gpuapi.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
+#include "lib/shares.h"
 #include "os/clock.h"
 #include "os/log.h"
 #include "os/loop.h"
@@ -68,6 +70,7 @@ struct agent {
 	struct eventlog *el;
 	struct ctl_server *ctl;
 	struct adopter *ad;
+	struct tables *tb; /* the per-user shares of the tables */
 	struct timersvc *ts;
 	struct ranks ranks; /* the rank and job table */
 	struct watch w;
@@ -143,6 +146,7 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
 	jobparts_counters(a->jp, c);
+	tables_status(a->tb, o, c);
 	if (a->metrics) {
 		uint64_t refused, timed_out, unauthorized;
 
@@ -157,25 +161,76 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	return o;
 }
 
-/* Forget ranks of finished jobs after the retention (and their procs entries and slots). */
+/* Rank k's procs entry goes, if it is still the one of this incarnation. */
+static void drop_kernel_record(struct agent *a, const struct rank *k)
+{
+	struct ftbpf_proc p;
+
+	if (tracker_proc_get(a->tr, (uint32_t)k->pid, &p) == 0 &&
+	    procfs_same_start(p.start_ns, k->start_ns))
+		(void)tracker_proc_delete(a->tr, (uint32_t)k->pid); /* gone: fine */
+}
+
+/* Forget an ended rank (its slot and procs entry too). */
+static void forget_rank(void *ctx, struct rank *k)
+{
+	struct agent *a = ctx;
+
+	timersvc_slot_drop(a->ts, k);
+	drop_kernel_record(a, k);
+	ranks_remove(&a->ranks, k);
+}
+
+static int ranks_ended(const struct ranks *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		n += r->v[i]->s.exited && r->v[i]->exit_judged;
+	return n;
+}
+
+/* Forget ranks of finished jobs after the retention. */
 static void forget_finished(struct agent *a, uint64_t now)
 {
 	for (int i = 0; i < a->ranks.n;) {
 		struct rank *k = a->ranks.v[i];
-		struct ftbpf_proc p;
 
 		if (!k->s.exited || k->job->res.live != 0 ||
 		    now - k->s.exit_ns <= EXITED_RETENTION_NS) {
 			i++;
 			continue;
 		}
-		timersvc_slot_drop(a->ts, k);
-		/* its procs entry, if it is still the one of this incarnation */
-		if (tracker_proc_get(a->tr, (uint32_t)k->pid, &p) == 0 &&
-		    procfs_same_start(p.start_ns, k->start_ns))
-			(void)tracker_proc_delete(a->tr, (uint32_t)k->pid); /* gone: fine */
-		ranks_remove(&a->ranks, k);
+		forget_rank(a, k);
 	}
+}
+
+/*
+ * A rank's exit is judged once a scan judged its job after it: its procs entry goes then (the
+ * agent keeps the rank for its retention), so that ended ranks never fill the kernel's table,
+ * and a user's ranks hold places there only while they live; a user keeps its share of ended
+ * ranks (adopt_trim_ended).
+ */
+static void release_judged(struct agent *a)
+{
+	uid_t seen[8];
+	int nseen = 0;
+
+	for (int i = 0; i < a->ranks.n; i++) {
+		struct rank *k = a->ranks.v[i];
+		int known = 0;
+
+		if (!k->s.exited || k->exit_judged)
+			continue;
+		drop_kernel_record(a, k);
+		k->exit_judged = 1;
+		for (int u = 0; u < nseen; u++)
+			known |= seen[u] == k->uid;
+		if (!known && nseen < (int)(sizeof(seen) / sizeof(seen[0])))
+			seen[nseen++] = k->uid;
+	}
+	for (int u = 0; u < nseen; u++)
+		adopt_trim_ended(a->ad, seen[u]);
 }
 
 /* Job j's verdict from its ranks' samples, shared with the other hosts' agents, acted on. */
@@ -221,6 +276,7 @@ static void scan(struct agent *a)
 	watch_sample(&a->w, now);
 	for (int j = 0; j < a->ranks.njobs; j++)
 		judge_job(a, a->ranks.jobs[j], now);
+	release_judged(a);
 	jobparts_tick(a->jp, now);
 	if (a->dc)
 		decide_tick(a->dc);
@@ -229,6 +285,9 @@ static void scan(struct agent *a)
 	actions_kills_due(&a->ac); /* its timerfd sends them when due: in case it could not */
 	jobstate_save(&a->js, &a->ranks);
 	forget_finished(a, now);
+	tables_held(a->tb, SHARE_RANKS, a->ranks.n);
+	tables_held(a->tb, SHARE_ENDED, ranks_ended(&a->ranks));
+	tables_tick(a->tb, now);
 	if (a->mesh) {
 		struct mesh_health h;
 
@@ -260,6 +319,18 @@ static void on_ring(void *ctx, uint32_t arg, uint32_t events)
 
 	(void)arg, (void)events;
 	tracker_consume(a->tr, RB_BATCH);
+}
+
+/* Rank candidates the adoption reader found: a few per turn, so that requests and timers
+ * never wait behind a flood of adoptions. */
+#define ADOPT_BATCH 16
+
+static void on_adopt_ready(void *ctx, uint32_t arg, uint32_t events)
+{
+	struct agent *a = ctx;
+
+	(void)arg, (void)events;
+	adopt_take_ready(a->ad, ADOPT_BATCH);
 }
 
 static void on_inspector(void *ctx, uint32_t arg, uint32_t events)
@@ -673,13 +744,24 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	watch_init(&a->w, a->tr, a->gp, &a->ranks, a->el, &a->cfg);
 	a->w.ins = a->ins;
 	a->ad = adopter_new(a->tr, &a->ranks, a->el, a->cfg.only_jobs, a->cfg.only_netns);
-	if (!a->ad) {
+	a->tb = tables_new(a->tr, a->el);
+	if (!a->ad || !a->tb) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
+	}
+	{ /* the environments of processes that exec are read off the loop */
+		int fd = adopter_start_reader(a->ad);
+
+		if (fd < 0)
+			log_warn("no adoption reader thread (%s): environments read in the loop",
+				 strerror(-fd));
+		else if (watch_fd(a, fd, on_adopt_ready, 0, err, errlen) < 0)
+			goto fail;
 	}
 	node_name(a);
 	adopter_set_node(a->ad, a->node); /* jobs local to this host carry its name */
 	adopter_on_run_end(a->ad, on_run_end, a);
+	adopter_on_forget(a->ad, forget_rank, a, a->tb);
 	{
 		struct timersvc_opts to = {.tr = a->tr,
 					   .el = a->el,
@@ -789,6 +871,7 @@ void agent_free(struct agent *a)
 	timersvc_free(a->ts);
 	actions_close(&a->ac); /* after the timer service, which queues into it */
 	adopter_free(a->ad);
+	tables_free(a->tb);
 	watch_fini(&a->w);
 	gpuprobe_free(a->gp); /* its links before the programs they attach */
 	tracker_close(a->tr);

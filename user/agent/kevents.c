@@ -21,8 +21,8 @@ static void on_exec(struct kevents *kv, struct rank *k, const struct ftbpf_event
 		adopt_exec_recheck(kv->ad, k, (int)e->tgid);
 		return;
 	}
-	if (!e->flags) {
-		adopt_pid(kv->ad, (int)e->tgid, "exec");
+	if (!e->flags) { /* code: the real uid that exec'd (the reader's share) */
+		adopt_exec_event(kv->ad, (int)e->tgid, (uid_t)e->code);
 		return;
 	}
 	if (adopt_exec_recheck(kv->ad, NULL, (int)e->tgid))

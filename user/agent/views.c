@@ -127,6 +127,21 @@ struct json_object *view_store_rejected(const char *key, const char *why, uint64
 	return o;
 }
 
+struct json_object *view_share_full(const char *table, uint32_t user, int64_t held, uint32_t share,
+				    uint32_t reserve, uint64_t n)
+{
+	struct json_object *o = view_event("share_full");
+
+	jint(o, "uid", 0);
+	jstr(o, "table", table);
+	jint(o, "user", user);
+	jint(o, "held", held);
+	jint(o, "share", share);
+	jint(o, "reserve", reserve);
+	jint(o, "refused", (int64_t)n);
+	return o;
+}
+
 struct json_object *view_store_bad_reply(const char *why, uint64_t count)
 {
 	struct json_object *o = view_event("store_bad_reply");

@@ -79,6 +79,9 @@ struct json_object *view_agent_stop(void);
 /* records of the agreement store that were refused (root only) */
 struct json_object *view_store_rejected(const char *key, const char *why, uint64_t count);
 struct json_object *view_store_bad_reply(const char *why, uint64_t count);
+/* To root: user refused n places of table (lib/shares.h) at its share or root's reserve. */
+struct json_object *view_share_full(const char *table, uint32_t user, int64_t held, uint32_t share,
+				    uint32_t reserve, uint64_t n);
 /* a rank's exit, from its recorded exit status and fatal signal's sender */
 struct json_object *view_rank_exit(const struct rank *k);
 /* a rank that left its job (it runs as another user, or a set-ID program, now) */

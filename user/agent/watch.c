@@ -108,8 +108,17 @@ static int comm_one(void *ctx, const struct ftbpf_comm_key *key, const struct ft
 	struct det_comm *d;
 
 	if (!k || k->s.exited) {
-		if (!tracker_is_tracked(w->tr, key->tgid))
-			(void)tracker_comm_delete(w->tr, key); /* its process is gone */
+		if (!tracker_is_tracked(w->tr, key->tgid)) { /* its process is gone */
+			const struct rank *o = ranks_find(w->ranks, (int)key->tgid);
+			struct ftbpf_proc p;
+			uint32_t uid = FTBPF_UID_ALL;
+
+			if (o)
+				uid = o->uid;
+			else if (tracker_proc_get(w->tr, key->tgid, &p) == 0)
+				uid = p.uid;
+			(void)tracker_comm_delete(w->tr, key, uid);
+		}
 		return 0;
 	}
 	if (k->s.ncomm == DET_MAX_COMMS)

@@ -177,13 +177,43 @@ struct rank *ranks_add(struct ranks *r, int pid, uint64_t start_ns, uid_t uid, c
 	return k;
 }
 
-int ranks_user_live(const struct ranks *r, uid_t uid)
+int ranks_user_count(const struct ranks *r, uid_t uid)
 {
 	int n = 0;
 
 	for (int i = 0; i < r->n; i++)
-		n += r->v[i]->uid == uid && !r->v[i]->s.exited;
+		n += r->v[i]->uid == uid;
 	return n;
+}
+
+int ranks_user_ended(const struct ranks *r, uid_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		n += r->v[i]->uid == uid && r->v[i]->s.exited && r->v[i]->exit_judged;
+	return n;
+}
+
+struct rank *ranks_user_oldest_ended(const struct ranks *r, uid_t uid)
+{
+	struct rank *best = NULL;
+	int best_live = 0;
+
+	for (int i = 0; i < r->n; i++) {
+		struct rank *k = r->v[i];
+		int live;
+
+		if (k->uid != uid || !k->s.exited || !k->exit_judged)
+			continue;
+		live = k->job && job_has_live(k->job);
+		if (!best || live < best_live ||
+		    (live == best_live && k->s.exit_ns < best->s.exit_ns)) {
+			best = k;
+			best_live = live;
+		}
+	}
+	return best;
 }
 
 void ranks_remove(struct ranks *r, struct rank *k)

@@ -48,9 +48,10 @@ struct rank {
 	uint64_t progress;
 	int nthreads;
 	int exit_reported;
-	int killed_by_agent;	 /* our hard-timeout action sent it SIGTERM/SIGKILL */
-	int maps_scanned;	 /* its libraries were looked at for CUDA/NCCL probes */
-	uint64_t generation;	 /* the job's restart generation when it was adopted */
+	int exit_judged;     /* a scan judged its job since it exited: its kernel record is freed */
+	int killed_by_agent; /* our hard-timeout action sent it SIGTERM/SIGKILL */
+	int maps_scanned;    /* its libraries were looked at for CUDA/NCCL probes */
+	uint64_t generation; /* the job's restart generation when it was adopted */
 	uint64_t dec_written;	 /* the decision version last written into its slot */
 	uint64_t dec_ack_id;	 /* the pending request written into its slot ... */
 	int64_t dec_ack_step;	 /* ... and the step boundary by which it sees it */
@@ -121,9 +122,13 @@ struct rank *ranks_add(struct ranks *r, int pid, uint64_t start_ns, uid_t uid, c
 /* Forget a rank (and its job once it has no member left). */
 void ranks_remove(struct ranks *r, struct rank *k);
 struct job *ranks_job_find(const struct ranks *r, uid_t uid, const char *id);
-/* A user's share of the table: live ranks of uid (root's are not limited by the agent). */
-#define RANKS_PER_USER_MAX 8192
-int ranks_user_live(const struct ranks *r, uid_t uid);
+/* A user's share of the table (lib/shares.c's "ranks"): what uid holds, live and exited; of
+ * them, those ended whose exit was judged. */
+int ranks_user_count(const struct ranks *r, uid_t uid);
+int ranks_user_ended(const struct ranks *r, uid_t uid);
+/* The exited rank of uid to forget first when its share is full: one whose exit was judged,
+ * of a job with no live rank before one of a live job, the earliest ended first; NULL none. */
+struct rank *ranks_user_oldest_ended(const struct ranks *r, uid_t uid);
 void rank_add_signal(struct rank *k, const struct rank_sig *s);
 /* Does job j have a live member? */
 int job_has_live(const struct job *j);

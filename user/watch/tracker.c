@@ -30,8 +30,8 @@
 #include "watch/tracker_int.h"
 
 static const char *pinned_maps[] = {
-    "rank_bits",   "procs", "threads",	 "events",     "stats", "sysclass",
-    "timer_table", "slots", "slot_bits", "maps_dirty", "comms",
+    "rank_bits", "procs",     "threads",    "events", "stats", "sysclass",    "timer_table",
+    "slots",	 "slot_bits", "maps_dirty", "comms",  "usage", "usage_agent",
 };
 
 int tracker_probe_tp_btf(void)
@@ -260,6 +260,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	bpf_map__set_max_entries(t->skel->maps.rank_bits, t->nwords);
 	bpf_map__set_max_entries(t->skel->maps.slot_bits, t->nwords);
 	bpf_map__set_max_entries(t->skel->maps.maps_dirty, t->nwords);
+	tracker_share_limits(t, o);
 	bpf_object__for_each_program (prog, t->skel->obj) {
 		const char *name = bpf_program__name(prog);
 		int want;
@@ -357,6 +358,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 		if (strstr(name, "mark_victim"))
 			t->feat.oom = 1;
 	}
+	tracker_share_restart(t);
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), rb_cb, t, NULL);
 	if (!t->rb) {
 		r = -errno;
@@ -435,31 +437,9 @@ int tracker_proc_get(const struct tracker *t, uint32_t tgid, struct ftbpf_proc *
 	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.procs), &tgid, ret) ? -errno : 0;
 }
 
-int tracker_proc_put(struct tracker *t, uint32_t tgid, const struct ftbpf_proc *p)
-{
-	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.procs), &tgid, p, BPF_ANY) ? -errno
-											: 0;
-}
-
-int tracker_proc_delete(struct tracker *t, uint32_t tgid)
-{
-	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.procs), &tgid) ? -errno : 0;
-}
-
 int tracker_thread_get(const struct tracker *t, uint32_t tid, struct ftbpf_thread *ret)
 {
 	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.threads), &tid, ret) ? -errno : 0;
-}
-
-int tracker_thread_seed(struct tracker *t, uint32_t tid, uint32_t tgid, int nr, uint64_t since_ns)
-{
-	struct ftbpf_thread init = {
-	    .tgid = tgid, .cur_nr = nr, .enter_ns = since_ns, .last_nr = -1, .first_ns = since_ns};
-
-	/* BPF_NOEXIST: a record the kernel made since (the thread moved on) is the truth */
-	return bpf_map_update_elem(bpf_map__fd(t->skel->maps.threads), &tid, &init, BPF_NOEXIST)
-		   ? -errno
-		   : 0;
 }
 
 int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,
@@ -559,16 +539,6 @@ int tracker_cad_get(const struct tracker *t, uint32_t tgid, struct ftbpf_cad *re
 	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.cadence), &tgid, ret) ? -errno : 0;
 }
 
-int tracker_cad_add(struct tracker *t, uint32_t tgid)
-{
-	struct ftbpf_cad c;
-
-	memset(&c, 0, sizeof(c));
-	if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.cadence), &tgid, &c, BPF_NOEXIST))
-		return errno == EEXIST ? 0 : -errno;
-	return 0;
-}
-
 static int comm_entry(void *ctx, const void *key, const void *val)
 {
 	const struct walk *w = ctx;
@@ -581,16 +551,6 @@ int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx)
 	struct walk w = {.fn.comm = fn, .ctx = ctx};
 
 	return map_foreach(t->skel->maps.comms, comm_entry, &w);
-}
-
-int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k)
-{
-	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.comms), k) ? -errno : 0;
-}
-
-int tracker_thread_delete(struct tracker *t, uint32_t tid)
-{
-	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.threads), &tid) ? -errno : 0;
 }
 
 static int proc_entry(void *ctx, const void *key, const void *val)

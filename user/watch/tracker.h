@@ -39,6 +39,8 @@ struct tracker_opts {
 	int ktime_clock;      /* precise clock on the syscall path */
 	int verbose;	      /* libbpf's own messages */
 	int timer_term_first; /* kernel-enforced timers send SIGTERM (escalation) */
+	/* tests: a user's share of each kernel table (enum ftbpf_table), 0: lib/shares.c's */
+	uint32_t share[FTBPF_TAB__MAX];
 };
 
 /* NULL on failure, with a message in err saying which step failed and why. */
@@ -57,13 +59,17 @@ int tracker_consume(struct tracker *t, int max);
 int tracker_set_tracked(struct tracker *t, uint32_t tgid, int on);
 int tracker_is_tracked(const struct tracker *t, uint32_t tgid);
 int tracker_proc_get(const struct tracker *t, uint32_t tgid, struct ftbpf_proc *ret);
+/* A new entry takes a place of p->uid's share of the table (-EDQUOT when its share or the
+ * reserve is full); an entry there already is replaced (never made again once gone: -ENOENT). */
 int tracker_proc_put(struct tracker *t, uint32_t tgid, const struct ftbpf_proc *p);
+/* Remove the entry and give its place back; -ENOENT when the kernel removed it first. */
 int tracker_proc_delete(struct tracker *t, uint32_t tgid);
 int tracker_thread_get(const struct tracker *t, uint32_t tid, struct ftbpf_thread *ret);
 int tracker_thread_delete(struct tracker *t, uint32_t tid);
-/* A record for a thread the kernel has not seen in a syscall yet: in syscall nr since since_ns.
- * -EEXIST when the kernel has one already (then it is left as it is). */
-int tracker_thread_seed(struct tracker *t, uint32_t tid, uint32_t tgid, int nr, uint64_t since_ns);
+/* A record for a thread the kernel has not seen in a syscall yet: in syscall nr since since_ns,
+ * in uid's share. -EEXIST when the kernel has one already (then it is left as it is). */
+int tracker_thread_seed(struct tracker *t, uint32_t tid, uint32_t tgid, uint32_t uid, int nr,
+			uint64_t since_ns);
 typedef int (*tracker_proc_fn)(void *ctx, uint32_t tgid, const struct ftbpf_proc *p);
 int tracker_foreach_proc(const struct tracker *t, tracker_proc_fn fn, void *ctx);
 uint64_t tracker_stat(const struct tracker *t, enum ftbpf_stat idx);
@@ -97,13 +103,30 @@ int tracker_maps_dirty_take(struct tracker *t, uint32_t tgid);
  */
 int tracker_uprobe_attach(struct tracker *t, const char *path, size_t offset, uint64_t cookie,
 			  int retprobe, struct bpf_link **ret);
-/* Step cadence of a rank (struct ftbpf_cad): add starts it (0 also when it exists), get reads. */
+/* Step cadence of a rank (struct ftbpf_cad): add starts it (0 also when it exists; in the share
+ * of the owner its procs entry names: -EDQUOT when that is full), get reads, delete ends it
+ * while the process lives on (the kernel ends it at the exit). */
 int tracker_cad_add(struct tracker *t, uint32_t tgid);
+int tracker_cad_delete(struct tracker *t, uint32_t tgid, uint32_t uid);
 int tracker_cad_get(const struct tracker *t, uint32_t tgid, struct ftbpf_cad *ret);
 typedef int (*tracker_comm_fn)(void *ctx, const struct ftbpf_comm_key *k,
 			       const struct ftbpf_comm *c);
 int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx);
-int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k);
+/* uid: the owner whose share held it (FTBPF_UID_ALL: unknown, then only the total moves) */
+int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k, uint32_t uid);
+
+/*
+ * Per-user shares of the kernel's tables (lib/shares.h; enum ftbpf_table): what uid and every
+ * user hold of table tab; take a place for an entry the agent makes (any_share: past the
+ * user's share, never into root's reserve; -EDQUOT when refused, counted) and give it back.
+ */
+int tracker_share_held(const struct tracker *t, uint32_t uid, int tab, int64_t *ret_user,
+		       int64_t *ret_all);
+int tracker_share_take(struct tracker *t, uint32_t uid, int tab, int any_share);
+void tracker_share_give(struct tracker *t, uint32_t uid, int tab);
+/* Every user with a count (and FTBPF_UID_ALL): both sides' counts summed. */
+typedef int (*tracker_usage_fn)(void *ctx, uint32_t uid, const struct ftbpf_usage *u);
+int tracker_usage_foreach(const struct tracker *t, tracker_usage_fn fn, void *ctx);
 
 /* The pinned copy of the timer table. */
 int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,

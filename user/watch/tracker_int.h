@@ -1,6 +1,6 @@
 /*
  * The tracker's insides, shared by the files that implement it (tracker.c: loading, maps,
- * events; slots.c: the registered processes' slots). Nothing outside user/watch includes this.
+ * events; slots.c: the registered processes' slots; tracker_share.c: the per-user shares). Nothing outside user/watch includes this.
  */
 #ifndef FTBPF_TRACKER_INT_H
 #define FTBPF_TRACKER_INT_H
@@ -29,5 +29,10 @@ struct tracker {
 	int consumed, consume_max; /* records handled in this tracker_consume call, its bound */
 	char pin_dir[256];
 };
+
+/* tracker_share.c: the kernel's limits from lib/shares.c (before load); the counts of the
+ * agent's own unpinned maps reset (after load) */
+void tracker_share_limits(struct tracker *t, const struct tracker_opts *o);
+void tracker_share_restart(struct tracker *t);
 
 #endif
