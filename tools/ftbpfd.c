@@ -10,7 +10,9 @@
 
 #include "agent/agent.h"
 #include "lib/config.h"
+#include "lib/nodekeys.h"
 #include "os/log.h"
+#include "os/safefs.h"
 #include "proto/mesh_proto.h"
 #include "watch/tracker.h"
 
@@ -42,6 +44,33 @@ static int unpin_all(const struct ftbpf_config *cfg)
 	}
 	printf("ftbpfd: removed the pins under %s: no ftbpf program stays attached\n",
 	       cfg->pin_dir);
+	return 0;
+}
+
+/* This node's line of node_keys_file: its name (node_name, else the mesh address), its mesh
+ * address and the public key of node_key_file's seed. */
+static int print_node_key(const struct ftbpf_config *cfg)
+{
+	char hex[160], err[300];
+	uint8_t seed[NODEKEY_BYTES], pk[32], sk[64];
+
+	if (!*cfg->node_key_file || !*cfg->mesh_bind) {
+		fprintf(stderr, "ftbpfd: --print-node-key needs node_key_file and bind\n");
+		return 2;
+	}
+	if (sodium_init() < 0 ||
+	    safefs_read_secret(cfg->node_key_file, hex, sizeof(hex), err, sizeof(err)) < 0 ||
+	    nodekeys_hex(hex, strlen(hex), seed) < 0) {
+		fprintf(stderr, "ftbpfd: node_key_file: not 64 hex digits of a root-only file\n");
+		return 1;
+	}
+	crypto_sign_seed_keypair(pk, sk, seed);
+	sodium_memzero(seed, sizeof(seed));
+	sodium_memzero(sk, sizeof(sk));
+	printf("%s %s ", *cfg->node_name ? cfg->node_name : cfg->mesh_bind, cfg->mesh_bind);
+	for (int i = 0; i < 32; i++)
+		printf("%02x", pk[i]);
+	printf("\n");
 	return 0;
 }
 
@@ -105,6 +134,10 @@ int main(int argc, char **argv)
 			print = 1;
 			continue;
 		}
+		if (!strcmp(arg, "--print-node-key")) {
+			print = 2;
+			continue;
+		}
 		if (!strcmp(arg, "--unpin")) {
 			unpin = 1;
 			continue;
@@ -139,6 +172,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ftbpfd: %s\n", err);
 		return 2;
 	}
+	if (print == 2)
+		return print_node_key(&cfg);
 	if (print) {
 		config_dump(&cfg, stdout);
 		return 0;

@@ -26,6 +26,14 @@ static int on_ev(void *ctx, int put, const char *k, const char *v, int64_t rev)
 	return strlen(k) + strlen(v) > (2u << 20) ? -1 : 0;
 }
 
+static const uint8_t *one_node(void *ctx, const char *node)
+{
+	static const uint8_t pub[32] = {9};
+
+	(void)ctx;
+	return node[0] == 'n' ? pub : NULL;
+}
+
 static void records(const char *s)
 {
 	static const uint8_t cluster[32] = {1, 2, 3};
@@ -36,6 +44,12 @@ static void records(const char *s)
 	struct dec_ckpt c;
 
 	store_record_key(cluster, k);
+	{ /* a node's signature (node keys): never taken without the node's key */
+		char node[STORE_SIG_NODE_LEN];
+
+		if (store_record_verify("jobs/0/j/gen/1", s, one_node, NULL, &v, node, &why) == 0)
+			abort();
+	}
 	if (store_record_open(k, "jobs/0/j/gen/1", s, &v, &why) == 0) {
 		/* authentic without the sealer: only a MAC forgery could get here */
 		if (strncmp(s, "ftbpf-mac1:", 11))

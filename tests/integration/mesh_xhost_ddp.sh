@@ -77,15 +77,19 @@ ip netns exec xhd1 curl -s "http://$NET.1:9471/metrics" 2>/dev/null | grep -q "f
 # bad input while it is hung: counted, never acted on
 PS="$B/workloads/part_send"
 before=$(xf 1 status --json | jq -c '.agent.counters')
-for m in garbage forged replay range seq; do ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 $m $NET.9:7946 "$JOB" 4 3; done
-ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 claim $NET.9:7946 "$JOB" 4 3   # another host's rank
-ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 claim $NET.9:7946 "$JOB" 4 0   # host 1's own rank
-ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 claim $NET.9:7946 "torch:$NET.1:1" 4 0 # a job not here
+# a liar with the cluster key sends from an address of its own host (port 7999); one claiming a
+# made-up sender ($NET.9) is refused for that alone (the datagram came from elsewhere)
+LIAR=$NET.2:7999
+for m in garbage forged replay range seq; do ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 $m $LIAR "$JOB" 4 3; done
+ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 claim $LIAR "$JOB" 4 3   # another host's rank
+ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 claim $LIAR "$JOB" 4 0   # host 1's own rank
+ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 claim $LIAR "torch:$NET.1:1" 4 0 # a job not here
+ip netns exec xhd2 "$PS" "$T/key" $NET.1:7946 claim $NET.9:7946 "$JOB" 4 3 2>/dev/null # a made-up sender
 head -c 200 /dev/urandom | ip netns exec xhd2 bash -c "cat > /dev/udp/$NET.1/7946"
 sleep 1.5
 C=$(xf 1 status --json | jq -c '.agent.counters')
-echo "$C" | jq -e '.parts_bad_mac >= 1 and .parts_replayed >= 1 and .parts_bad_field >= 2 and .parts_rank_conflict >= 1 and .parts_claim_our_ranks >= 1 and .parts_not_ours >= 1' >/dev/null &&
-	pass "forged, replayed, garbage and lying parts counted: $(echo "$C" | jq -c '{parts_bad_mac, parts_bad_size, parts_replayed, parts_bad_field, parts_rank_conflict, parts_claim_our_ranks, parts_not_ours}')" ||
+echo "$C" | jq -e '.parts_bad_mac >= 1 and .parts_replayed >= 1 and .parts_bad_field >= 2 and .parts_rank_conflict >= 1 and .parts_claim_our_ranks >= 1 and .parts_not_ours >= 1 and .parts_bad_source >= 1' >/dev/null &&
+	pass "forged, replayed, garbage, lying and made-up-sender parts counted: $(echo "$C" | jq -c '{parts_bad_mac, parts_bad_size, parts_replayed, parts_bad_field, parts_rank_conflict, parts_claim_our_ranks, parts_not_ours, parts_bad_source}')" ||
 	fail "counters: before $before after $C"
 xf 1 status --json | jq -e ".jobs[] | select(.job==\"$JOB\") | .culprit_ranks == [3] and .culprit_node == \"$NET.2:7946\" and ([.ranks_elsewhere[] | select(.rank==3) | .pid] == [$P3])" >/dev/null &&
 	pass "the verdict is unchanged (rank 3, host 2, its real pid)" || fail "verdict after bad input: $(xf 1 status --json | jq -c ".jobs[] | select(.job==\"$JOB\") | {culprit_ranks, culprit_node, ranks_elsewhere}")"

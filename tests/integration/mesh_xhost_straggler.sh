@@ -73,10 +73,11 @@ done
 # rank 0 computes 99% of the time, one for a rank beyond the world, one claiming rank 2 (host
 # 2's), one of a job not here: counted, nobody named
 PS="$B/workloads/part_send"
-ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.9:7946 "$JOB" 3 0
-ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadrange $NET.9:7946 "$JOB" 3 0
-ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.9:7946 "$JOB" 3 2
-ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.9:7946 "torch:$NET.1:1" 3 1
+# (from an address of host 2's other than its agent's: a sender must be where it says it is)
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.2:7999 "$JOB" 3 0
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadrange $NET.2:7999 "$JOB" 3 0
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.2:7999 "$JOB" 3 2
+ip netns exec xhs2 "$PS" "$T/key" $NET.1:7946 cadclaim $NET.2:7999 "torch:$NET.1:1" 3 1
 sleep 12 # longer than straggler_window: a believed lie would have been named by now
 C=$(xf 1 status --json | jq -c '.agent.counters')
 echo "$C" | jq -e '.cadence_claim_our_ranks >= 1 and .parts_bad_field >= 1 and .cadence_rank_conflict >= 1 and .cadence_not_ours >= 1' >/dev/null &&

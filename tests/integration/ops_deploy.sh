@@ -3,7 +3,9 @@
 # The deployment files are what the agent accepts: the Kubernetes manifest is well-formed (a
 # DaemonSet in the host's PID namespace, capabilities rather than privileged, bpffs, tracefs and
 # the socket's hostPath mounted) and the agent takes its arguments (every flag exists, every
-# value is valid: `ftbpfd ARGS --print-config`); the image recipe installs what it copies.
+# value is valid: `ftbpfd ARGS --print-config`), with safe defaults (the metrics token from a
+# required Secret mounted as a file of its own, liveness asked on the control socket, a memory
+# limit); the image recipe installs what it copies.
 . "$(dirname "$0")/lib.sh"
 Y=$ROOT/contrib/kubernetes/ftbpfd-daemonset.yaml
 OUT=$(/usr/bin/python3 - "$Y" <<'PY' 2>&1
@@ -26,10 +28,22 @@ assert {"/sys/fs/bpf", "/sys/kernel/tracing", "/run/ftbpf"} <= paths, "host path
 for v in vols.values():
     if "hostPath" in v:
         assert mounts[v["name"]] == v["hostPath"]["path"], "mounted where the host has it: " + v["name"]
+# safe defaults: the metrics token from a Secret, as a file of its own that only root reads
+args = dict(a[2:].split("=", 1) for a in c["args"] if "=" in a)
+tok = args.get("metrics-token-file")
+assert tok, "a metrics token"
+m = [m for m in c["volumeMounts"] if m["mountPath"] == tok]
+assert m and m[0].get("subPath"), "the token is a file of its own (subPath), not a link"
+sv = vols[m[0]["name"]]
+assert "secret" in sv and sv["secret"].get("defaultMode") == 0o400 and not sv["secret"].get("optional"), "a required Secret, mode 0400"
+# liveness on the control socket, not on the token-protected metrics port
+lp = c["livenessProbe"]
+assert "exec" in lp and "/run/ftbpf/ftbpfd.sock" in lp["exec"]["command"], "liveness on the control socket"
+assert c["resources"]["limits"]["memory"], "a memory limit"
 print(" ".join(c["args"]))
 PY
 )
-[ $? -eq 0 ] && pass "the DaemonSet is well-formed (hostPID, capabilities, bpffs, tracefs, socket path)" || fail "manifest: $OUT"
+[ $? -eq 0 ] && pass "the DaemonSet is well-formed (hostPID, capabilities, bpffs, tracefs, socket path; a metrics token from a Secret, liveness on the control socket, a memory limit)" || fail "manifest: $OUT"
 ARGS=$OUT
 "$B/ftbpfd" $ARGS --print-config >"$T/cfg" 2>&1 && pass "ftbpfd accepts the manifest's arguments: $ARGS" ||
 	fail "ftbpfd rejects the manifest's arguments: $(cat "$T/cfg")"

@@ -25,7 +25,7 @@ R0=$(status_json | jq '.agent.counters.gpu_libs_refused')
 $NOBODY env FTBPF_JOB=poison FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 "$MAP" --exec "$T/sys/libcuda.so.1" >"$T/m2.out" 2>&1 &
 WORKLOAD_PIDS+=($!)
 wait_until 15 jq_status ".agent.counters.gpu_libs_refused > $R0" &&
-	pass "nobody's mapping of root's library refused by its quota: $(grep 'not probed' "$T/agent.out" | grep "$T/sys" | head -1 | sed 's/.*ftbpfd //')" ||
+	pass "nobody's mapping of root's library refused by its quota (gpu_libs_refused $R0 -> $(status_json | jq .agent.counters.gpu_libs_refused))" ||
 	fail "not refused: $(status_json | jq -c '.agent.counters.gpu_libs_refused')"
 jq_status "[.agent.gpu_libs[] | select(.path == \"$T/sys/libcuda.so.1\")] | length == 0" || fail "root's library taken by nobody"
 FTBPF_JOB=rootgpu FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 "$B/workloads/mapper" --exec "$T/sys/libcuda.so.1" >"$T/r.out" 2>&1 &

@@ -5,6 +5,7 @@
  * a record opens only under its own key, with the key that sealed it.
  */
 #include <CUnit/Basic.h>
+#include <sodium.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "proto/etcd_reply.h"
+#include "lib/decisions.h"
 #include "proto/store_record.h"
 
 static int nkv;
@@ -220,6 +222,68 @@ static void test_records(void)
 	free(sealed);
 }
 
+static const uint8_t *pub_of(void *ctx, const char *node)
+{
+	const uint8_t(*pk)[32] = ctx;
+
+	return !strcmp(node, "n1") ? pk[0] : !strcmp(node, "n2") ? pk[1] : NULL;
+}
+
+/* With the node keys, a record is signed by the node that wrote it: another node's key, a
+ * node the keys do not list, another place, a changed value are refused; dec_key_node says
+ * which keys belong to one node. */
+static void test_signed_records(void)
+{
+	uint8_t pk[2][32], sk[2][64];
+	char *s = NULL, node[STORE_SIG_NODE_LEN], *bad;
+	const char *v, *why;
+
+	crypto_sign_keypair(pk[0], sk[0]);
+	crypto_sign_keypair(pk[1], sk[1]);
+	CU_ASSERT_EQUAL_FATAL(
+	    store_record_sign(sk[0], "n1", "jobs/0/j/runs/1/gen/1", "{\"by\":\"n1\"}", &s), 0);
+	CU_ASSERT_EQUAL(strncmp(s, "ftbpf-sig1:n1:", 14), 0);
+	CU_ASSERT_EQUAL(store_record_verify("jobs/0/j/runs/1/gen/1", s, pub_of, pk, &v, node, &why),
+			0);
+	CU_ASSERT_STRING_EQUAL(v, "{\"by\":\"n1\"}");
+	CU_ASSERT_STRING_EQUAL(node, "n1");
+	CU_ASSERT_EQUAL(store_record_verify("jobs/0/k/runs/1/gen/1", s, pub_of, pk, &v, node, &why),
+			-EBADMSG);
+	bad = strdup(s);
+	memcpy(bad + 11, "n2", 2); /* names n2: n2's key does not open it */
+	CU_ASSERT_EQUAL(
+	    store_record_verify("jobs/0/j/runs/1/gen/1", bad, pub_of, pk, &v, node, &why),
+	    -EBADMSG);
+	memcpy(bad + 11, "n9", 2); /* a node nobody listed */
+	CU_ASSERT_EQUAL(
+	    store_record_verify("jobs/0/j/runs/1/gen/1", bad, pub_of, pk, &v, node, &why),
+	    -EBADMSG);
+	free(bad);
+	bad = strdup(s);
+	bad[strlen(bad) - 2] ^= 1;
+	CU_ASSERT_EQUAL(
+	    store_record_verify("jobs/0/j/runs/1/gen/1", bad, pub_of, pk, &v, node, &why),
+	    -EBADMSG);
+	free(bad);
+	CU_ASSERT_EQUAL(store_record_verify("k", "{}", pub_of, pk, &v, node, &why), -EBADMSG);
+	CU_ASSERT_EQUAL(
+	    store_record_verify("k", "ftbpf-sig1:n1:short:{}", pub_of, pk, &v, node, &why),
+	    -EBADMSG);
+	CU_ASSERT_EQUAL(store_record_sign(sk[0], "a:b", "k", "{}", &bad), -EINVAL);
+	free(s);
+	/* the keys one node writes */
+	CU_ASSERT_STRING_EQUAL(dec_key_node("jobs/0/j/runs/1/members/n2"), "n2");
+	CU_ASSERT_STRING_EQUAL(dec_key_node("jobs/0/j/launch/n3"), "n3");
+	CU_ASSERT_STRING_EQUAL(
+	    dec_key_node("jobs/0/j/runs/1/saved/00000000000000000001/00000000000000000002/n1"),
+	    "n1");
+	CU_ASSERT_STRING_EQUAL(dec_key_node("jobs/0/j/runs/1/out/00000000000000000001/n4"), "n4");
+	CU_ASSERT_PTR_NULL(dec_key_node("jobs/0/j/runs/1/gen/00000000000000000001"));
+	CU_ASSERT_PTR_NULL(
+	    dec_key_node("jobs/0/j/runs/1/ckpt/00000000000000000001/00000000000000000002"));
+	CU_ASSERT_PTR_NULL(dec_key_node("jobs/0/j/run/00000000000000000001"));
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -235,6 +299,7 @@ int main(void)
 	CU_add_test(s, "auth tokens", test_auth);
 	CU_add_test(s, "records: sealed, opened only under their key, with their key",
 		    test_records);
+	CU_add_test(s, "records signed by their node (node keys)", test_signed_records);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -98,6 +98,45 @@ static void test_culprit_elsewhere(void)
 	CU_ASSERT_FALSE(v.hung);
 }
 
+/* A host that holds the key claims its rank progresses while this host's ranks wait on it by
+ * their sockets: the claim does not clear the stall; a third host's progress does. */
+static void test_claim_needs_corroboration(void)
+{
+	struct jv_part pt[3];
+	struct jv_verdict v;
+
+	part(&pt[0], "10.0.0.1:7946", 0x0a000001, 3);
+	add(&pt[0], rk(0, RS_BLOCKED, SYS_recvfrom, 10, 8000));
+	edge(&pt[0], 0, -1, 0x0a000002, 40001, JV_EDGE_RECV); /* on host 2's socket */
+	part(&pt[1], "10.0.0.2:7946", 0x0a000002, 3);
+	add(&pt[1], rk(1, RS_RUNNING, -1, 5, 100)); /* "it made progress 0.1 s ago" */
+	pt[1].res[pt[1].nres++] = (struct jv_res){{0x0a000002, 40001}, 1};
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_TRUE(v.hung);
+	CU_ASSERT_EQUAL(v.n_culprits, 1);
+	CU_ASSERT_EQUAL(v.culprit_ranks[0], 1);
+	CU_ASSERT_STRING_EQUAL(v.culprit_node, "10.0.0.2:7946");
+	/* no edge from here to host 2 (rank 0 computes): its word counts as before */
+	pt[0].nedges = 0;
+	pt[0].ranks[0] = rk(0, RS_RUNNING, -1, 5, 100);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_FALSE(v.hung);
+	/* waiting on host 2 again, and a third host's rank progresses: corroborated */
+	pt[0].ranks[0] = rk(0, RS_BLOCKED, SYS_recvfrom, 10, 8000);
+	edge(&pt[0], 0, -1, 0x0a000002, 40001, JV_EDGE_RECV);
+	part(&pt[2], "10.0.0.3:7946", 0x0a000003, 3);
+	add(&pt[2], rk(2, RS_RUNNING, -1, 5, 200));
+	CU_ASSERT_EQUAL(jobview_eval(pt, 3, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_FALSE(v.hung);
+	/* host 2 judging its own part keeps its own word */
+	{
+		struct jv_part q[2] = {pt[1], pt[0]};
+
+		CU_ASSERT_EQUAL(jobview_eval(q, 2, 0, NULL, 0, NOW, &P, &v), 0);
+		CU_ASSERT_FALSE(v.hung);
+	}
+}
+
 /* Two ranks on one host, both blocked reading sockets: the one the other waits on. */
 static void test_two_ranks_graph(void)
 {
@@ -265,6 +304,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("jobview", NULL, NULL);
 	CU_add_test(s, "the culprit on another host", test_culprit_elsewhere);
+	CU_add_test(s, "a claim of progress needs corroboration", test_claim_needs_corroboration);
 	CU_add_test(s, "two ranks waiting on sockets; a chain", test_two_ranks_graph);
 	CU_add_test(s, "edges across hosts; a host without a part", test_remote_edges);
 	CU_add_test(s, "NCCL sequence numbers across hosts", test_nccl_across_hosts);

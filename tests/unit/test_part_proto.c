@@ -190,6 +190,36 @@ static void test_cadence(void)
 	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_SIZE);
 }
 
+/* Signed by the sender's node key: verified with its public key only; unsigned, or signed by
+ * another node, refused; the signature is covered by nothing else's checks. */
+static void test_signed(void)
+{
+	struct part_packet p = sample(), q;
+	uint8_t buf[PART_MAX_PACKET], pk[32], sk[64], pk2[32], sk2[64];
+	int len, plain;
+
+	crypto_sign_keypair(pk, sk);
+	crypto_sign_keypair(pk2, sk2);
+	plain = part_encode(&p, key, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)plain, key, &q), PART_OK);
+	CU_ASSERT_EQUAL(q.signed_len, 0);
+	CU_ASSERT_EQUAL(part_verify(buf, (size_t)plain, &q, pk), PART_E_SIG);
+	len = part_encode_signed(&p, key, sk, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(len, plain + PART_SIG_BYTES);
+	CU_ASSERT_EQUAL_FATAL(part_decode(buf, (size_t)len, key, &q), PART_OK);
+	CU_ASSERT(q.flags & PART_F_SIGNED);
+	CU_ASSERT_EQUAL(part_verify(buf, (size_t)len, &q, pk), PART_OK);
+	CU_ASSERT_EQUAL(part_verify(buf, (size_t)len, &q, pk2), PART_E_SIG);
+	buf[len - 1] ^= 1; /* the signature changed: the MAC still opens */
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_OK);
+	CU_ASSERT_EQUAL(part_verify(buf, (size_t)len, &q, pk), PART_E_SIG);
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len - 1, key, &q), PART_E_SIZE);
+	/* the flag set without a signature: the size does not add up */
+	plain = part_encode(&p, key, buf, sizeof(buf));
+	buf[3] |= PART_F_SIGNED;
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)plain, key, &q), PART_E_SIZE);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -201,6 +231,7 @@ int main(void)
 	CU_add_test(s, "encode/decode, MAC, size, version", test_roundtrip);
 	CU_add_test(s, "a peer's nonsense is refused", test_nonsense);
 	CU_add_test(s, "cadence parts", test_cadence);
+	CU_add_test(s, "signed by the sender's node key", test_signed);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	{

@@ -11,7 +11,13 @@
  *   cadclaim a valid cadence part from FROM: RANK of JOB computes 99% of the time (a lying peer:
  *            a straggler if believed)
  *   cadrange a valid cadence part for a rank beyond the world size
- * Valid parts are made with the cluster key: what a peer holding it could send.
+ *   progress a valid part from FROM: RANK of JOB runs and progressed a moment ago (a lying peer
+ *            that would keep a stall others wait on from being flagged)
+ * Valid parts are made with the cluster key: what a peer holding it could send. The datagram
+ * leaves from FROM when this host has that address (else from any port: a sender that names
+ * another). With PART_SEND_NODE_KEY=FILE (64 hex digits: a node's seed) parts are signed by
+ * that node (node keys); with PART_SEND_EVERY_MS=N and PART_SEND_FOR_S=S, sent again (a new
+ * sequence number) every N ms for S seconds.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,6 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "lib/nodekeys.h"
 #include "proto/part_proto.h"
 
 static uint64_t now_ms(void)
@@ -40,8 +49,10 @@ int main(int argc, char **argv)
 	struct jv_rank *r;
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	char err[256];
-	const char *mode;
-	int len, fd, sends = 1;
+	const char *mode, *nk = getenv("PART_SEND_NODE_KEY"), *every = getenv("PART_SEND_EVERY_MS"),
+			  *dur = getenv("PART_SEND_FOR_S");
+	uint8_t pk[32], sk[64], seed[32];
+	int len, fd, sends = 1, sign = 0;
 
 	if (argc < 8 || mesh_load_key(argv[1], mk, err, sizeof(err)) < 0 ||
 	    mesh_parse_addr(argv[2], &p.to) < 0 || mesh_parse_addr(argv[4], &p.from) < 0) {
@@ -90,27 +101,63 @@ int main(int argc, char **argv)
 		p.ttl_ms = 30000;
 	} else if (!strcmp(mode, "replay")) {
 		sends = 2;
+	} else if (!strcmp(mode, "progress")) {
+		r->state = RS_RUNNING;
+		r->flags = 0;
+		r->score = 1;
+		r->progress_age_ms = 0;
+		r->state_age_ms = 0;
+		p.part.addrs[p.part.naddrs++] = p.from.ip;
 	} else if (strcmp(mode, "claim") && strcmp(mode, "garbage")) {
 		fprintf(stderr, "part_send: unknown mode %s\n", mode);
 		return 2;
 	}
-	len = part_encode(&p, key, buf, sizeof(buf));
-	if (len < 0)
-		return 1;
-	if (!strcmp(mode, "garbage")) {
-		len = 300;
-		if (getrandom(buf + 2, (size_t)len - 2, 0) != len - 2)
-			return 1;
-		buf[0] = 'F';
-		buf[1] = 'P';
+	if (nk) {
+		FILE *f = fopen(nk, "r");
+		char hex[80] = "";
+
+		if (!f || !fgets(hex, sizeof(hex), f) || nodekeys_hex(hex, 64, seed) < 0) {
+			fprintf(stderr, "part_send: %s: not a node key\n", nk);
+			return 2;
+		}
+		fclose(f);
+		crypto_sign_seed_keypair(pk, sk, seed);
+		sign = 1;
 	}
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	{ /* from FROM itself where this host has it */
+		struct sockaddr_in me = {.sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(p.from.ip),
+					 .sin_port = htons(p.from.port)};
+
+		if (bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0)
+			fprintf(stderr, "part_send: not from %s (%m): from another address\n",
+				argv[4]);
+	}
 	sa.sin_addr.s_addr = htonl(p.to.ip);
 	sa.sin_port = htons(p.to.port);
-	for (int i = 0; i < sends; i++)
-		if (sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&sa, sizeof(sa)) != len) {
-			perror("sendto");
+	for (double end = every && dur ? (double)now_ms() + atof(dur) * 1000 : 0;;) {
+		p.sent_ms = now_ms();
+		len = part_encode_signed(&p, key, sign ? sk : NULL, buf, sizeof(buf));
+		if (len < 0)
 			return 1;
+		if (!strcmp(mode, "garbage")) {
+			len = 300;
+			if (getrandom(buf + 2, (size_t)len - 2, 0) != len - 2)
+				return 1;
+			buf[0] = 'F';
+			buf[1] = 'P';
 		}
+		for (int i = 0; i < sends; i++)
+			if (sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&sa, sizeof(sa)) !=
+			    len) {
+				perror("sendto");
+				return 1;
+			}
+		if (!end || (double)now_ms() >= end)
+			break;
+		usleep((useconds_t)atoi(every) * 1000);
+		p.seq++;
+	}
 	return 0;
 }

@@ -35,6 +35,7 @@
 #include "agent/jobstate.h"
 #include "agent/kevents.h"
 #include "agent/mesh.h"
+#include "agent/nodeid.h"
 #include "agent/store.h"
 #include "agent/tables.h"
 #include "agent/timersvc.h"
@@ -78,6 +79,7 @@ struct agent {
 	struct kevents kv;
 	struct actions ac;
 	struct handlers h;
+	struct nodeid id; /* this node's key and every node's public key (none: cluster key only) */
 	struct store *st; /* NULL with the decider: decisions are off */
 	struct decider *dc;
 	char node[32];	      /* this node's name in decisions */
@@ -431,7 +433,10 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 				.lease_ttl_s = cfg->etcd_lease_ttl_s,
 				.loop = a->loop,
 				.changed = on_store_changed,
-				.ctx = a};
+				.ctx = a,
+				.node_keys = a->id.on ? &a->id.keys : NULL,
+				.node_sk = a->id.sk,
+				.node = a->node};
 	struct decide_opts dopts;
 	uint8_t ckey[MESH_KEY_BYTES];
 	char e2[300], pw[256] = "";
@@ -789,6 +794,9 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 				 .vs = vs,
 				 .agent_json = agent_json,
 				 .agent_ctx = a};
+	node_name(a);
+	if (nodeid_load(&a->id, cfg, a->node, err, errlen) < 0)
+		goto fail;
 	if (open_decisions(a, err, errlen) < 0 || open_ctl(a, err, errlen) < 0 ||
 	    open_scan_timer(a, err, errlen) < 0 || open_watchdog(a, err, errlen) < 0 ||
 	    open_signals(a, err, errlen) < 0 || (*cfg->mesh_bind && open_mesh(a, err, errlen) < 0))
@@ -798,6 +806,10 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 
 		node_name(a);
 		jo = (struct jobparts_opts){&a->ranks, a->mesh, a->el, &a->w.dp, a->node};
+		if (a->id.on) { /* parts signed with this node's key, taken signed by theirs */
+			jo.keys = &a->id.keys;
+			jo.sk = a->id.sk;
+		}
 
 		a->jp = jobparts_new(&jo);
 		a->h.jp = a->jp;
@@ -865,6 +877,7 @@ void agent_free(struct agent *a)
 	metrics_close(a->metrics);
 	ctl_free(a->ctl);
 	jobparts_free(a->jp);
+	nodeid_free(&a->id);
 	mesh_close(a->mesh);
 	decider_free(a->dc);
 	store_close(a->st); /* its threads end here */

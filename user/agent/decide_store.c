@@ -8,6 +8,7 @@
 
 #include "agent/decide_int.h"
 #include "agent/store.h"
+#include "lib/config.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
 #include "os/log.h"
@@ -85,7 +86,17 @@ struct load_ctx {
 	const char *prefix;
 	struct dp_records *r;
 	struct djob *dj;
+	int members_only; /* with the node keys: decisions only by the run's members */
 };
+
+/* Is node a member of the run (a members/ record of its own)? */
+static int is_member(const struct dp_records *r, const char *node)
+{
+	for (int i = 0; i < r->nmem; i++)
+		if (!strcmp(r->mem[i].node, node))
+			return 1;
+	return 0;
+}
 
 /* A record that is not what it says (malformed, too big, of another shape): not followed,
  * counted, and logged once (dc_log_refused). */
@@ -110,6 +121,24 @@ static void refuse(struct load_ctx *lc, const char *key, const char *value, cons
 	snprintf(dj->refused_why[dj->nrefused++], 64, "%s", why);
 }
 
+/* First pass: the run's members (a decision is then bound to them). */
+static int load_member(void *ctx, const char *key, const char *value)
+{
+	struct load_ctx *lc = ctx;
+	struct dp_records *r = lc->r;
+	const char *k = key + strlen(lc->prefix);
+
+	if (strncmp(k, "members/", 8) || r->nmem >= DP_MAX_NODES)
+		return 0;
+	if (dec_node_valid(k + 8) && dec_member_parse(value, &r->mem[r->nmem].m) == 0) {
+		snprintf(r->mem[r->nmem].node, sizeof(r->mem[r->nmem].node), "%s", k + 8);
+		r->nmem++;
+	} else {
+		refuse(lc, key, value, "malformed member record");
+	}
+	return 0;
+}
+
 static int load_one(void *ctx, const char *key, const char *value)
 {
 	struct load_ctx *lc = ctx;
@@ -124,6 +153,11 @@ static int load_one(void *ctx, const char *key, const char *value)
 			refuse(lc, key, value, "malformed generation record");
 			return 0; /* malformed: not ours to follow */
 		}
+		/* with the node keys, its signer is x.by (store_etcd.c): one of the run's nodes */
+		if (lc->members_only && !is_member(r, x.by)) {
+			refuse(lc, key, value, "decided by a node that is no member of the run");
+			return 0;
+		}
 		if (!x.stop && x.cause != DEC_CAUSE_PREEMPTION && x.cause != DEC_CAUSE_OPERATOR &&
 		    r->nfail < DP_MAX_GENS)
 			r->fail_at[r->nfail++] = x.at_ms;
@@ -133,15 +167,8 @@ static int load_one(void *ctx, const char *key, const char *value)
 			r->gen = g;
 			r->g = x;
 		}
-	} else if (!strncmp(k, "members/", 8) && r->nmem < DP_MAX_NODES) {
-		struct dp_node_member *m = &r->mem[r->nmem];
-
-		if (dec_node_valid(k + 8) && dec_member_parse(value, &m->m) == 0) {
-			snprintf(m->node, sizeof(m->node), "%s", k + 8);
-			r->nmem++;
-		} else {
-			refuse(lc, key, value, "malformed member record");
-		}
+	} else if (!strncmp(k, "members/", 8)) {
+		/* read by load_member */
 	} else if (strncmp(k, "ckpt/", 5) && strncmp(k, "done/", 5) && strncmp(k, "bind/", 5) &&
 		   strncmp(k, "saved/", 6) && strncmp(k, "out/", 4)) {
 		refuse(lc, key, value, "not a decision key");
@@ -162,6 +189,8 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 
 		if (dec_ckpt_parse(value, &x) < 0 || x.id != n || x.generation != g)
 			refuse(lc, key, value, "malformed checkpoint record");
+		else if (lc->members_only && !is_member(r, x.by))
+			refuse(lc, key, value, "asked by a node that is no member of the run");
 		else if (g == r->gen && n > r->ck_n) { /* I4: only the current generation's */
 			r->ck_n = n;
 			r->ck = x;
@@ -236,7 +265,7 @@ static int64_t run_resume(struct decider *d, const struct djob *dj, uint64_t run
 void dc_load(struct decider *d, struct djob *dj)
 {
 	struct dp_records *r = &dj->rec;
-	struct load_ctx lc = {dj->prefix, r, dj};
+	struct load_ctx lc = {dj->prefix, r, dj, *d->cfg->node_keys_file && store_shared(d->st)};
 	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
 	uint64_t last = 0, now = clock_mono_ns() / 1000000;
 
@@ -255,6 +284,7 @@ void dc_load(struct decider *d, struct djob *dj)
 	if (!dj->run)
 		return; /* no rank registered here yet: nothing to follow */
 	r->run_resume = run_resume(d, dj, dj->run, &r->run_known);
+	store_list(d->st, dj->prefix, load_member, &lc);
 	store_list(d->st, dj->prefix, load_one, &lc);
 	r->last_complete = r->gen ? r->g.resume_step : r->run_resume;
 	store_list(d->st, dj->prefix, load_ckpt, &lc);

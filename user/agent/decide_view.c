@@ -9,6 +9,7 @@
 #include "agent/eventlog.h"
 #include "agent/store.h"
 #include "agent/views.h"
+#include "lib/config.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
@@ -18,6 +19,8 @@ void dc_log_decision(struct decider *d, const struct djob *dj, const char *kind)
 {
 	struct json_object *o = view_event("decision");
 	const struct dp_records *r = &dj->rec;
+	/* with the node keys, the store took the record only signed by the node it says decided */
+	int sig = *d->cfg->node_keys_file && store_shared(d->st);
 
 	jstr(o, "job", dj->id);
 	jint(o, "uid", dj->uid);
@@ -30,6 +33,7 @@ void dc_log_decision(struct decider *d, const struct djob *dj, const char *kind)
 		jint(o, "resume_step", r->g.resume_step);
 		jstr(o, "node", *r->g.node ? r->g.node : NULL);
 		jstr(o, "by", r->g.by);
+		jstr(o, "signer", sig ? r->g.by : NULL);
 		jstr(o, "why", r->g.why);
 		{
 			struct json_object *ex = json_object_new_array();
@@ -43,6 +47,7 @@ void dc_log_decision(struct decider *d, const struct djob *dj, const char *kind)
 		jint(o, "step", r->bound ? r->bind_target : -1);
 		jstr(o, "cause", dec_cause_name(r->ck.cause));
 		jstr(o, "by", r->ck.by);
+		jstr(o, "signer", sig ? r->ck.by : NULL);
 		jstr(o, "why", r->ck.why);
 	}
 	jstr(o, "node", d->pc.node);

@@ -12,6 +12,7 @@
 #include "agent/mesh.h"
 #include "agent/partlocal.h"
 #include "lib/jsonx.h"
+#include "lib/nodekeys.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
 #include "os/log.h"
@@ -61,8 +62,8 @@ struct pub { /* what this host told about one job, and its last waits-for edges 
 };
 
 struct cnt {
-	uint64_t rx, tx, tx_errors, accepted, bad[6], misdirected, stale, replayed, not_ours,
-	    claims_ours, conflict, world_mismatch, bad_seq, expired;
+	uint64_t rx, tx, tx_errors, accepted, bad[7], misdirected, stale, replayed, not_ours,
+	    claims_ours, conflict, world_mismatch, bad_seq, expired, bad_source;
 };
 
 struct jobparts {
@@ -261,7 +262,20 @@ static void accept_cad(struct jobparts *jp, const struct part_packet *p, int mem
 		pb->cad_ask[pb->ncad_ask++] = p->from; /* a host new to the job: ours, to it */
 }
 
-static void on_part(void *ctx, const uint8_t *buf, size_t len)
+/* With the node keys, a part must be signed by its sender's own key (lib/nodekeys.h): a host
+ * that holds the cluster key speaks for itself only. PART_OK or PART_E_SIG. */
+static int signed_by_sender(const struct jobparts *jp, const uint8_t *buf, size_t len,
+			    const struct part_packet *p)
+{
+	const struct nodekey *k;
+
+	if (!jp->o.keys)
+		return PART_OK;
+	k = nodekeys_by_addr(jp->o.keys, &p->from);
+	return k ? part_verify(buf, len, p, k->pub) : PART_E_SIG;
+}
+
+static void on_part(void *ctx, const uint8_t *buf, size_t len, const struct mesh_addr *src)
 {
 	struct jobparts *jp = ctx;
 	const struct swim *sw = mesh_swim(jp->o.mesh);
@@ -273,6 +287,13 @@ static void on_part(void *ctx, const uint8_t *buf, size_t len)
 
 	jp->c.rx++;
 	r = part_decode(buf, len, jp->key, &p);
+	/* the sender it names is the datagram's source: no host speaks for a made-up one */
+	if (r == PART_OK && !mesh_addr_eq(&p.from, src)) {
+		jp->c.bad_source++;
+		return;
+	}
+	if (r == PART_OK)
+		r = signed_by_sender(jp, buf, len, &p);
 	if (r != PART_OK) {
 		jp->c.bad[-r]++;
 		return;
@@ -335,7 +356,7 @@ static void send_parts(struct jobparts *jp, const struct mesh_addr *to, const st
 			}
 		}
 		p.part = *c;
-		len = part_encode(&p, jp->key, buf, sizeof(buf));
+		len = part_encode_signed(&p, jp->key, jp->o.sk, buf, sizeof(buf));
 		if (len < 0)
 			continue;
 		if (mesh_send_raw(jp->o.mesh, to, buf, (size_t)len) < 0)
@@ -733,14 +754,16 @@ void jobparts_counters(const struct jobparts *jp, struct json_object *c)
 				    "parts_bad_magic",
 				    "parts_bad_version",
 				    "parts_bad_mac",
-				    "parts_bad_field"};
+				    "parts_bad_field",
+				    "parts_bad_signature"};
 
 	jint(c, "parts_rx", (int64_t)jp->c.rx);
 	jint(c, "parts_tx", (int64_t)jp->c.tx);
 	jint(c, "parts_tx_errors", (int64_t)jp->c.tx_errors);
 	jint(c, "parts_accepted", (int64_t)jp->c.accepted);
-	for (int i = 1; i <= 5; i++)
+	for (int i = 1; i <= 6; i++)
 		jint(c, bad[i], (int64_t)jp->c.bad[i]);
+	jint(c, "parts_bad_source", (int64_t)jp->c.bad_source);
 	jint(c, "parts_misdirected", (int64_t)jp->c.misdirected);
 	jint(c, "parts_stale", (int64_t)jp->c.stale);
 	jint(c, "parts_replayed", (int64_t)jp->c.replayed);

@@ -33,6 +33,10 @@ struct jobparts_opts {
 	struct eventlog *el;
 	const struct det_params *dp;
 	const char *node; /* this host's name when the mesh is off */
+	/* the cluster's node keys (lib/nodekeys.h; NULL: the cluster key alone): parts are then
+	 * signed with sk (PART_SK_BYTES) and taken only signed by their sender's key */
+	const struct nodekeys *keys;
+	const uint8_t *sk;
 };
 
 struct jobparts *jobparts_new(const struct jobparts_opts *o);

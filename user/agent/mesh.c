@@ -43,7 +43,7 @@ struct mesh {
 	int logged;
 	void (*on_event)(void *ctx, const char *type, const struct swim_member *m);
 	void *ctx;
-	void (*on_part)(void *ctx, const uint8_t *buf, size_t len);
+	void (*on_part)(void *ctx, const uint8_t *buf, size_t len, const struct mesh_addr *src);
 	void *part_ctx;
 };
 
@@ -238,7 +238,9 @@ static void on_readable(struct mesh *m)
 			return;
 		m->cnt.rx++;
 		if (m->on_part && part_is_part(buf, (size_t)n)) {
-			m->on_part(m->part_ctx, buf, (size_t)n);
+			struct mesh_addr src = {ntohl(from.sin_addr.s_addr), ntohs(from.sin_port)};
+
+			m->on_part(m->part_ctx, buf, (size_t)n, &src);
 			continue;
 		}
 		r = mesh_decode(buf, (size_t)n, m->key, &p);
@@ -291,7 +293,9 @@ void mesh_set_health(struct mesh *m, const struct mesh_health *h)
 	swim_set_health(m->swim, h);
 }
 
-void mesh_set_part_handler(struct mesh *m, void (*fn)(void *ctx, const uint8_t *buf, size_t len),
+void mesh_set_part_handler(struct mesh *m,
+			   void (*fn)(void *ctx, const uint8_t *buf, size_t len,
+				      const struct mesh_addr *src),
 			   void *ctx)
 {
 	m->on_part = fn;

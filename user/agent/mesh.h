@@ -36,8 +36,10 @@ void mesh_close(struct mesh *m); /* sends LEAVE first */
 /* Our health summary; spread only when it changed. */
 void mesh_set_health(struct mesh *m, const struct mesh_health *h);
 /* Job parts (proto/part_proto.h) arrive on the mesh's socket: fn gets each datagram that
- * says it is one (agent/jobparts.c checks the rest). */
-void mesh_set_part_handler(struct mesh *m, void (*fn)(void *ctx, const uint8_t *buf, size_t len),
+ * says it is one, with the address it came from (agent/jobparts.c checks the rest). */
+void mesh_set_part_handler(struct mesh *m,
+			   void (*fn)(void *ctx, const uint8_t *buf, size_t len,
+				      const struct mesh_addr *src),
 			   void *ctx);
 /* Send a datagram from the mesh's socket. 0 or -errno. */
 int mesh_send_raw(struct mesh *m, const struct mesh_addr *to, const uint8_t *buf, size_t len);

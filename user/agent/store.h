@@ -29,6 +29,12 @@ struct store_opts {
 	double lease_ttl_s;	     /* etcd: this agent's keys vanish this long after it does */
 	const uint8_t *cluster_key;  /* etcd: 32 bytes (mesh_load_key) that authenticate records;
 				     * NULL: records are not authenticated (tests of the store) */
+	/* etcd: the node keys (lib/nodekeys.h; NULL: the cluster key alone): every record is
+	 * signed by this node (sk, named node) and taken only signed by the node that may write
+	 * it (store_etcd.c) */
+	const struct nodekeys *node_keys;
+	const uint8_t *node_sk;
+	const char *node;
 	struct loop *loop;
 	void (*changed)(void *ctx); /* the mirror changed (called on the loop's thread) */
 	void *ctx;

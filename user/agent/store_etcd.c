@@ -24,8 +24,10 @@
 #include <unistd.h>
 
 #include "agent/store_int.h"
+#include "lib/decisions.h"
 #include "lib/jsonx.h"
 #include "lib/kvmap.h"
+#include "lib/nodekeys.h"
 #include "os/clock.h"
 #include "os/etcdv3.h"
 #include "os/log.h"
@@ -88,6 +90,9 @@ struct store_etcd {
 	char error[200];
 	int auth; /* records are sealed with rkey and checked when read */
 	uint8_t rkey[STORE_RECORD_KEY_BYTES];
+	const struct nodekeys *keys; /* with them, records are signed by nodes too (NULL: not) */
+	uint8_t sk[64];
+	char node[STORE_SIG_NODE_LEN];
 	uint64_t rejected, rejected_told;
 	char rej_key[160], rej_why[96];
 	uint64_t bad_told;    /* malformed replies said (store_bad_replies) */
@@ -166,6 +171,44 @@ static int refused_before_locked(struct store_etcd *s, const char *k, const char
 	return 0;
 }
 
+static const uint8_t *pubkey_of(void *ctx, const char *node)
+{
+	const struct nodekey *k = nodekeys_by_name(ctx, node);
+
+	return k ? k->pub : NULL;
+}
+
+/*
+ * With the node keys, a record is a node's word: signed by the node that wrote it, which must
+ * be the node it belongs to (launch/, members/, saved/, out/ under a node's name) and the node
+ * it says decided ("by"). 0 and *ret_value, or -EBADMSG with *ret_why.
+ */
+static int signed_by_its_node(struct store_etcd *s, const char *k, const char *v,
+			      const char **ret_value, const char **ret_why)
+{
+	char signer[STORE_SIG_NODE_LEN];
+	const char *owner = dec_key_node(k), *value, *by;
+	struct json_object *o, *jb;
+	int r = 0;
+
+	if (store_record_verify(k, v, pubkey_of, (void *)s->keys, &value, signer, ret_why) < 0)
+		return -EBADMSG;
+	if (owner && strcmp(owner, signer)) {
+		*ret_why = "signed by another node than the one it belongs to";
+		return -EBADMSG;
+	}
+	o = json_tokener_parse(value);
+	if (o && json_object_object_get_ex(o, "by", &jb) && (by = json_object_get_string(jb)) &&
+	    strcmp(by, signer)) {
+		*ret_why = "signed by another node than the one that decided (by)";
+		r = -EBADMSG;
+	}
+	json_object_put(o);
+	if (r == 0)
+		*ret_value = value;
+	return r;
+}
+
 /* A stored value as the mirror holds it: the record itself when it is authentic (or when
  * records are not authenticated), else NULL: refused and counted. s->mu is held. */
 static const char *opened_locked(struct store_etcd *s, const char *k, const char *stored)
@@ -174,7 +217,8 @@ static const char *opened_locked(struct store_etcd *s, const char *k, const char
 
 	if (!s->auth)
 		return stored;
-	if (store_record_open(s->rkey, k, stored, &value, &why) == 0)
+	if (store_record_open(s->rkey, k, stored, &value, &why) == 0 &&
+	    (!s->keys || signed_by_its_node(s, k, value, &value, &why) == 0))
 		return value;
 	if (refused_before_locked(s, k, stored))
 		return NULL; /* the same record read again (the prefix re-read): counted once */
@@ -503,6 +547,21 @@ static void *requester(void *arg)
 }
 
 /* ---- the store's operations (the agent's thread) ---- */
+/* The stored form: MACed with the cluster key; with the node keys, signed by this node first. */
+static int seal(struct store_etcd *s, const char *key, const char *value, char **ret)
+{
+	char *sv = NULL;
+	int r;
+
+	if (!s->keys)
+		return store_record_seal(s->rkey, key, value, ret);
+	r = store_record_sign(s->sk, s->node, key, value, &sv);
+	if (r == 0)
+		r = store_record_seal(s->rkey, key, sv, ret);
+	free(sv);
+	return r;
+}
+
 static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, const char *value,
 		   int leased)
 {
@@ -510,7 +569,7 @@ static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, con
 	int r = -ENOMEM;
 
 	if (o && asprintf(&o->key, "%s%s", s->prefix, key) >= 0 && (o->plain = strdup(value)))
-		r = s->auth && kind != OP_TTL	 ? store_record_seal(s->rkey, key, value, &o->value)
+		r = s->auth && kind != OP_TTL	 ? seal(s, key, value, &o->value)
 		    : (o->value = strdup(value)) ? 0
 						 : -ENOMEM;
 	if (r < 0) {
@@ -721,6 +780,7 @@ static void etcd_close(struct store *b)
 	kvmap_fini(&s->mirror);
 	kvmap_fini(&s->refused);
 	kvmap_fini(&s->leased);
+	sodium_memzero(s->sk, sizeof(s->sk));
 	if (s->efd >= 0)
 		close(s->efd);
 	pthread_mutex_destroy(&s->mu);
@@ -831,6 +891,11 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 	if (o->cluster_key) {
 		store_record_key(o->cluster_key, s->rkey);
 		s->auth = 1;
+	}
+	if (o->cluster_key && o->node_keys && o->node_sk && o->node) {
+		s->keys = o->node_keys;
+		memcpy(s->sk, o->node_sk, sizeof(s->sk));
+		snprintf(s->node, sizeof(s->node), "%s", o->node);
 	}
 	s->loop = o->loop;
 	s->changed = o->changed;

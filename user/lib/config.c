@@ -129,6 +129,13 @@ static const struct key_def keys[] = {
     {"key_file", "key-file", T_STRING, OFF(mesh_key_file), SZ(mesh_key_file), 0, 0,
      "heartbeat mesh: the cluster's secret (16+ bytes, a regular file of root's, mode 0600);\n"
      "packets are MACed"},
+    {"node_key_file", "node-key-file", T_STRING, OFF(node_key_file), SZ(node_key_file), 0, 0,
+     "this node's own key (64 hex digits: an Ed25519 seed; a regular file of root's, mode\n"
+     "0600): job parts and decision records are signed with it, so that a host holding the\n"
+     "cluster key speaks for itself only; with node_keys_file"},
+    {"node_keys_file", "node-keys-file", T_STRING, OFF(node_keys_file), SZ(node_keys_file), 0, 0,
+     "every node's public key, one \"NAME ADDR:PORT PUBKEY\" a line (a file of root's that no\n"
+     "one else may write): parts and records are taken only signed by their sender's key"},
     {"probe_interval", "probe-interval", T_DOUBLE, OFF(probe_interval_s), 0, 0.05, 60,
      "heartbeat mesh: seconds between probes of one peer"},
     {"probe_timeout", "probe-timeout", T_DOUBLE, OFF(probe_timeout_s), 0, 0.01, 60,
@@ -533,6 +540,16 @@ int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "etcd_user needs etcd_password_file");
 		return -EINVAL;
 	}
+	if (!*c->node_key_file != !*c->node_keys_file) {
+		snprintf(err, errlen,
+			 "node keys: node_key_file (this node's key) and node_keys_file (every "
+			 "node's public key) go together");
+		return -EINVAL;
+	}
+	if (*c->node_key_file && !*c->mesh_key_file) {
+		snprintf(err, errlen, "node keys: with the cluster key only (key_file)");
+		return -EINVAL;
+	}
 	if (*c->etcd_endpoints && !c->etcd_insecure) {
 		const char *p = c->etcd_endpoints;
 
@@ -818,6 +835,8 @@ void config_print_help(FILE *f)
 		"                           everything a stopped agent left) and exit\n");
 	fprintf(f, "  --reset-state            remove pinned maps and links from --pin-dir first\n"
 		   "  --print-config           print the effective configuration and exit\n"
+		   "  --print-node-key         print this node's line for node_keys_file (NAME\n"
+		   "                           ADDR:PORT PUBKEY, from node_key_file) and exit\n"
 		   "  -v, --version            print the version and exit\n"
 		   "  -h, --help               this help\n\n"
 		   "Signals: SIGTERM/SIGINT stop the agent (pinned BPF state stays: a restarted\n"

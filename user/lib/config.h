@@ -51,6 +51,8 @@ struct ftbpf_config {
 	char mesh_peers[1024];
 	char mesh_peers_file[256];
 	char mesh_key_file[256];
+	char node_key_file[256];  /* this node's Ed25519 key: what it sends is signed */
+	char node_keys_file[256]; /* every node's public key: what others send is checked */
 	double probe_interval_s, probe_timeout_s, suspicion_mult, suspicion_max_mult;
 	int indirect_checks;
 	int verbose;

@@ -570,3 +570,26 @@ int dec_budget_spent(const uint64_t *at_ms, int n, uint64_t now_ms, int max_rest
 			recent++;
 	return recent >= max_restarts;
 }
+
+const char *dec_key_node(const char *key)
+{
+	const char *c[5] = {NULL};
+	int n = 0;
+
+	/* the last five components, newest first */
+	for (const char *p = key + strlen(key); p > key && n < 5;) {
+		const char *q = p;
+
+		while (q > key && q[-1] != '/')
+			q--;
+		c[n++] = q;
+		p = q > key ? q - 1 : key;
+	}
+	if (n >= 2 && (!strncmp(c[1], "members/", 8) || !strncmp(c[1], "launch/", 7)))
+		return c[0];
+	if (n >= 3 && !strncmp(c[2], "out/", 4))
+		return c[0];
+	if (n >= 4 && !strncmp(c[3], "saved/", 6))
+		return c[0];
+	return NULL;
+}

@@ -124,6 +124,10 @@ struct dec_member {
 				  * the mesh's and the job verdict's hosts are told as members */
 };
 
+/* The node a key belongs to, when only that node writes it (launch/<node>, members/<node>,
+ * saved/<g>/<n>/<node>, out/<g>/<node>, anywhere under a job's prefix): a pointer into key,
+ * NULL for a key every node may write (gen, ckpt, bind, done, run). */
+const char *dec_key_node(const char *key);
 const char *dec_cause_name(enum dec_cause c);
 /* -EINVAL when unknown */
 int dec_cause_parse(const char *name);

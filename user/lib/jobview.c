@@ -262,6 +262,66 @@ static int build_edges(const struct uni *u, const struct jv_part *parts, int npa
 	return ne;
 }
 
+/*
+ * Another host's claim of progress does not clear a stall that this host's own ranks show
+ * waiting on that host: whatever its part says, a rank on a host that this host's ranks wait on
+ * (by the kernel's sockets, or through the hosts they wait on in turn) made no progress more
+ * recent than the newest of theirs. A host that holds the cluster key (or a node key: its own)
+ * could otherwise keep a hung job from ever being flagged; the ranks of a host that no rank
+ * here waits on still corroborate progress.
+ */
+static void cap_claims(struct uni *u, const struct jv_part *parts, int nparts, int self,
+		       const struct jv_host *hosts, int nhosts, uint64_t now)
+{
+	uint8_t waited[JV_MAX_PARTS] = {0}, seen[JV_MAX_PARTS] = {0};
+	uint64_t latest = 0;
+	int any = 0, grew = 1;
+
+	if (self < 0 || self >= nparts)
+		return;
+	for (int i = 0; i < u->n; i++)
+		if (u->owner[i] == self && !u->s[i].exited && u->s[i].progress_ns > latest)
+			latest = u->s[i].progress_ns;
+	/* the hosts this host's ranks wait on, and those these wait on in turn */
+	seen[self] = 1;
+	while (grew) {
+		grew = 0;
+		for (int p = 0; p < nparts; p++) {
+			if (!seen[p] || parts[p].stale)
+				continue;
+			for (int k = 0; k < parts[p].nedges; k++) {
+				const struct jv_edge *x = &parts[p].edges[k];
+				int f = uni_find(u, x->from_rank), t;
+
+				if (f < 0 || u->owner[f] != p || u->s[f].exited)
+					continue;
+				t = edge_target(parts, nparts, hosts, nhosts, x);
+				if (t >= 0) {
+					int c = uni_find(u, t);
+
+					t = c >= 0 ? u->owner[c] : -1;
+				} else if (t != WF_OUTSIDE && WF_HOST_OF(t) < nparts) {
+					t = WF_HOST_OF(t);
+				} else {
+					t = -1;
+				}
+				if (t < 0 || t == self || seen[t])
+					continue;
+				any = waited[t] = seen[t] = 1;
+				grew = 1;
+			}
+		}
+	}
+	for (int i = 0; any && i < u->n; i++) {
+		int o = u->owner[i];
+
+		if (o == self || !waited[o] || u->s[i].progress_ns <= latest)
+			continue;
+		u->s[i].progress_ns = latest ? latest : 1;
+		u->d[i].no_progress_ns = now > u->s[i].progress_ns ? now - u->s[i].progress_ns : 0;
+	}
+}
+
 static int use_graph(const struct jv_verdict *out, const struct wf_result *wr, int strong)
 {
 	if (!wr->n || out->det.rule == DET_RULE_DEAD || out->det.rule == DET_RULE_NCCL)
@@ -310,6 +370,7 @@ int jobview_eval(const struct jv_part *parts, int nparts, int self, const struct
 	for (int i = 0; i < u.n; i++)
 		local += u.owner[i] == self;
 	out->ranks = u.n;
+	cap_claims(&u, parts, nparts, self, hosts, nhosts, now);
 	det_job_eval(u.d, u.s, u.n, now, 0, p, &out->det);
 	out->hung = out->det.hung;
 	out->hard = out->det.hard;

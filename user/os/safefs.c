@@ -216,10 +216,12 @@ int safefs_unlink_socket(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int safefs_read_secret(const char *path, char *buf, size_t len, char *err, size_t errlen)
+/* A regular file, not a link, root's (or ours), with none of the mode bits in deny. */
+static int read_checked(const char *path, mode_t deny, char *buf, size_t len, char *err,
+			size_t errlen)
 {
 	struct stat st;
-	ssize_t n;
+	ssize_t n, got = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 
 	if (fd < 0) {
@@ -234,13 +236,16 @@ int safefs_read_secret(const char *path, char *buf, size_t len, char *err, size_
 		close(fd);
 		return -EINVAL;
 	}
-	if ((st.st_mode & 0077) || (st.st_uid != 0 && st.st_uid != geteuid())) {
-		snprintf(err, errlen, "%s must be root's with mode 0600 (uid %u, mode %04o)", path,
-			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	if ((st.st_mode & deny) || (st.st_uid != 0 && st.st_uid != geteuid())) {
+		snprintf(err, errlen, "%s must be root's with mode %s (uid %u, mode %04o)", path,
+			 deny == 0077 ? "0600" : "0644 or stricter", (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 07777));
 		close(fd);
 		return -EPERM;
 	}
-	n = read(fd, buf, len - 1);
+	while ((size_t)got < len - 1 && (n = read(fd, buf + got, len - 1 - (size_t)got)) > 0)
+		got += n;
+	n = got;
 	close(fd);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
 		n--;
@@ -250,4 +255,14 @@ int safefs_read_secret(const char *path, char *buf, size_t len, char *err, size_
 	}
 	buf[n] = 0;
 	return 0;
+}
+
+int safefs_read_secret(const char *path, char *buf, size_t len, char *err, size_t errlen)
+{
+	return read_checked(path, 0077, buf, len, err, errlen);
+}
+
+int safefs_read_trusted(const char *path, char *buf, size_t len, char *err, size_t errlen)
+{
+	return read_checked(path, 0022, buf, len, err, errlen);
 }

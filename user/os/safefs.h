@@ -42,5 +42,7 @@ int safefs_unlink_socket(const char *path, char *err, size_t errlen);
  * buf (at most len - 1 bytes, no NUL inside, not empty). 0, or -errno with a message in err.
  */
 int safefs_read_secret(const char *path, char *buf, size_t len, char *err, size_t errlen);
+/* The same for a file others may read but only root may write (a list of public keys). */
+int safefs_read_trusted(const char *path, char *buf, size_t len, char *err, size_t errlen);
 
 #endif

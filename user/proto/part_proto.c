@@ -10,7 +10,7 @@
  * 38 text length, 39 ncad (0 from agents before cadence parts), 40 to_boot, 48 sent_ms, 56 uid, 60 world_size, 64 ttl_ms,
  * 68 text_rank, 72 job (64 bytes, NUL-padded)
  * then naddrs x 4 (IPv4), nranks x 56, nedges x 24, nres x 12, ncad x 28, the text, the MAC
- * (32).
+ * (32), and with PART_F_SIGNED the node key's Ed25519 signature of all that (64).
  * Rank: 0 rank, 4 pid, 8 state, 9 flags, 10 syscall, 12 score, 13 comm_api, 14 comm_dtype,
  * 15 0, 16 exit_code, 20 progress_age_ms, 24 state_age_ms, 28 exit_age_ms, 32 comm_id,
  * 40 comm_seq, 48 comm_count
@@ -73,6 +73,8 @@ const char *part_err_name(int err)
 		return "authentication failed";
 	case PART_E_FIELD:
 		return "field out of range";
+	case PART_E_SIG:
+		return "not signed by its sender";
 	}
 	return "?";
 }
@@ -100,6 +102,13 @@ static const char *text_of(const struct part_packet *p)
 int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
 		size_t cap)
 {
+	return part_encode_signed(p, key, NULL, buf, cap);
+}
+
+int part_encode_signed(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES],
+		       const uint8_t *sk, uint8_t *buf, size_t cap)
+{
+	size_t sig = sk ? PART_SIG_BYTES : 0;
 	const struct jv_part *pt = &p->part;
 	const char *text = text_of(p);
 	size_t tl = strnlen(text, PART_MAX_TEXT - 1), len, o;
@@ -111,13 +120,13 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 	len = PART_HDR_BYTES + (size_t)pt->naddrs * 4 + (size_t)pt->nranks * PART_RANK_BYTES +
 	      (size_t)pt->nedges * PART_EDGE_BYTES + (size_t)pt->nres * PART_RES_BYTES +
 	      (size_t)pt->ncad * PART_CAD_BYTES + tl;
-	if (len + MESH_MAC_BYTES > cap || len + MESH_MAC_BYTES > PART_MAX_PACKET)
+	if (len + MESH_MAC_BYTES + sig > cap || len + MESH_MAC_BYTES + sig > PART_MAX_PACKET)
 		return -1;
 	memset(buf, 0, len);
 	buf[0] = 'F';
 	buf[1] = 'P';
 	buf[2] = PART_VERSION;
-	buf[3] = p->flags;
+	buf[3] = (uint8_t)((p->flags & ~PART_F_SIGNED) | (sk ? PART_F_SIGNED : 0));
 	buf[4] = (uint8_t)pt->nranks;
 	buf[5] = (uint8_t)pt->nedges;
 	buf[6] = (uint8_t)pt->nres;
@@ -193,7 +202,19 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 	}
 	memcpy(buf + o, text, tl);
 	crypto_auth_hmacsha256(buf + len, buf, len, key);
-	return (int)(len + MESH_MAC_BYTES);
+	if (sk)
+		crypto_sign_detached(buf + len + MESH_MAC_BYTES, NULL, buf, len + MESH_MAC_BYTES,
+				     sk);
+	return (int)(len + MESH_MAC_BYTES + sig);
+}
+
+int part_verify(const uint8_t *buf, size_t len, const struct part_packet *p, const uint8_t pub[32])
+{
+	if (!p->signed_len || p->signed_len + PART_SIG_BYTES != len)
+		return PART_E_SIG;
+	return crypto_sign_verify_detached(buf + p->signed_len, buf, p->signed_len, pub) == 0
+		   ? PART_OK
+		   : PART_E_SIG;
 }
 
 /* A job id as ident.c makes them: printable, no quotes or backslashes, NUL-terminated. */
@@ -284,12 +305,14 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 	body = PART_HDR_BYTES + (size_t)na * 4 + (size_t)nr * PART_RANK_BYTES +
 	       (size_t)ne * PART_EDGE_BYTES + (size_t)nres * PART_RES_BYTES +
 	       (size_t)nc * PART_CAD_BYTES + tl;
-	if (body + MESH_MAC_BYTES != len)
+	if (body + MESH_MAC_BYTES + (buf[3] & PART_F_SIGNED ? PART_SIG_BYTES : 0) != len)
 		return PART_E_SIZE;
 	if (crypto_auth_hmacsha256_verify(buf + body, buf, body, key) != 0)
 		return PART_E_MAC;
 	memset(p, 0, sizeof(*p));
 	p->flags = buf[3];
+	if (p->flags & PART_F_SIGNED)
+		p->signed_len = (uint32_t)(body + MESH_MAC_BYTES);
 	pt->nranks = nr, pt->nedges = ne, pt->nres = nres, pt->naddrs = na, pt->ncad = nc;
 	p->from.ip = get32(buf + 8);
 	p->from.port = get16(buf + 12);

@@ -30,6 +30,11 @@
 /* a cadence part: the step cadence of the sender's ranks of the job (cad records only), sent
  * every few seconds while the job runs on more hosts than this one, healthy or not */
 #define PART_F_CAD 0x4
+/* signed: an Ed25519 signature of the sender's node key (lib/nodekeys.h) over everything
+ * before it follows the MAC; a receiver with the node keys takes only signed parts */
+#define PART_F_SIGNED  0x8
+#define PART_SIG_BYTES 64
+#define PART_SK_BYTES  64 /* a node's secret key as libsodium keeps it (seed + public key) */
 
 struct part_packet {
 	struct mesh_addr from, to;
@@ -38,6 +43,7 @@ struct part_packet {
 	uint8_t flags;
 	int32_t text_rank;   /* whose reason the text is, -1 none */
 	struct jv_part part; /* node, at_ns and stale are the receiver's */
+	uint32_t signed_len; /* decoded: the bytes the signature covers, 0 when unsigned */
 };
 
 enum part_err {
@@ -47,6 +53,7 @@ enum part_err {
 	PART_E_VERSION = -3,
 	PART_E_MAC = -4,
 	PART_E_FIELD = -5,
+	PART_E_SIG = -6, /* unsigned where a signature is wanted, or not the sender's */
 };
 
 const char *part_err_name(int err);
@@ -58,6 +65,12 @@ void part_derive_key(const uint8_t mesh_key[MESH_KEY_BYTES], uint8_t key[MESH_KE
  * text of text_rank is its rank's reason. */
 int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
 		size_t cap);
+/* The same, signed with the node's secret key sk (PART_SK_BYTES; NULL: not signed). */
+int part_encode_signed(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES],
+		       const uint8_t *sk, uint8_t *buf, size_t cap);
+/* Is decoded part p (of buf, len) signed by the node whose public key is pub? PART_OK or
+ * PART_E_SIG. */
+int part_verify(const uint8_t *buf, size_t len, const struct part_packet *p, const uint8_t pub[32]);
 /* Size, magic, version, MAC, then every field; PART_OK or a part_err. */
 int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
 		struct part_packet *p);

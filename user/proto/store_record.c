@@ -92,3 +92,105 @@ int store_record_open(const uint8_t k[STORE_RECORD_KEY_BYTES], const char *key, 
 	*ret_value = value;
 	return 0;
 }
+
+#define SIG_TAG	    "ftbpf-sig1:"
+#define SIG_TAG_LEN (sizeof(SIG_TAG) - 1)
+#define SIG_B64	    86 /* 64 bytes, base64url without padding */
+
+/* What is signed: the tag, the key, the node and the value, each after its length. */
+static void signed_bytes(crypto_hash_sha512_state *st, const char *key, const char *node,
+			 const char *value, size_t vlen)
+{
+	const char *parts[3] = {key, node, value};
+	size_t lens[3] = {strlen(key), strlen(node), vlen};
+
+	crypto_hash_sha512_init(st);
+	crypto_hash_sha512_update(st, (const unsigned char *)SIG_TAG, SIG_TAG_LEN);
+	for (int i = 0; i < 3; i++) {
+		unsigned char l[4] = {(unsigned char)(lens[i] >> 24),
+				      (unsigned char)(lens[i] >> 16), (unsigned char)(lens[i] >> 8),
+				      (unsigned char)lens[i]};
+
+		crypto_hash_sha512_update(st, l, sizeof(l));
+		crypto_hash_sha512_update(st, (const unsigned char *)parts[i], lens[i]);
+	}
+}
+
+static int node_ok(const char *node, size_t n)
+{
+	if (!n || n >= STORE_SIG_NODE_LEN)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (node[i] < 0x21 || node[i] > 0x7e || node[i] == ':')
+			return 0;
+	return 1;
+}
+
+int store_record_sign(const uint8_t sk[64], const char *node, const char *key, const char *value,
+		      char **ret)
+{
+	unsigned char h[crypto_hash_sha512_BYTES], sig[crypto_sign_BYTES];
+	crypto_hash_sha512_state st;
+	size_t nl = strlen(node), vlen = strlen(value);
+	char b64[SIG_B64 + 1], *out;
+
+	if (!node_ok(node, nl))
+		return -EINVAL;
+	if (vlen > STORE_RECORD_MAX)
+		return -E2BIG;
+	signed_bytes(&st, key, node, value, vlen);
+	crypto_hash_sha512_final(&st, h);
+	crypto_sign_detached(sig, NULL, h, sizeof(h), sk);
+	sodium_bin2base64(b64, sizeof(b64), sig, sizeof(sig),
+			  sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	out = malloc(SIG_TAG_LEN + nl + 1 + SIG_B64 + 1 + vlen + 1);
+	if (!out)
+		return -ENOMEM;
+	sprintf(out, "%s%s:%s:%s", SIG_TAG, node, b64, value);
+	*ret = out;
+	return 0;
+}
+
+int store_record_verify(const char *key, const char *sv, store_record_pubkey_fn fn, void *ctx,
+			const char **ret_value, char ret_node[STORE_SIG_NODE_LEN],
+			const char **ret_why)
+{
+	unsigned char h[crypto_hash_sha512_BYTES], sig[crypto_sign_BYTES];
+	crypto_hash_sha512_state st;
+	const char *node = sv + SIG_TAG_LEN, *colon, *value;
+	char name[STORE_SIG_NODE_LEN];
+	const uint8_t *pub;
+	size_t got = 0, nl;
+
+	if (strncmp(sv, SIG_TAG, SIG_TAG_LEN) || !(colon = strchr(node, ':'))) {
+		*ret_why = "not signed by a node (no node signature)";
+		return -EBADMSG;
+	}
+	nl = (size_t)(colon - node);
+	if (!node_ok(node, nl) || strlen(colon + 1) < SIG_B64 + 1 || colon[1 + SIG_B64] != ':') {
+		*ret_why = "malformed node signature";
+		return -EBADMSG;
+	}
+	memcpy(name, node, nl);
+	name[nl] = 0;
+	if (sodium_base642bin(sig, sizeof(sig), colon + 1, SIG_B64, NULL, &got, NULL,
+			      sodium_base64_VARIANT_URLSAFE_NO_PADDING) ||
+	    got != sizeof(sig)) {
+		*ret_why = "malformed node signature";
+		return -EBADMSG;
+	}
+	if (!(pub = fn(ctx, name))) {
+		*ret_why = "signed by a node the node keys do not list";
+		return -EBADMSG;
+	}
+	value = colon + 1 + SIG_B64 + 1;
+	signed_bytes(&st, key, name, value, strlen(value));
+	crypto_hash_sha512_final(&st, h);
+	if (crypto_sign_verify_detached(sig, h, sizeof(h), pub)) {
+		*ret_why = "node signature does not match (another node, or another place)";
+		return -EBADMSG;
+	}
+	*ret_value = value;
+	memcpy(ret_node, name, nl + 1);
+	return 0;
+}

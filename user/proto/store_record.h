@@ -27,4 +27,22 @@ int store_record_seal(const uint8_t k[STORE_RECORD_KEY_BYTES], const char *key, 
 int store_record_open(const uint8_t k[STORE_RECORD_KEY_BYTES], const char *key, const char *stored,
 		      const char **ret_value, const char **ret_why);
 
+/*
+ * With the node keys (lib/nodekeys.h), the value under the MAC is signed by the node that wrote
+ * it, so that a host holding the cluster key cannot write as another node:
+ *     "ftbpf-sig1:" <node> ":" <Ed25519 signature of (key, node, value), base64url, 86> ":" <value>
+ */
+#define STORE_SIG_NODE_LEN 32
+/* The signed form of value under key by node (sk: libsodium's 64-byte secret key), in *ret
+ * (the caller frees). 0 or -EINVAL (a node name with ':' or too long), -ENOMEM, -E2BIG. */
+int store_record_sign(const uint8_t sk[64], const char *node, const char *key, const char *value,
+		      char **ret);
+/* The public key of a node by its name, NULL when it has none. */
+typedef const uint8_t *(*store_record_pubkey_fn)(void *ctx, const char *node);
+/* The value in a signed form, when the node it names signed it for key: 0, *ret_value (into
+ * signed_value) and the node's name in ret_node; else -EBADMSG and *ret_why. */
+int store_record_verify(const char *key, const char *signed_value, store_record_pubkey_fn fn,
+			void *ctx, const char **ret_value, char ret_node[STORE_SIG_NODE_LEN],
+			const char **ret_why);
+
 #endif
