@@ -162,7 +162,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct ftbpf_timer_key);
 	__type(value, struct ftbpf_timer_val);
-	__uint(max_entries, 4096);
+	__uint(max_entries, FTBPF_TIMER_PINS);
 } timer_table SEC(".maps");
 
 struct {

@@ -308,6 +308,8 @@ struct ftbpf_usage {
 /* Persistent copy of the agent's countdown-timer table (pinned; survives agent restarts).
  * Written and read by the agent only. */
 #define FTBPF_TIMER_SCOPE_LEN 128
+#define FTBPF_TIMER_PINS      4096 /* timer_table's size */
+#define FTBPF_TIMER_PINS_ROOT 512  /* its last places: root's timers' */
 struct ftbpf_timer_key {
 	__u32 pid;
 	char scope[FTBPF_TIMER_SCOPE_LEN];

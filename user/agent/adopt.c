@@ -225,7 +225,13 @@ static void take_one(void *ctx, int pid, int pidfd, int err, const struct rank_i
 {
 	struct adopter *ad = ctx;
 	struct rank_ident id = *idp;
-	int r = adopt_ident(ad, pid, pidfd, err, &id, walked ? "scan" : "exec");
+	int r;
+
+	if (pid == getpid()) { /* a walk reads ours too: never a rank */
+		close(pidfd);
+		return;
+	}
+	r = adopt_ident(ad, pid, pidfd, err, &id, walked ? "scan" : "exec");
 
 	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -EAGAIN)
 		retry_later(ad, pid);

@@ -80,6 +80,13 @@ static void persist(struct timersvc *ts, int pid, const char *scope, uint64_t de
 	    .deadline_ns = deadline, .sig = (uint32_t)sig, .uid = uid, .source = src};
 	struct proc_stat st;
 
+	/* the pinned copy (4,096 places): its last 512 are root's timers' (docs/security.md); a
+	 * timer not pinned still fires, it only does not outlive a restart */
+	if (uid != 0 && ts->tm.n > FTBPF_TIMER_PINS - FTBPF_TIMER_PINS_ROOT) {
+		log_debug("timer pid %d scope %s: not pinned (the last places are root's)", pid,
+			  scope);
+		return;
+	}
 	if (procfs_stat(pid, -1, &st) == 0)
 		v.start_ns = st.start_ns;
 	timer_key(&k, pid, scope);
