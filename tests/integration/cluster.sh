@@ -3,7 +3,8 @@
 #   cluster_up NAME NET PORT   network namespaces NAME1..3 (netns.sh: addresses NET.1..3),
 #                              etcd at NET.254:PORT on their bridge; AG, LA, RCS arrays
 #   start_node I [FLAGS...]    agent of node I in its namespace (mesh, etcd, --only-netns;
-#                              NODE_ENV: variables for it)
+#                              NODE_ENV: variables for it; CLUSTER_NODE_KEYS=1: with node
+#                              keys, every node's own, all three listed in $T/nodes)
 #   run ROUND STEP_MS RESTARTS [NODES...]
 #                              on each node a torchrun-like launcher of two C ranks
 #                              (docs/examples/c_loop.c) of job cjob, one epoch for all, the
@@ -35,6 +36,14 @@ cluster_up() {
 	ETCD=$!
 	wait_until 20 curl -sf "$EP/version" -o /dev/null || { fail "etcd did not start: $(tail -3 "$T/etcd.log")"; return 1; }
 	head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"
+	if [ -n "${CLUSTER_NODE_KEYS:-}" ]; then
+		: >"$T/nodes"
+		for i in 1 2 3; do
+			head -c 32 /dev/urandom | xxd -p -c 64 >"$T/node$i.key" && chmod 600 "$T/node$i.key"
+			"$B/ftbpfd" --bind "$net.$i:7946" --key-file "$T/key" --node-key-file "$T/node$i.key" \
+				--node-keys-file "$T/nodes" --print-node-key >>"$T/nodes" || return 1
+		done
+	fi
 }
 node() { echo "$CL_NET.$1:7946"; }
 start_node() {
@@ -45,7 +54,9 @@ start_node() {
 		--soft-timeout 60 --hard-timeout 600 --action report \
 		--bind "$(node "$i")" --peers "$PEERS" --key-file "$T/key" \
 		--etcd-endpoints "$EP" --etcd-insecure 1 --etcd-prefix "/ftbpf-it/" --etcd-lease-ttl 3 --fence-after 3 \
-		--max-restarts 10 --verbose 1 "$@" >>"$T/n$i/out" 2>&1 &
+		--max-restarts 10 --verbose 1 \
+		${CLUSTER_NODE_KEYS:+--node-key-file "$T/node$i.key" --node-keys-file "$T/nodes"} \
+		"$@" >>"$T/n$i/out" 2>&1 &
 	AG[$i]=$!
 	wait_until 20 bash -c "'$B/ftbpf' --socket '$T/n$i/s.sock' version >/dev/null 2>&1" || {
 		fail "node $i did not start: $(tail -3 "$T/n$i/out")"

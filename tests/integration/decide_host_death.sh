@@ -7,8 +7,11 @@
 # generation is decided; node 3 is lost a few seconds later (its lease), and that is the same
 # fault: exactly one generation, the budget charged once, and the ranks the launchers restarted
 # keep running (nothing ends them); node 3 is left out of that generation as it runs, so a
-# preemption of the 4 ranks left completes.
+# preemption of the 4 ranks left completes. The nodes run with node keys (each record signed by
+# the node that wrote it, docs/security.md): the generation's decision event names its signer,
+# its decider, and no record of an authentic node is refused.
 . "$(dirname "$0")/lib.sh"
+CLUSTER_NODE_KEYS=1
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 . "$(dirname "$0")/cluster.sh"
 cluster_up dfih 10.79.2 24793 || finish
@@ -32,6 +35,13 @@ G=$(gens 1)
 [ "$(echo "$G" | jq length)" = 1 ] && pass "host 3 died: exactly one generation ($(echo "$G" | jq -c '.[0] | {cause, why, excluded}'))" ||
 	fail "generations: $G"
 [ "$(gens 2)" = "$G" ] && pass "node 2 holds the same decision" || fail "node 2: $(gens 2)"
+SG=$(for i in 1 2; do nev $i decision | jq -c 'select(.kind=="generation") | {by, signer}'; done | sort -u)
+[ -n "$SG" ] && echo "$SG" | jq -e -s 'all(.signer != null and .signer == .by)' >/dev/null &&
+	pass "node keys: the generation's signer is its decider: $(echo "$SG" | head -1)" || fail "signer: $SG"
+for i in 1 2; do
+	R=$(f $i status --json | jq '.agent.decisions.store.counters.records_rejected // 0')
+	[ "$R" = 0 ] && pass "node $i refused no record of an authentic node" || fail "node $i refused $R records: $(nev $i store_rejected | head -2)"
+done
 alive_all() { local i r p; for i in 1 2; do for p in $(cat "$T/r1/n$i/pids.1"); do kill -0 "$p" 2>/dev/null || return 1; done; done; }
 alive_all && ! grep -qs "EXIT" "$T"/r1/n[12]/log.* &&
 	pass "the ranks the launchers restarted keep running ($(( $(date +%s) - T0 )) s after the fault)" ||

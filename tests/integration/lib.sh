@@ -120,6 +120,9 @@ agent_alive() { kill -0 "$AGENT_PID" 2>/dev/null && ftbpf version >/dev/null 2>&
 ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1; e=$(date +%s%N); echo $(( (e - s) / 1000000 )); }
 # agent_rss_kb: the agent's resident set
 agent_rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
+# agent_sanitized: the agent under test is an ASan build (its memory and speed are ASan's, not
+# the agent's: bounds on them are checked in the plain build only)
+agent_sanitized() { ldd "$FTBPFD" 2>/dev/null | grep -q libasan; }
 # take_pid PID CMD...: start CMD in the background as the process with pid PID (root only:
 # the next pid is set through ns_last_pid, retried for 8 s while other processes take it);
 # sets TAKEN_PID (empty when it could not)

@@ -23,7 +23,7 @@ for i in 1 2 3; do
 	"$FTBPFD" --bind $NET.$i:7946 --key-file "$T/key" --node-key-file "$T/node$i.key" \
 		--node-keys-file "$T/nodes" --print-node-key >>"$T/nodes" || fail "--print-node-key"
 done
-head -c 32 /dev/urandom | xxd -p -c 64 >"$T/stranger.key"
+head -c 32 /dev/urandom | xxd -p -c 64 >"$T/stranger.key" && chmod 600 "$T/stranger.key"
 log "node keys: $(cut -c1-40 "$T/nodes" | paste -sd'|')"
 for i in 1 3; do xh_agent $i --node-key-file "$T/node$i.key" --node-keys-file "$T/nodes"; done
 wait_until 15 bash -c "$(declare -f xf); B='$B' T='$T'; xf 1 peers --json | jq -e '[.cluster.peers[] | select(.state==\"alive\")] | length >= 1' >/dev/null" ||
@@ -66,6 +66,11 @@ if wait_until $((SOFT + 12)) named; then
 else
 	fail "the liar kept the hang from being flagged: $(for i in 1 3; do xev $i hang | jq -c '{culprit_ranks, culprit_node, why}'; done) $(xf 1 status --json | jq -c '.agent.counters | {parts_accepted, parts_bad_signature, parts_bad_source}')"
 fi
+# the liar's word was taken in (its rank 2 "runs"), and still judged
+L=$(xf 1 status --json | jq -c ".jobs[] | select(.job==\"$JOB\") | [.ranks_elsewhere[]? | select(.rank==2)]")
+echo "$L" | jq -e 'length == 1 and .[0].state == "running"' >/dev/null &&
+	pass "host 1 took the liar's signed part (rank 2 \"running\" on host 2) and flagged the hang all the same" ||
+	fail "the liar's part was not taken in: $L"
 C0=$(xf 1 status --json | jq -c '.agent.counters')
 ip netns exec xhk2 "$PS" "$T/key" $NET.1:7946 progress $NET.9:7946 "$JOB" 3 2 2>/dev/null   # a made-up sender
 ip netns exec xhk2 "$PS" "$T/key" $NET.1:7946 progress $NET.2:7946 "$JOB" 3 2 2>/dev/null   # unsigned

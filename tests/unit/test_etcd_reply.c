@@ -229,6 +229,13 @@ static const uint8_t *pub_of(void *ctx, const char *node)
 	return !strcmp(node, "n1") ? pk[0] : !strcmp(node, "n2") ? pk[1] : NULL;
 }
 
+static const uint8_t *pub_by_addr(void *ctx, const char *node)
+{
+	const uint8_t(*pk)[32] = ctx;
+
+	return !strcmp(node, "10.0.0.2:7946") ? pk[1] : NULL;
+}
+
 /* With the node keys, a record is signed by the node that wrote it: another node's key, a
  * node the keys do not list, another place, a changed value are refused; dec_key_node says
  * which keys belong to one node. */
@@ -242,7 +249,8 @@ static void test_signed_records(void)
 	crypto_sign_keypair(pk[1], sk[1]);
 	CU_ASSERT_EQUAL_FATAL(
 	    store_record_sign(sk[0], "n1", "jobs/0/j/runs/1/gen/1", "{\"by\":\"n1\"}", &s), 0);
-	CU_ASSERT_EQUAL(strncmp(s, "ftbpf-sig1:n1:", 14), 0);
+	CU_ASSERT_EQUAL(strncmp(s, "ftbpf-sig1:", 11), 0);
+	CU_ASSERT_EQUAL(strncmp(s + 11 + 86, ":n1 ", 4), 0);
 	CU_ASSERT_EQUAL(store_record_verify("jobs/0/j/runs/1/gen/1", s, pub_of, pk, &v, node, &why),
 			0);
 	CU_ASSERT_STRING_EQUAL(v, "{\"by\":\"n1\"}");
@@ -250,11 +258,11 @@ static void test_signed_records(void)
 	CU_ASSERT_EQUAL(store_record_verify("jobs/0/k/runs/1/gen/1", s, pub_of, pk, &v, node, &why),
 			-EBADMSG);
 	bad = strdup(s);
-	memcpy(bad + 11, "n2", 2); /* names n2: n2's key does not open it */
+	memcpy(bad + 11 + 87, "n2", 2); /* names n2: n2's key does not open it */
 	CU_ASSERT_EQUAL(
 	    store_record_verify("jobs/0/j/runs/1/gen/1", bad, pub_of, pk, &v, node, &why),
 	    -EBADMSG);
-	memcpy(bad + 11, "n9", 2); /* a node nobody listed */
+	memcpy(bad + 11 + 87, "n9", 2); /* a node nobody listed */
 	CU_ASSERT_EQUAL(
 	    store_record_verify("jobs/0/j/runs/1/gen/1", bad, pub_of, pk, &v, node, &why),
 	    -EBADMSG);
@@ -267,9 +275,18 @@ static void test_signed_records(void)
 	free(bad);
 	CU_ASSERT_EQUAL(store_record_verify("k", "{}", pub_of, pk, &v, node, &why), -EBADMSG);
 	CU_ASSERT_EQUAL(
-	    store_record_verify("k", "ftbpf-sig1:n1:short:{}", pub_of, pk, &v, node, &why),
+	    store_record_verify("k", "ftbpf-sig1:short:n1 {}", pub_of, pk, &v, node, &why),
 	    -EBADMSG);
-	CU_ASSERT_EQUAL(store_record_sign(sk[0], "a:b", "k", "{}", &bad), -EINVAL);
+	CU_ASSERT_EQUAL(store_record_sign(sk[0], "a b", "k", "{}", &bad), -EINVAL);
+	free(s);
+	/* a node named by its mesh address (the default) */
+	CU_ASSERT_EQUAL_FATAL(
+	    store_record_sign(sk[1], "10.0.0.2:7946", "jobs/0/j/launch/10.0.0.2:7946", "{}", &s),
+	    0);
+	CU_ASSERT_EQUAL(store_record_verify("jobs/0/j/launch/10.0.0.2:7946", s, pub_by_addr, pk, &v,
+					    node, &why),
+			0);
+	CU_ASSERT_STRING_EQUAL(node, "10.0.0.2:7946");
 	free(s);
 	/* the keys one node writes */
 	CU_ASSERT_STRING_EQUAL(dec_key_node("jobs/0/j/runs/1/members/n2"), "n2");

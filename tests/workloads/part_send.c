@@ -130,6 +130,10 @@ int main(int argc, char **argv)
 					 .sin_addr.s_addr = htonl(p.from.ip),
 					 .sin_port = htons(p.from.port)};
 
+		int one = 1;
+
+		/* several senders at one address (a liar sending to each host) */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 		if (bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0)
 			fprintf(stderr, "part_send: not from %s (%m): from another address\n",
 				argv[4]);

@@ -116,12 +116,13 @@ static void signed_bytes(crypto_hash_sha512_state *st, const char *key, const ch
 	}
 }
 
+/* A node's name: printable, no space (it ends at the first one). */
 static int node_ok(const char *node, size_t n)
 {
 	if (!n || n >= STORE_SIG_NODE_LEN)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if (node[i] < 0x21 || node[i] > 0x7e || node[i] == ':')
+		if (node[i] < 0x21 || node[i] > 0x7e)
 			return 0;
 	return 1;
 }
@@ -146,7 +147,7 @@ int store_record_sign(const uint8_t sk[64], const char *node, const char *key, c
 	out = malloc(SIG_TAG_LEN + nl + 1 + SIG_B64 + 1 + vlen + 1);
 	if (!out)
 		return -ENOMEM;
-	sprintf(out, "%s%s:%s:%s", SIG_TAG, node, b64, value);
+	sprintf(out, "%s%s:%s %s", SIG_TAG, b64, node, value);
 	*ret = out;
 	return 0;
 }
@@ -157,23 +158,24 @@ int store_record_verify(const char *key, const char *sv, store_record_pubkey_fn 
 {
 	unsigned char h[crypto_hash_sha512_BYTES], sig[crypto_sign_BYTES];
 	crypto_hash_sha512_state st;
-	const char *node = sv + SIG_TAG_LEN, *colon, *value;
+	const char *b64 = sv + SIG_TAG_LEN, *node, *space, *value;
 	char name[STORE_SIG_NODE_LEN];
 	const uint8_t *pub;
 	size_t got = 0, nl;
 
-	if (strncmp(sv, SIG_TAG, SIG_TAG_LEN) || !(colon = strchr(node, ':'))) {
+	if (strncmp(sv, SIG_TAG, SIG_TAG_LEN)) {
 		*ret_why = "not signed by a node (no node signature)";
 		return -EBADMSG;
 	}
-	nl = (size_t)(colon - node);
-	if (!node_ok(node, nl) || strlen(colon + 1) < SIG_B64 + 1 || colon[1 + SIG_B64] != ':') {
+	if (strnlen(b64, SIG_B64 + 1) < SIG_B64 + 1 || b64[SIG_B64] != ':' ||
+	    !(space = strchr(node = b64 + SIG_B64 + 1, ' ')) ||
+	    !node_ok(node, nl = (size_t)(space - node))) {
 		*ret_why = "malformed node signature";
 		return -EBADMSG;
 	}
 	memcpy(name, node, nl);
 	name[nl] = 0;
-	if (sodium_base642bin(sig, sizeof(sig), colon + 1, SIG_B64, NULL, &got, NULL,
+	if (sodium_base642bin(sig, sizeof(sig), b64, SIG_B64, NULL, &got, NULL,
 			      sodium_base64_VARIANT_URLSAFE_NO_PADDING) ||
 	    got != sizeof(sig)) {
 		*ret_why = "malformed node signature";
@@ -183,7 +185,7 @@ int store_record_verify(const char *key, const char *sv, store_record_pubkey_fn 
 		*ret_why = "signed by a node the node keys do not list";
 		return -EBADMSG;
 	}
-	value = colon + 1 + SIG_B64 + 1;
+	value = space + 1;
 	signed_bytes(&st, key, name, value, strlen(value));
 	crypto_hash_sha512_final(&st, h);
 	if (crypto_sign_verify_detached(sig, h, sizeof(h), pub)) {

@@ -30,11 +30,12 @@ int store_record_open(const uint8_t k[STORE_RECORD_KEY_BYTES], const char *key, 
 /*
  * With the node keys (lib/nodekeys.h), the value under the MAC is signed by the node that wrote
  * it, so that a host holding the cluster key cannot write as another node:
- *     "ftbpf-sig1:" <node> ":" <Ed25519 signature of (key, node, value), base64url, 86> ":" <value>
+ *     "ftbpf-sig1:" <Ed25519 signature of (key, node, value), base64url, 86> ":" <node> " " <value>
+ * (a node's name has no space).
  */
 #define STORE_SIG_NODE_LEN 32
 /* The signed form of value under key by node (sk: libsodium's 64-byte secret key), in *ret
- * (the caller frees). 0 or -EINVAL (a node name with ':' or too long), -ENOMEM, -E2BIG. */
+ * (the caller frees). 0 or -EINVAL (a node name with a space or too long), -ENOMEM, -E2BIG. */
 int store_record_sign(const uint8_t sk[64], const char *node, const char *key, const char *value,
 		      char **ret);
 /* The public key of a node by its name, NULL when it has none. */
