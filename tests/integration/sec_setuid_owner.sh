@@ -6,7 +6,8 @@
 # joined root's job as uid 0; then nobody could preempt root's job with kill -TERM, hide its
 # hang by starting such processes every 2 s, and become its culprit. Now:
 #   - neither joins root's job (the set-user-ID process is not adopted at all; sg's shell is
-#     nobody's own job of the same name), and a counter says so;
+#     nobody's own job of the same name), and a counter says so; nor does a copy of sleep with
+#     file capabilities (issue 31: a capability-holding program is privileged too);
 #   - nobody's TERM to them preempts nothing: root's registered ranks train on;
 #   - root's hung job is flagged within soft + 3 s while nobody keeps starting them, and its
 #     culprit is root's rank.
@@ -42,6 +43,26 @@ else
 		fail "adopted: $(status_json | jq -c "[.ranks[] | select(.pid==$SU)]")"
 	# nobody may signal it (its real uid): that must not be a preemption of root's job
 	as_nobody kill -TERM "$SU"
+fi
+
+# 1b. a program with file capabilities (issue 31: not treated as privileged): not adopted
+cp /bin/sleep "$T/cap-sleep" && chmod 755 "$T/cap-sleep"
+if setcap cap_net_raw+ep "$T/cap-sleep" 2>/dev/null; then
+	E0=$(status_json | jq .agent.counters.adopt_refused_elevated)
+	$NOBODY env FTBPF_JOB=rjob FTBPF_RANK=7 FTBPF_WORLD_SIZE=8 "$T/cap-sleep" 60 &
+	CS=$!; WORKLOAD_PIDS+=($CS)
+	sleep 1
+	if awk '/^CapEff:/ {exit !($2 != "0000000000000000")}' "/proc/$CS/status"; then
+		wait_until 5 jq_status ".agent.counters.adopt_refused_elevated > $E0" &&
+			jq_status "[.ranks[] | select(.pid==$CS)] | length == 0" &&
+			pass "a program with file capabilities run by nobody is not adopted ($(grep CapEff "/proc/$CS/status" | tr '\t' ' '))" ||
+			fail "file capabilities: adopted or not counted: $(status_json | jq -c "[.ranks[] | select(.pid==$CS)]")"
+	else
+		log "file capabilities not in effect here: $(grep CapEff "/proc/$CS/status")"
+	fi
+	kill -9 "$CS" 2>/dev/null
+else
+	log "setcap failed here (no xattrs on $T?): file capabilities not shown"
 fi
 
 # 2. sg: its shell runs as nobody with root's job name: nobody's own job, not root's

@@ -587,8 +587,6 @@ const char *dec_key_node(const char *key)
 	}
 	if (n >= 2 && (!strncmp(c[1], "members/", 8) || !strncmp(c[1], "launch/", 7)))
 		return c[0];
-	if (n >= 3 && !strncmp(c[2], "out/", 4))
-		return c[0];
 	if (n >= 4 && !strncmp(c[3], "saved/", 6))
 		return c[0];
 	return NULL;

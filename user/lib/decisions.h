@@ -125,8 +125,9 @@ struct dec_member {
 };
 
 /* The node a key belongs to, when only that node writes it (launch/<node>, members/<node>,
- * saved/<g>/<n>/<node>, out/<g>/<node>, anywhere under a job's prefix): a pointer into key,
- * NULL for a key every node may write (gen, ckpt, bind, done, run). */
+ * saved/<g>/<n>/<node>, anywhere under a job's prefix): a pointer into key, NULL for a key
+ * every node may write (gen, ckpt, bind, done, run; out/<g>/<node>, which the deciding node
+ * writes about a lost one). */
 const char *dec_key_node(const char *key);
 const char *dec_cause_name(enum dec_cause c);
 /* -EINVAL when unknown */
