@@ -613,7 +613,7 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 	struct ftbpf_proc *pp, np = {};
 	struct ftbpf_event *e;
 
-	struct ftbpf_proc *op;
+	struct ftbpf_proc *op, *stale;
 	__u64 *live;
 
 	if (!tracked(ptgid))
@@ -631,6 +631,13 @@ static __always_inline void on_fork(struct task_struct *parent, struct task_stru
 	    (live && *live >= FTBPF_MAX_PROCS - children_reserve)) {
 		stat_inc(FTBPF_STAT_CHILD_CAP);
 		return;
+	}
+	stale = bpf_map_lookup_elem(&procs, &ctgid);
+	if (stale) { /* the record of an earlier process at this pid (ended, not yet forgotten) */
+		__u32 ouid = stale->uid;
+
+		if (bpf_map_delete_elem(&procs, &ctgid) == 0)
+			share_give(ouid, FTBPF_TAB_PROCS);
 	}
 	if (!share_take(pp->uid, FTBPF_TAB_PROCS, 0))
 		return;

@@ -2,8 +2,9 @@
  * The per-user shares of the kernel's tables (bpf/share.bpf.h), in-process: a user's threads
  * past its share get no record (counted), root's still do; every record is given back at the
  * thread's exit; a thread that execs while it is not its process's leader leaves no record
- * behind (it was kept for ever: 17 x 4,100 such execs filled the 65,536 records). Shares made
- * small through tracker_opts. Needs root; a child becomes nobody.
+ * behind (it was kept for ever: 17 x 4,100 such execs filled the 65,536 records); a user's
+ * children past its share of the process table are not tracked, and every record is given back.
+ * Shares made small through tracker_opts. Needs root; a child becomes nobody.
  */
 #include <CUnit/Basic.h>
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 #define NOBODY	     65534u
 #define THREAD_SHARE 8
+#define PROC_SHARE   4 /* the rank's own record and 3 children */
 #define WAIT_MS	     5000
 
 static struct tracker *tr;
@@ -170,6 +172,7 @@ static void kid_end(struct kid *k)
 	close(k->go);
 	close(k->out);
 	drain();
+	(void)tracker_proc_delete(tr, (uint32_t)k->pid); /* as the agent does, once judged */
 }
 
 static void test_thread_share(void)
@@ -197,6 +200,63 @@ static void test_thread_share(void)
 		sleep_ms(10);
 	CU_ASSERT_EQUAL(usage_of(NOBODY).held[FTBPF_TAB_THREADS], 0);
 	CU_ASSERT_EQUAL(records_of(n.pid, NTHREADS, n.tids), 0);
+}
+
+/* ---- a rank of nobody's that forks more children than its user's share ---- */
+#define NKIDS 8
+
+static void test_proc_share(void)
+{
+	int go[2], out[2], st, tracked = 0;
+	pid_t pid, kids[NKIDS];
+	struct ftbpf_usage u;
+	char c;
+
+	CU_ASSERT_FATAL(pipe(go) == 0 && pipe(out) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		pid_t k[NKIDS];
+
+		if (setresgid(65534, 65534, 65534) || setresuid(NOBODY, NOBODY, NOBODY) ||
+		    read(go[0], &c, 1) != 1)
+			_exit(80);
+		for (int i = 0; i < NKIDS; i++)
+			if ((k[i] = fork()) == 0) {
+				pause();
+				_exit(0);
+			}
+		if (write(out[1], k, sizeof(k)) != (ssize_t)sizeof(k))
+			_exit(81);
+		pause();
+		_exit(0);
+	}
+	track(pid, NOBODY);
+	CU_ASSERT_FATAL(write(go[1], "g", 1) == 1);
+	CU_ASSERT_FATAL(read(out[0], kids, sizeof(kids)) == (ssize_t)sizeof(kids));
+	sleep_ms(100);
+	for (int i = 0; i < NKIDS; i++)
+		tracked += tracker_is_tracked(tr, (uint32_t)kids[i]);
+	u = usage_of(NOBODY);
+	CU_ASSERT_EQUAL(tracked, PROC_SHARE - 1);
+	CU_ASSERT_EQUAL(u.held[FTBPF_TAB_PROCS], PROC_SHARE);
+	CU_ASSERT(u.refused[FTBPF_TAB_PROCS] >= NKIDS - (PROC_SHARE - 1));
+	for (int i = 0; i < NKIDS; i++)
+		kill(kids[i], SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	drain();
+	/* the children's records went at their exits; the rank's stays until the agent's */
+	for (int waited = 0; waited < WAIT_MS && usage_of(NOBODY).held[FTBPF_TAB_PROCS] > 1;
+	     waited += 10)
+		sleep_ms(10);
+	CU_ASSERT_EQUAL(usage_of(NOBODY).held[FTBPF_TAB_PROCS], 1);
+	CU_ASSERT_EQUAL(tracker_proc_delete(tr, (uint32_t)pid), 0);
+	CU_ASSERT_EQUAL(usage_of(NOBODY).held[FTBPF_TAB_PROCS], 0);
+	close(go[0]);
+	close(go[1]);
+	close(out[0]);
+	close(out[1]);
 }
 
 /* ---- a thread that execs ---- */
@@ -249,6 +309,7 @@ static void test_exec_from_thread(void)
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	drain();
+	(void)tracker_proc_delete(tr, (uint32_t)pid);
 	for (int waited = 0; waited < WAIT_MS && usage_of(NOBODY).held[FTBPF_TAB_THREADS];
 	     waited += 10)
 		sleep_ms(10);
@@ -281,6 +342,7 @@ int main(int argc, char **argv)
 		return 1;
 	self_exe[n] = 0;
 	o.share[FTBPF_TAB_THREADS] = THREAD_SHARE;
+	o.share[FTBPF_TAB_PROCS] = PROC_SHARE;
 	tr = tracker_open(&o, err, sizeof(err));
 	if (!tr) {
 		fprintf(stderr, "test_shares: %s\n", err);
@@ -291,6 +353,8 @@ int main(int argc, char **argv)
 	s = CU_add_suite("per-user shares of the kernel's tables", NULL, NULL);
 	CU_add_test(s, "a user's threads past its share: no record; root's all", test_thread_share);
 	CU_add_test(s, "a thread that execs leaves no record", test_exec_from_thread);
+	CU_add_test(s, "a user's children past its share: untracked; records given back",
+		    test_proc_share);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();
