@@ -212,7 +212,7 @@ $(BUILD)/workloads/clockshift.so: tests/workloads/clockshift.c | $(BUILD)/worklo
 
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
 PYSTACK_SRCS := user/watch/pystack.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c user/os/pidfd.c \
-                user/os/procfs.c user/lib/maps.c user/lib/pyver.c
+                user/os/procfs.c user/lib/maps.c user/lib/pyver.c user/lib/elfcheck.c
 $(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c $(PYSTACK_SRCS) | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $^ -o $@ -lelf
 $(BUILD)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/os/elfsym.c user/lib/elfcheck.c | $(BUILD)/fuzz
