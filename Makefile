@@ -42,7 +42,8 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
               $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci \
-              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen
+              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen \
+              $(BUILD)/libnccl-profiler-ftbpf.so
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
@@ -143,14 +144,20 @@ $(MOCK):
 $(MOCK)/libcuda.so.1: tests/mock/libcuda.c tests/mock/mock_gpu.h | $(MOCK)
 	$(CC) $(MOCK_CFLAGS) -shared -Wl,-soname,libcuda.so.1 $< -o $@ -lpthread
 	ln -sf libcuda.so.1 $(MOCK)/libcuda.so
-$(MOCK)/libnccl.so.2: tests/mock/libnccl.c tests/mock/mock_gpu.h $(MOCK)/libcuda.so.1
-	$(CC) $(MOCK_CFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -L$(MOCK) -lcuda
+$(MOCK)/libnccl.so.2: tests/mock/libnccl.c tests/mock/mock_gpu.h $(MOCK)/libcuda.so.1 user/plugin/ncclprof_abi.h
+	$(CC) $(MOCK_CFLAGS) -Iuser -shared -Wl,-soname,libnccl.so.2 $< -o $@ -L$(MOCK) -lcuda -lpthread
 	ln -sf libnccl.so.2 $(MOCK)/libnccl.so
 MOCK_LINK = -L$(MOCK) -Wl,-rpath,$(abspath $(MOCK)) -lnccl -lcuda
 $(BUILD)/workloads/nccl_job: tests/workloads/nccl_job.c $(MOCK)/libnccl.so.2 | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(MOCK_LINK)
+$(BUILD)/workloads/gpu_train: tests/workloads/gpu_train.c $(MOCK)/libnccl.so.2 | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@ $(MOCK_LINK)
 $(BUILD)/bench_gpuprobe: tools/bench_gpuprobe.c $(MOCK)/libnccl.so.2
 	$(CC) $(CFLAGS) -Itests/mock $< -o $@ $(MOCK_LINK)
+
+# ftbpf's NCCL profiler plugin: what a device began, for the agent (NCCL_PROFILER_PLUGIN=<it>)
+$(BUILD)/libnccl-profiler-ftbpf.so: user/plugin/ncclprof.c user/plugin/ncclprof_abi.h include/ftbpf/abi.h
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden $< -o $@
 
 # the Python binding, importable with PYTHONPATH=$(BUILD)/python (the library next to it)
 $(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py $(BUILD)/libftbpf.so

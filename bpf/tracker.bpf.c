@@ -110,6 +110,22 @@ struct {
 	__uint(max_entries, 4096);
 } comms SEC(".maps");
 
+/* When each collective was issued, per communicator record (key as in comms). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct ftbpf_comm_key);
+	__type(value, struct ftbpf_arrivals);
+	__uint(max_entries, 1024);
+} arrivals SEC(".maps");
+
+/* A zeroed record to create arrivals entries from (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ftbpf_arrivals);
+	__uint(max_entries, 1);
+} arrivals_zero SEC(".maps");
+
 /* Arguments of a communicator creation in flight, from entry to return; key: tid. */
 struct comm_stash {
 	__u64 out; /* ncclComm_t *: where the new communicator is stored */

@@ -221,7 +221,8 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 	jdbl(o, "state_for_s",
 	     view_secs(now > k->d.state_since_ns ? now - k->d.state_since_ns : 0));
 	jstr(o, "syscall",
-	     k->d.syscall >= 0 && k->d.state != RS_GPU_SYNC && k->d.state != RS_NCCL
+	     k->d.syscall >= 0 && k->d.state != RS_GPU_SYNC && k->d.state != RS_NCCL &&
+		     k->d.state != RS_MPI
 		 ? syscalls_format(k->d.syscall, nm, sizeof(nm))
 		 : NULL);
 	gpu_call_json(o, k, now);

@@ -583,8 +583,15 @@ int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx)
 	return map_foreach(t->skel->maps.comms, comm_entry, &w);
 }
 
+int tracker_arrivals_get(const struct tracker *t, const struct ftbpf_comm_key *k,
+			 struct ftbpf_arrivals *ret)
+{
+	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.arrivals), k, ret) ? -errno : 0;
+}
+
 int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k)
 {
+	(void)bpf_map_delete_elem(bpf_map__fd(t->skel->maps.arrivals), k);
 	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.comms), k) ? -errno : 0;
 }
 
