@@ -140,6 +140,16 @@ static void rank_cadence_json(struct json_object *o, const struct rank *k)
 	jdbl(o, "wait_s", v ? st * c->wait_frac : 0);
 	jdbl(o, "read_s", v ? st * c->read_frac : 0);
 	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
+	/* when it issues its job's collectives (lib/arrivals.h): how late, where that time went */
+	v = c->arr.valid && !k->s.exited;
+	jstr(o, "straggler_basis", c->by_arrivals ? "arrivals" : "waits");
+	jdbl(o, "late_s", v ? c->arr.late_s : 0);
+	jdbl(o, "late_err_s", v ? c->arr.err_s : 0);
+	jdbl(o, "late_gpu_s", v ? c->arr.gpu_s : 0);
+	jdbl(o, "late_cpu_s", v ? c->arr.cpu_s : 0);
+	jdbl(o, "late_read_s", v ? c->arr.read_s : 0);
+	jdbl(o, "late_comm_s", v ? c->arr.comm_s : 0);
+	jint(o, "collectives_compared", v ? c->arr.ncoll : 0);
 }
 
 static struct json_object *straggler_at(int rank, const char *node, int here)
@@ -177,6 +187,14 @@ static void job_cadence_json(struct json_object *o, const struct job *j)
 	jdbl(o, "rank_imbalance", j->cad.imbalance);
 	jdbl(o, "soft_timeout_s", view_secs(j->res.soft_ns));
 	jbool(o, "paced", j->res.paced);
+	jstr(o, "paced_by", !j->res.paced ? NULL : j->res.paced_coll ? "collectives" : "steps");
+	/* its collectives (lib/arrivals.h): the pace soft_timeout = auto's collective rule uses */
+	jint(o, "collective_seq", (int64_t)j->arr.latest_seq);
+	jdbl(o, "collective_interval_p50_s", j->arr.p50_interval_s);
+	jdbl(o, "collective_interval_p99_s", j->arr.p99_interval_s);
+	jint(o, "collectives_per_step", j->arr.per_step);
+	jdbl(o, "collective_step_s", j->arr.step_s);
+	jbool(o, "stragglers_by_arrivals", j->cad.by_arrivals);
 	json_object_object_add(o, "stragglers", s);
 }
 
