@@ -143,6 +143,12 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
 	jobparts_counters(a->jp, c);
+	if (a->mesh) { /* other hosts' clocks against ours (collective arrivals across hosts) */
+		struct json_object *ck = json_object_new_array();
+
+		jobparts_clocks_json(a->jp, ck);
+		json_object_object_add(o, "peer_clocks", ck);
+	}
 	if (a->metrics) {
 		uint64_t refused, timed_out, unauthorized;
 
@@ -721,6 +727,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 		a->h.jp = a->jp;
 		if (a->jp && a->mesh) { /* stragglers judged over the job's ranks on all hosts */
 			a->w.cw.remote = jobparts_cad_remote;
+			a->w.cw.firsts = jobparts_firsts;
 			a->w.cw.remote_ctx = a->jp;
 		}
 		if (a->dc && a->mesh) { /* how the mesh names this node, beside its node name */
