@@ -153,6 +153,34 @@ static void test_remote_first(void)
 	CU_ASSERT(j.ncoll == 0 && !s.r[1].fig.valid);
 }
 
+/* MPI's shape: two all-reduces a step, the second right after the first completes everywhere:
+ * the slow rank is late at the first only; its lateness a step is the whole of it. */
+static void test_two_per_step(void)
+{
+	struct arr_rank r[2], *rp[2] = {&r[0], &r[1]};
+	struct arr_job j;
+	uint64_t t = 1000 * S, q = 0;
+
+	memset(r, 0, sizeof(r));
+	memset(&j, 0, sizeof(j));
+	j.comm = 9;
+	for (int k = 0; k < 400; k++) {
+		q++;
+		arr_rank_add(&r[0], 9, q, t + 20 * MS);
+		arr_rank_add(&r[1], 9, q, t + 26 * MS); /* 30% more compute */
+		q++;
+		arr_rank_add(&r[0], 9, q, t + 27 * MS);
+		arr_rank_add(&r[1], 9, q, t + 27 * MS);
+		t += 28 * MS;
+	}
+	arr_job_eval(rp, 2, NULL, 0, t, 10, &j);
+	CU_ASSERT_EQUAL(j.per_step, 2);
+	CU_ASSERT(fabs(j.step_s - 0.028) < 0.001);
+	CU_ASSERT(fabs(r[1].fig.late_s - 0.006) < 0.0005);
+	CU_ASSERT(r[0].fig.late_s < 0.0001);
+	CU_ASSERT(fabs(r[1].fig.cpu_s - 0.006) < 0.0005); /* no own span: its CPU */
+}
+
 static void test_history(void)
 {
 	struct arr_rank r;
@@ -201,6 +229,7 @@ int main(void)
 	CU_add_test(s, "40% on its GPU: late, in its synchronisation", test_gpu_straggler);
 	CU_add_test(s, "CPU and input stragglers told apart", test_cpu_and_data_stragglers);
 	CU_add_test(s, "another host's first arrivals", test_remote_first);
+	CU_add_test(s, "two collectives a step, one late", test_two_per_step);
 	CU_add_test(s, "a rank's history", test_history);
 	CU_add_test(s, "period of a collective sequence", test_period);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -115,7 +115,11 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 		struct json_object *l = json_object_new_object();
 
 		jstr(l, "path", li.path);
-		jstr(l, "kind", li.kind == GPUAPI_LIB_CUDA ? "cuda" : "nccl");
+		jstr(l, "kind",
+		     li.kind == GPUAPI_LIB_CUDA	  ? "cuda"
+		     : li.kind == GPUAPI_LIB_MPI  ? "mpi"
+		     : li.kind == GPUAPI_LIB_PROF ? "nccl-profiler"
+						  : "nccl");
 		jint(l, "functions", li.probes);
 		jint(l, "uid", li.uid);
 		jstr(l, "error", li.err ? strerror(-li.err) : NULL);

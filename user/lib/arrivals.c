@@ -235,9 +235,32 @@ static void pace(struct arr_rank *const *r, int n, uint64_t hi, struct arr_job *
 		prev = f;
 	}
 	{
-		double mx;
+		/* the most frequent finding holds: one scan's gaps can mislead (a stray delay, a
+		 * busy host), and a wrong period would double the step */
+		double mx, sums[PERIOD_GAPS];
+		int per = 0, ns = 0;
 
-		j->step_s = arr_period(g, m, 32, &j->per_step, &mx);
+		if (arr_period(g, m, 32, &per, &mx) > 0) {
+			if (++j->per_seen >= 256) {
+				for (int i = 0; i < 33; i++)
+					j->per_votes[i] /= 2;
+				j->per_seen = 0;
+			}
+			j->per_votes[per]++;
+		}
+		per = 0;
+		for (int i = 1; i < 33; i++)
+			if (j->per_votes[i] > j->per_votes[per])
+				per = i;
+		j->per_step = per;
+		for (int i = 0; per && i + per <= m; i++) {
+			double x = 0;
+
+			for (int k = 0; k < per; k++)
+				x += g[i + k];
+			sums[ns++] = x;
+		}
+		j->step_s = arr_quantile(sums, ns, 0.5);
 	}
 }
 
@@ -295,33 +318,48 @@ void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem,
 			continue;
 		if (f + win < now)
 			break;
-		ncoll++;
 		for (int i = 0; i < n; i++) {
 			uint64_t t = arr_rank_at(r[i], s), part[4];
 
+			r[i]->lat[ncoll] = 0;
 			if (r[i]->comm != j->comm || t < f)
 				continue; /* (a remote first in this host's clock can be later) */
 			attribute(r[i], f, t, part);
+			r[i]->lat[ncoll] = (double)(t - f) / NS;
 			late[i] += t - f;
 			err[i] += e;
 			for (int k = 1; k < 4; k++)
 				acc[i][k] += part[k];
 		}
+		ncoll++;
 	}
 	j->ncoll = ncoll;
 	for (int i = 0; i < n; i++) {
 		struct arr_fig *x = &r[i]->fig;
-		double c = ncoll ? (double)ncoll : 1;
+		double c = ncoll ? (double)ncoll : 1, tot = (double)late[i] / NS / c, step = 0;
+		int per = j->per_step > 0 ? j->per_step : 1, nw = 0;
 
 		if (r[i]->comm != j->comm)
 			continue;
+		/* the largest lateness of any per consecutive collectives: its lateness a step */
+		for (int k = 0; k + per <= ncoll; k++, nw++) {
+			double mx = 0;
+
+			for (int q = k; q < k + per; q++)
+				if (r[i]->lat[q] > mx)
+					mx = r[i]->lat[q];
+			step += mx;
+		}
 		x->ncoll = ncoll;
-		x->valid = ncoll >= MIN_COLL;
-		x->late_s = (double)late[i] / NS / c;
+		x->valid = ncoll >= MIN_COLL && nw > 0;
+		x->late_s = nw ? step / nw : 0;
 		x->err_s = (double)err[i] / NS / c;
-		x->gpu_s = (double)acc[i][ARR_OWN_GPU] / NS / c;
-		x->read_s = (double)acc[i][ARR_OWN_READ] / NS / c;
-		x->comm_s = (double)acc[i][ARR_OWN_COMM] / NS / c;
+		/* where its late time went, as shares of it */
+		if (tot > 0) {
+			x->gpu_s = (double)acc[i][ARR_OWN_GPU] / NS / c / tot * x->late_s;
+			x->read_s = (double)acc[i][ARR_OWN_READ] / NS / c / tot * x->late_s;
+			x->comm_s = (double)acc[i][ARR_OWN_COMM] / NS / c / tot * x->late_s;
+		}
 		x->cpu_s = fmax(0, x->late_s - x->gpu_s - x->read_s - x->comm_s);
 	}
 }

@@ -10,6 +10,9 @@
  *  lateness  t_r(n) - F(n), and where that late interval went: inside a CUDA synchronisation
  *            (its own GPU work), blocked reading a file or pipe (its input), inside a blocking
  *            MPI/NCCL call (waiting on its peers: not its own), else computing on its CPU;
+ *            a rank's lateness a step is the largest of a step's collectives (any per_step
+ *            consecutive ones): the others wait for it once a step, however many collectives
+ *            it issues late (DDP's buckets all are; an MPI step's second all-reduce is not);
  *  interval  F(n) - F(n-1): the job's collective pace (its p99 sets soft_timeout = auto's
  *            collective rule), its period (collectives a step) the step.
  * Pure logic, no I/O: tests/unit/test_arrivals.c.
@@ -32,9 +35,9 @@ enum arr_own { ARR_OWN_GPU = 1, ARR_OWN_READ = 2, ARR_OWN_COMM = 3 };
 struct arr_fig {
 	int valid; /* enough collectives compared */
 	int ncoll;
-	double late_s;			     /* mean lateness per collective */
+	double late_s;			     /* lateness a step (see above), mean */
 	double err_s;			     /* the clock error bound in it (other hosts' firsts) */
-	double gpu_s, read_s, comm_s, cpu_s; /* where it went, per collective (sum: late_s) */
+	double gpu_s, read_s, comm_s, cpu_s; /* where it went, shares of late_s (sum: late_s) */
 };
 
 struct arr_rank {
@@ -45,6 +48,7 @@ struct arr_rank {
 	uint64_t own_start[ARR_OWN], own_end[ARR_OWN];
 	uint8_t own_kind[ARR_OWN];
 	struct arr_fig fig;
+	double lat[ARR_HIST]; /* (arr_job_eval's scratch: its lateness at each compared one) */
 };
 
 /* A host's first arrival of each of a run of collectives, in this host's clock. */
@@ -68,6 +72,7 @@ struct arr_job {
 	uint64_t ivl_seq, ivl_t; /* the last first arrival an interval was taken to */
 	double ivl[ARR_IVL];
 	int nivl, ivlhead;
+	int per_votes[33], per_seen; /* how often each period was found (the most frequent holds) */
 };
 
 void arr_rank_reset(struct arr_rank *r);
