@@ -16,8 +16,8 @@
  *   --slow-rank R --slow-pct P --slow-after A --slow-kind gpu|cpu|data   from A seconds on, rank
  *                                     R does P% more work a step: on its GPU (an extra kernel and
  *                                     a cuCtxSynchronize before the step, as measured), on its
- *                                     CPU, or waiting for its input (a loader process that writes
- *                                     its batches into a pipe P% of a step late)
+ *                                     CPU, or waiting for its input (a loader process that makes
+ *                                     a batch in P% more than a step's device time)
  *   --fault KIND --fault-rank R --fault-after A   at A seconds rank R: gpu-hang (a kernel that
  *                                     never ends, then cuCtxSynchronize, after the step's
  *                                     all-reduces), gpu-hang-before (that kernel before the step:
@@ -396,11 +396,13 @@ int main(int argc, char **argv)
 		if (slow && !slow_noted) {
 			slow_noted = t;
 			stamp(o.dir, "slow.ts");
-			if (!strcmp(o.slow_kind, "data")) { /* its loader falls behind from now */
+			if (!strcmp(o.slow_kind, "data")) {
+				/* from now its loader makes a batch in P% more than a step's device
+				 * time: the rank waits for its input every step */
 				kill(loader_pid, SIGKILL);
 				waitpid(loader_pid, NULL, 0);
 				close(batches);
-				batches = loader(extra, &loader_pid);
+				batches = loader(o.fwd_us + o.bwd_us + extra, &loader_pid);
 			}
 		}
 		if (faulty)
