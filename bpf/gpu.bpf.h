@@ -79,6 +79,8 @@ static __always_inline void arrival_put(const struct ftbpf_comm_key *k, __u64 se
 	struct ftbpf_arrivals *a = bpf_map_lookup_elem(&arrivals, k);
 	struct ftbpf_arrival *e;
 
+	if (!arrivals_on)
+		return;
 	if (!a) {
 		__u32 zero = 0;
 		struct ftbpf_arrivals *z = bpf_map_lookup_elem(&arrivals_zero, &zero);

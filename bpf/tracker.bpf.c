@@ -40,6 +40,8 @@ const volatile __u32 max_threads = 4096;  /* thread records of one process */
 /* procs entries kept for ranks: children are not tracked past FTBPF_MAX_PROCS - this */
 const volatile __u32 children_reserve = 1024;
 /* ioctl's and mmap's syscall numbers on this architecture (set by the agent) */
+/* collective arrivals recorded (make bench turns them off to measure what they cost) */
+const volatile __u32 arrivals_on = 1;
 const volatile __s32 ioctl_nr = -1;
 const volatile __s32 mmap_nr = -1;
 

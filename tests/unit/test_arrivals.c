@@ -181,6 +181,24 @@ static void test_two_per_step(void)
 	CU_ASSERT(fabs(r[1].fig.cpu_s - 0.006) < 0.0005); /* no own span: its CPU */
 }
 
+/* A 20 s save on rank 0 while the others wait at the barrier after it: one collective 20 s
+ * late is not a straggler's lateness. */
+static void test_one_long_step(void)
+{
+	struct sim s;
+
+	sim_init(&s, 2);
+	sim_run(&s, 60);
+	s.extra_ms[0] = 20000;
+	sim_step(&s);
+	s.extra_ms[0] = 0;
+	for (int k = 0; k < 40; k++)
+		sim_step(&s);
+	arr_job_eval(s.rp, 2, NULL, 0, s.t, 30, &s.j);
+	CU_ASSERT(s.r[0].fig.valid);
+	CU_ASSERT(s.r[0].fig.late_s < 0.001);
+}
+
 static void test_history(void)
 {
 	struct arr_rank r;
@@ -230,6 +248,7 @@ int main(void)
 	CU_add_test(s, "CPU and input stragglers told apart", test_cpu_and_data_stragglers);
 	CU_add_test(s, "another host's first arrivals", test_remote_first);
 	CU_add_test(s, "two collectives a step, one late", test_two_per_step);
+	CU_add_test(s, "one long step is not lateness", test_one_long_step);
 	CU_add_test(s, "a rank's history", test_history);
 	CU_add_test(s, "period of a collective sequence", test_period);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -336,23 +336,26 @@ void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem,
 	j->ncoll = ncoll;
 	for (int i = 0; i < n; i++) {
 		struct arr_fig *x = &r[i]->fig;
-		double c = ncoll ? (double)ncoll : 1, tot = (double)late[i] / NS / c, step = 0;
+		double c = ncoll ? (double)ncoll : 1, tot = (double)late[i] / NS / c;
+		static double steps[ARR_HIST];
 		int per = j->per_step > 0 ? j->per_step : 1, nw = 0;
 
 		if (r[i]->comm != j->comm)
 			continue;
-		/* the largest lateness of any per consecutive collectives: its lateness a step */
-		for (int k = 0; k + per <= ncoll; k++, nw++) {
+		/* the largest lateness of any per consecutive collectives: its lateness a step; the
+		 * median of those, so that a step of a save or an evaluation on one rank (the others
+		 * wait in the barrier after it) does not make it a straggler */
+		for (int k = 0; k + per <= ncoll; k++) {
 			double mx = 0;
 
 			for (int q = k; q < k + per; q++)
 				if (r[i]->lat[q] > mx)
 					mx = r[i]->lat[q];
-			step += mx;
+			steps[nw++] = mx;
 		}
 		x->ncoll = ncoll;
 		x->valid = ncoll >= MIN_COLL && nw > 0;
-		x->late_s = nw ? step / nw : 0;
+		x->late_s = arr_quantile(steps, nw, 0.5);
 		x->err_s = (double)err[i] / NS / c;
 		/* where its late time went, as shares of it */
 		if (tot > 0) {

@@ -13,6 +13,7 @@
  *            a rank's lateness a step is the largest of a step's collectives (any per_step
  *            consecutive ones): the others wait for it once a step, however many collectives
  *            it issues late (DDP's buckets all are; an MPI step's second all-reduce is not);
+ *            over a window its median (one long step is a save, not a straggler);
  *  interval  F(n) - F(n-1): the job's collective pace (its p99 sets soft_timeout = auto's
  *            collective rule), its period (collectives a step) the step.
  * Pure logic, no I/O: tests/unit/test_arrivals.c.
@@ -35,7 +36,7 @@ enum arr_own { ARR_OWN_GPU = 1, ARR_OWN_READ = 2, ARR_OWN_COMM = 3 };
 struct arr_fig {
 	int valid; /* enough collectives compared */
 	int ncoll;
-	double late_s;			     /* lateness a step (see above), mean */
+	double late_s;			     /* lateness a step (see above), median */
 	double err_s;			     /* the clock error bound in it (other hosts' firsts) */
 	double gpu_s, read_s, comm_s, cpu_s; /* where it went, shares of late_s (sum: late_s) */
 };

@@ -250,6 +250,8 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	t->skel->rodata->agent_tgid = o->agent_tgid;
 	t->skel->rodata->timer_term_first = !!o->timer_term_first;
 	t->skel->rodata->ioctl_nr = SYS_ioctl;
+	/* make bench's way to measure what the arrival record costs a collective; never for use */
+	t->skel->rodata->arrivals_on = !getenv("FTBPF_BENCH_NO_ARRIVALS");
 	t->skel->rodata->mmap_nr = SYS_mmap;
 	/* uprobes with attach cookies (5.15+); without them no CUDA/NCCL probes, all else works */
 	t->feat.uprobes =
