@@ -10,9 +10,9 @@
 #   spin, sleep, stop   rank 1 spins on its CPU, sleeps, or stops itself after 8 s: named within
 #             max(4 s, 3 x the job's step p99) of it, from the MPI counts, with the others in
 #             state mpi
-#   slow      20 ms of compute a step, rank 1 30% slower from 8 s: named a straggler within 30 s
-#             (reason compute; skipped on the busy host, where the hogs make every rank's step vary
-#             more than that)
+#   slow      then alone: 20 ms of compute a step, rank 1 30% slower from 8 s: named a straggler
+#             within 30 s (reason compute; skipped on the busy host, where the hogs make every
+#             rank's step vary more than that)
 . "$(dirname "$0")/lib.sh"
 SECS=${MPI_HEALTHY_SECONDS:-100}
 command -v mpirun >/dev/null && /usr/bin/python3 -c 'import mpi4py' 2>/dev/null ||
@@ -64,6 +64,11 @@ for f in spin sleep stop; do
 	stop_mpi $f
 done
 
+wait_until $((SECS + 30)) bash -c "grep -c done '$T/healthy/out' | grep -q 2" || fail "healthy: did not finish: $(tail -3 "$T/healthy/out")"
+[ -z "$(events_of hang | jq -c "select(.job==\"$JH\")")" ] && pass "healthy: never flagged in ${SECS} s ($(grep -o 'after [0-9]* steps' "$T/healthy/out" | head -1))" ||
+	fail "healthy: flagged: $(events_of hang | jq -c "select(.job==\"$JH\") | {soft_timeout_s, why}" | head -2)"
+[ -z "$(events_of straggler | jq -c "select(.job==\"$JH\")")" ] && pass "healthy: no straggler" ||
+	fail "healthy: straggler: $(events_of straggler | jq -c "select(.job==\"$JH\") | {rank, evidence}" | head -1)"
 if [ -z "${BUSY:-}" ]; then
 	mpijob slow --seconds 60 --compute-ms 20 --slow-rank 1 --slow-pct 30 --slow-after 8
 	J=$(job_of slow)
@@ -80,9 +85,4 @@ if [ -z "${BUSY:-}" ]; then
 	stop_mpi slow
 fi
 
-wait_until $((SECS + 30)) bash -c "grep -c done '$T/healthy/out' | grep -q 2" || fail "healthy: did not finish: $(tail -3 "$T/healthy/out")"
-[ -z "$(events_of hang | jq -c "select(.job==\"$JH\")")" ] && pass "healthy: never flagged in ${SECS} s ($(grep -o 'after [0-9]* steps' "$T/healthy/out" | head -1))" ||
-	fail "healthy: flagged: $(events_of hang | jq -c "select(.job==\"$JH\") | {soft_timeout_s, why}" | head -2)"
-[ -z "$(events_of straggler | jq -c "select(.job==\"$JH\")")" ] && pass "healthy: no straggler" ||
-	fail "healthy: straggler: $(events_of straggler | jq -c "select(.job==\"$JH\") | {rank, evidence}" | head -1)"
 finish

@@ -204,7 +204,9 @@ void cadparts_clocks_json(const struct cadparts *cp, uint64_t now, struct json_o
 		o = json_object_new_object();
 		mesh_format_addr(&cp->ck[i].a, addr, sizeof(addr));
 		jstr(o, "node", addr);
-		jdbl(o, "offset_ms", (double)off / 1e6);
+		/* against this host's clock as the others see it (with the tests' skew, the skewed
+		 * one; conversions use the clock underneath, which the skew never touches) */
+		jdbl(o, "offset_ms", (double)(off - cp->skew_ns) / 1e6);
 		jdbl(o, "error_ms", (double)bound / 1e6);
 		json_object_array_add(arr, o);
 	}

@@ -861,6 +861,10 @@ static const char *evidence(const struct jv_verdict *v)
 		return "only_rank";
 	case DET_RULE_SCORE:
 		return "most_suspicious";
+	case DET_RULE_DEVICE:
+		return "device";
+	case DET_RULE_ON_DEVICE:
+		return "on_device";
 	default:
 		return NULL;
 	}

@@ -99,6 +99,14 @@ static void gpu_call_json(struct json_object *o, const struct rank *k, uint64_t 
 
 		snprintf(id, sizeof(id), "%016llx", (unsigned long long)c->id);
 		jstr(co, "comm", c->id ? id : NULL);
+		/* what the record numbers: NCCL's or MPI's collectives as the host issued them, the
+		 * process's CUDA graph launches, or what its device began (NCCL profiler plugin) */
+		jstr(co, "kind",
+		     c->flags & DET_COMM_DEVICE  ? "device"
+		     : c->flags & DET_COMM_GRAPH ? "graph"
+		     : c->flags & DET_COMM_MPI	 ? "mpi"
+						 : "nccl");
+		jbool(co, "device", !!(c->flags & DET_COMM_DEVICE));
 		jint(co, "rank", c->rank);
 		jint(co, "nranks", c->nranks);
 		jint(co, "seq", (int64_t)c->seq);
