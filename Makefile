@@ -264,7 +264,8 @@ asan-agent:
 # The detection and timer tests again, on a busy host (a CPU hog per core, a fork loop); more with
 # make integration-busy BUSY_TESTS="..." (make test runs these, for its time)
 BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_hard_timeout \
-              detect_soft_signal timers_fifo timers_slot gpu_driver detect_wrappers
+              detect_soft_signal timers_fifo timers_slot gpu_driver detect_wrappers gpu_pace_healthy \
+              detect_mpi_spin
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 
@@ -329,7 +330,7 @@ COMPDIR := $(PREFIX)/share/bash-completion/completions
 MAN_INSTALLED = $(foreach m,$(notdir $(MAN_PAGES)),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
 INSTALLED_FILES = $(PREFIX)/sbin/ftbpfd $(PREFIX)/bin/ftbpf $(PREFIX)/bin/ftbpf-ci $(PREFIX)/bin/ftbpf-top \
 	$(PREFIX)/lib/libftbpf.so.0 $(PREFIX)/lib/libftbpf.so $(PREFIX)/lib/libftbpf.a \
-	$(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
+	$(PREFIX)/lib/libnccl-profiler-ftbpf.so $(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
 	$(MAN_INSTALLED) $(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
 install: all
 	@test -n "$(PYSITE)" || { echo "install: cannot tell python3's site-packages"; exit 1; }
@@ -340,6 +341,7 @@ install: all
 	install -D -m 0644 $(BUILD)/libftbpf.so $(DESTDIR)$(PREFIX)/lib/libftbpf.so.0
 	ln -sf libftbpf.so.0 $(DESTDIR)$(PREFIX)/lib/libftbpf.so
 	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)$(PREFIX)/lib/libftbpf.a
+	install -D -m 0644 $(BUILD)/libnccl-profiler-ftbpf.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-ftbpf.so
 	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)$(PREFIX)/include/ftbpf/ftbpf.h
 	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)$(PREFIX)/include/ftbpf/slot.h
 	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)$(PYSITE)/ftbpf/__init__.py

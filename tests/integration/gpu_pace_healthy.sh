@@ -1,7 +1,7 @@
 #!/bin/bash
 # time-limit: 900
 # Healthy mocked GPU jobs under the agent's defaults (soft_timeout = auto, stragglers on): never
-# flagged, no straggler named, for GPU_HEALTHY_SECONDS (150 here; 600 for the 10-minute runs of
+# flagged, no straggler named, for GPU_HEALTHY_SECONDS (130 here; 600 for the 10-minute runs of
 # docs/benchmarks.md), quiet or busy (make test runs it in the busy pass too):
 #   phases  2 ranks of the H200-shaped job (tests/workloads/gpu_train.c, ~80 ms steps, the host
 #           spinning in the loss synchronisation) with a 30 s evaluation every 100 steps (every
@@ -10,7 +10,7 @@
 #           collective counts differ the whole time)
 #   graphs  2 ranks replaying a CUDA graph each step (no NCCL call on the host)
 . "$(dirname "$0")/lib.sh"
-SECS=${GPU_HEALTHY_SECONDS:-150}
+SECS=${GPU_HEALTHY_SECONDS:-130}
 start_agent --gpu-majors 1 --action report || exit 1
 jq_status '.agent.features.uprobes' || { log "SKIP: no uprobes with attach cookies here"; finish; }
 train() {

@@ -102,7 +102,7 @@ static void gpu_call_json(struct json_object *o, const struct rank *k, uint64_t 
 		/* what the record numbers: NCCL's or MPI's collectives as the host issued them, the
 		 * process's CUDA graph launches, or what its device began (NCCL profiler plugin) */
 		jstr(co, "kind",
-		     c->flags & DET_COMM_DEVICE  ? "device"
+		     c->flags & DET_COMM_DEVICE	 ? "device"
 		     : c->flags & DET_COMM_GRAPH ? "graph"
 		     : c->flags & DET_COMM_MPI	 ? "mpi"
 						 : "nccl");
