@@ -1,5 +1,5 @@
 #!/bin/bash
-# time-limit: 420
+# time-limit: 900
 # Open MPI + mpi4py as it is started on a cluster: one rank per core (mpirun -np 2 on this
 # 2-core host, no --oversubscribe), so Open MPI busy-polls its shared-memory transport inside
 # MPI_Allreduce without a syscall; the agent sees the ranks' progress only through its MPI
