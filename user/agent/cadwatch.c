@@ -68,40 +68,43 @@ static uint64_t comm_key(const struct det_comm *c)
 }
 
 /* The communicator the job's collectives are followed on: host-side, shared by the most live
- * ranks here, then the busiest; 0 none. */
+ * ranks here, then the busiest; 0 none. One pass over the ranks' records (a few each). */
 static uint64_t job_comm(const struct job *j)
 {
-	uint64_t best = 0, best_seq = 0;
-	int best_n = 0;
+	struct {
+		uint64_t id, seq;
+		int n;
+	} t[64];
+	int nt = 0, best = -1;
 
 	for (int i = 0; i < j->nmembers; i++) {
 		const struct rank *k = j->members[i];
 
 		for (int c = 0; !k->s.exited && c < k->s.ncomm; c++) {
 			const struct det_comm *x = &k->s.comm[c];
-			uint64_t id = comm_key(x), seq = 0;
-			int nr = 0;
+			uint64_t id = comm_key(x);
+			int e = 0;
 
-			if ((x->flags & DET_COMM_DEVICE) || !x->seq || id == best)
+			if ((x->flags & DET_COMM_DEVICE) || !x->seq)
 				continue;
-			for (int m = 0; m < j->nmembers; m++) {
-				const struct rank *o = j->members[m];
-
-				for (int d = 0; !o->s.exited && d < o->s.ncomm; d++)
-					if (!(o->s.comm[d].flags & DET_COMM_DEVICE) &&
-					    comm_key(&o->s.comm[d]) == id) {
-						nr++;
-						seq += o->s.comm[d].seq;
-					}
+			while (e < nt && t[e].id != id)
+				e++;
+			if (e == nt) {
+				if (nt == 64)
+					continue;
+				t[nt].id = id;
+				t[nt].seq = 0;
+				t[nt++].n = 0;
 			}
-			if (nr > best_n || (nr == best_n && seq > best_seq)) {
-				best = id;
-				best_n = nr;
-				best_seq = seq;
-			}
+			t[e].n++;
+			t[e].seq += x->seq;
 		}
 	}
-	return best;
+	for (int e = 0; e < nt; e++)
+		if (best < 0 || t[e].n > t[best].n ||
+		    (t[e].n == t[best].n && t[e].seq > t[best].seq))
+			best = e;
+	return best < 0 ? 0 : t[best].id;
 }
 
 static int cmp_arrival(const void *a, const void *b)

@@ -39,8 +39,8 @@ struct det_state_info {
 /* The row of state s (a "unknown" row for anything out of range). */
 const struct det_state_info *det_state_info(enum rank_state s);
 
-#define DET_MAX_COMMS 8
-#define DET_COMM_HIST 8 /* FTBPF_COMM_HIST */
+#define DET_MAX_COMMS 16 /* a rank's host records, its graph launches, its device's views */
+#define DET_COMM_HIST 8	 /* FTBPF_COMM_HIST */
 
 /* A communicator of a rank, as the uprobes saw it: NCCL's or MPI's (what the host issued),
  * the device's view of an NCCL one (DET_COMM_DEVICE: collectives its device began, from the
