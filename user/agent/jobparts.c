@@ -846,11 +846,12 @@ struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struc
 	return arr;
 }
 
-static const char *evidence(const struct jv_verdict *v)
+/* Which evidence named the culprit (or, on_device, why none is). */
+static const char *evidence_of(enum det_rule rule, int graph)
 {
-	if (v->graph)
+	if (graph)
 		return "waits_for";
-	switch (v->rule) {
+	switch (rule) {
 	case DET_RULE_DEAD:
 		return "first_to_die";
 	case DET_RULE_NCCL:
@@ -878,6 +879,8 @@ void jobparts_job_json(struct json_object *o, const struct job *j)
 
 	if (!v->valid) {
 		jstr(o, "culprit_node", j->res.n_culprits ? v->culprit_node : NULL);
+		jstr(o, "evidence",
+		     j->res.hung || j->res.failed ? evidence_of(j->res.rule, 0) : NULL);
 		return;
 	}
 	cr = json_object_new_array();
@@ -888,7 +891,7 @@ void jobparts_job_json(struct json_object *o, const struct job *j)
 	     (v->hung || v->failed) && v->culprit_node[0] ? v->culprit_node : NULL);
 	jstr(o, "culprit_state", named ? v->culprit_state : NULL);
 	jbool(o, "culprit_here", named && v->culprit_here);
-	jstr(o, "evidence", v->hung || v->failed ? evidence(v) : NULL);
+	jstr(o, "evidence", v->hung || v->failed ? evidence_of(v->rule, v->graph) : NULL);
 	jint(o, "hosts", v->hosts);
 	jint(o, "job_ranks", v->ranks);
 	jint(o, "world_size", v->world);
