@@ -52,7 +52,9 @@ static __always_inline void cad_own_rec(struct ftbpf_cad *c, __u32 kind, __u64 s
 			c->own_last_ns = end;
 		return;
 	}
-	if (c->own_start_ns) {
+	/* a span under 1 ms does not explain a late arrival: not kept (an MPI job of 1,000
+	 * steps a second would overrun the ring between two scans) */
+	if (c->own_start_ns && c->own_last_ns - c->own_start_ns >= FTBPF_CAD_GAP_NS) {
 		struct ftbpf_cad_own *o = &c->own[c->nown & (FTBPF_CAD_OWN_RING - 1)];
 		__u64 len = (c->own_last_ns - c->own_start_ns) / 1000;
 

@@ -95,29 +95,29 @@ static __always_inline void arrival_put(const struct ftbpf_comm_key *k, __u64 se
 		}
 	}
 	e = &a->a[seq & (FTBPF_ARR_RING - 1)];
-	e->seq = 0; /* a reader that copies the entry meanwhile sees no seq, never a mixed pair */
-	e->t_ns = t;
-	e->seq = seq;
+	/* in this order, each store kept (volatile): a reader copies the ring twice and keeps the
+	 * entries both copies agree on */
+	*(volatile __u64 *)&e->seq = 0;
+	__asm__ __volatile__("" ::: "memory");
+	*(volatile __u64 *)&e->t_ns = t;
+	__asm__ __volatile__("" ::: "memory");
+	*(volatile __u64 *)&e->seq = seq;
 }
 
 /*
- * The cross-rank id of an MPI communicator: a handle that is an integer (MPICH's
- * MPI_COMM_WORLD is 0x44000000 in every process), or the address of a communicator inside
- * the library's image (Open MPI's MPI_COMM_WORLD is &ompi_mpi_comm_world), as an offset in the
- * library: the probe's address less the function's st_value is where the library is loaded.
- * A communicator on the heap (MPI_Comm_split's) has none: 0.
+ * The cross-rank id of an MPI communicator: MPI_COMM_WORLD only, the same in every process of
+ * the job: MPICH's is the integer handle 0x44000000; Open MPI's is &ompi_mpi_comm_world, at the
+ * offset the cookie gives from the probed function (the probe's address). Any other (a split, a
+ * dup, MPI_COMM_SELF) has none: 0.
  */
 static __always_inline __u64 mpi_comm_id(struct pt_regs *ctx, __u64 cookie, __u64 comm)
 {
-	__u64 vaddr = FTBPF_COOKIE_VADDR(cookie), bias;
+	__s32 world = FTBPF_COOKIE_WORLD(cookie);
 
-	if (comm && comm < (1ull << 32))
-		return (comm * 0x9E3779B97F4A7C15ull) | 1;
-	if (!vaddr || !comm)
-		return 0;
-	bias = PT_REGS_IP(ctx) - vaddr;
-	if (comm > bias && comm - bias < (1ull << 28))
-		return (((comm - bias) ^ 0x4d5049ull) * 0xff51afd7ed558ccdull) | 1;
+	if ((__u32)comm == 0x44000000u && (comm >> 32) == 0) /* an int handle: its 32 bits */
+		return 0x4d504957ull << 1 | 1;
+	if (world && comm == PT_REGS_IP(ctx) + (__s64)world)
+		return 0x4d504957ull << 1 | 1;
 	return 0;
 }
 
@@ -341,6 +341,20 @@ int BPF_KPROBE(gpu_enter)
 		break;
 	case FTBPF_API_DEV_REACHED:
 		device_reached(ctx, tgid);
+		break;
+	case FTBPF_API_DEV_DONE: /* (hash): the device records of each call of that comm */
+		k.kind = FTBPF_CK_DEVICE;
+		for (__u64 a = FTBPF_API_NCCL_ALLREDUCE; a <= FTBPF_API_NCCL_REDUCE; a++) {
+			k.comm = arg_n(ctx, 1) ^ (a * 0x9E3779B97F4A7C15ull);
+			bpf_map_delete_elem(&comms, &k);
+			bpf_map_delete_elem(&arrivals, &k);
+		}
+		break;
+	case FTBPF_API_MPI_COMM_FREE: /* (MPI_Comm *) */
+		if (bpf_probe_read_user(&k.comm, sizeof(k.comm), (void *)arg_n(ctx, 1)) == 0) {
+			bpf_map_delete_elem(&comms, &k);
+			bpf_map_delete_elem(&arrivals, &k);
+		}
 		break;
 	default:
 		if (FTBPF_API_IS_COLL(api) || FTBPF_API_IS_P2P(api))

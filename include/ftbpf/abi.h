@@ -172,6 +172,9 @@ enum ftbpf_api {
 	/* ftbpf's NCCL profiler plugin (libnccl-profiler-ftbpf.so): a device began a collective
 	 * (comm hash, collectives begun, call, count): numbered on a FTBPF_COMM_DEVICE record */
 	FTBPF_API_DEV_REACHED = 55,
+	FTBPF_API_MPI_COMM_FREE = 57, /* MPI_Comm_free(MPI_Comm *): its record goes */
+	FTBPF_API_DEV_DONE = 58,      /* the profiler plugin's communicator finalized: its device
+					 records go (ftbpf_nccl_device_done(hash)) */
 	FTBPF_API__MAX = 64,
 };
 
@@ -192,10 +195,11 @@ enum ftbpf_api {
  * costs microseconds, and their numbering needs only the entry.
  */
 #define FTBPF_COOKIE_RET (1ull << 24)
-/* MPI calls: the probed function's address in its library (ELF st_value) in the high 32 bits,
- * so that the program can tell a communicator inside the library (MPI_COMM_WORLD, a static of
- * libmpi, at the same offset in every process using that file) from one on the heap. */
-#define FTBPF_COOKIE_VADDR(c) ((c) >> 32)
+/* MPI calls: where the library's MPI_COMM_WORLD is (Open MPI's ompi_mpi_comm_world) from the
+ * probed function, in bytes (signed), in the high 32 bits; 0 when the library has none (MPICH:
+ * its MPI_COMM_WORLD is the integer handle 0x44000000). Only MPI_COMM_WORLD gets an id that is
+ * the same on every rank: a split's or a dup's could be told apart from no other. */
+#define FTBPF_COOKIE_WORLD(c) ((__s32)((c) >> 32))
 
 /* An NCCL communicator of a tracked process; key: (tgid, communicator address). */
 struct ftbpf_comm_key {
@@ -233,6 +237,9 @@ struct ftbpf_comm {
 #define FTBPF_COMM_MPI	  0x2u /* an MPI communicator (id from its handle, see gpu.bpf.h) */
 #define FTBPF_COMM_GRAPH  0x4u /* the process's CUDA graph launches (key.comm 0, key.kind 2) */
 #define FTBPF_COMM_DEVICE 0x8u /* collectives its device began (NCCL profiler; key.kind 1) */
+/* Its count may not start where the other ranks' do: it existed when this agent started (calls
+ * made while no agent ran were not counted, on each rank differently): never compared. */
+#define FTBPF_COMM_UNALIGNED 0x10u
 
 /* comm_key.kind: what the record numbers */
 #define FTBPF_CK_HOST	    0u /* collectives the host issued on the communicator at key.comm */

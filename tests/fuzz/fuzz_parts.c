@@ -53,11 +53,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{ /* a peer's first arrivals, judged against a rank here */
 		static struct arr_rank ar;
 		static struct arr_job aj;
+		static struct arr_remote f;
 		struct arr_rank *one[1] = {&ar};
-		struct arr_first f = p.part.first;
 
 		memset(&ar, 0, sizeof(ar));
 		memset(&aj, 0, sizeof(aj));
+		memset(&f, 0, sizeof(f));
+		arr_remote_merge(&f, &p.part.first);
+		arr_remote_merge(&f, &p.part.first); /* twice: the same run again */
 		f.err_s = 0.001;
 		aj.comm = f.comm ? f.comm : 7;
 		for (uint64_t q = 1; q <= 300; q++)

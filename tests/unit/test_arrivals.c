@@ -8,7 +8,12 @@
 #include "lib/arrivals.h"
 
 #define MS 1000000ull
-#define S  1000000000ull
+
+static uint64_t remote_at(const struct arr_remote *x, uint64_t seq)
+{
+	return seq >= x->seq0 && seq < x->seq0 + (uint64_t)x->n ? x->t[seq - x->seq0] : 0;
+}
+#define S 1000000000ull
 
 struct sim {
 	int n;
@@ -116,7 +121,8 @@ static void test_cpu_and_data_stragglers(void)
 static void test_remote_first(void)
 {
 	struct sim s;
-	struct arr_first f;
+	struct arr_first run;
+	static struct arr_remote f;
 	struct arr_job j;
 	struct arr_rank *one[1];
 
@@ -126,8 +132,10 @@ static void test_remote_first(void)
 	sim_run(&s, 100);
 	/* host B (rank 1) tells its firsts; host A (rank 0) judges its own rank against them */
 	one[0] = &s.r[1];
-	CU_ASSERT(arr_job_first(one, 1, 7, &f) == ARR_FIRST_N);
-	CU_ASSERT_EQUAL(f.seq0 + (uint64_t)f.n - 1, s.seq);
+	CU_ASSERT(arr_job_first(one, 1, 7, &run) == ARR_FIRST_N);
+	CU_ASSERT_EQUAL(run.seq0 + (uint64_t)run.n - 1, s.seq);
+	memset(&f, 0, sizeof(f));
+	arr_remote_merge(&f, &run);
 	memset(&j, 0, sizeof(j));
 	j.comm = 7;
 	one[0] = &s.r[0];
@@ -136,7 +144,9 @@ static void test_remote_first(void)
 	CU_ASSERT(s.r[0].fig.late_s < 0.0001); /* rank 0 is first */
 	/* host B judges rank 1 against A's firsts: 20 ms late, on its GPU */
 	one[0] = &s.r[0];
-	arr_job_first(one, 1, 7, &f);
+	arr_job_first(one, 1, 7, &run);
+	memset(&f, 0, sizeof(f));
+	arr_remote_merge(&f, &run);
 	f.err_s = 0.0005;
 	memset(&j, 0, sizeof(j));
 	j.comm = 7;
@@ -147,6 +157,7 @@ static void test_remote_first(void)
 	CU_ASSERT(fabs(s.r[1].fig.err_s - 0.0005) < 0.0001);
 	/* without the other host's firsts for these collectives, nothing is compared */
 	f.seq0 = s.seq + 1000;
+	f.n = 64;
 	memset(&j, 0, sizeof(j));
 	j.comm = 7;
 	arr_job_eval(one, 1, &f, 1, s.t, 10, &j);
@@ -199,6 +210,35 @@ static void test_one_long_step(void)
 	CU_ASSERT(s.r[0].fig.late_s < 0.001);
 }
 
+/* A host's runs of 64 gathered: the latest 512 kept, newer runs win, gaps stay unknown. */
+static void test_remote_merge(void)
+{
+	static struct arr_remote x;
+	struct arr_first run = {.comm = 3, .n = ARR_FIRST_N};
+
+	memset(&x, 0, sizeof(x));
+	for (uint64_t b = 1; b <= 1000; b += 100) { /* runs 1-64, 101-164, ... */
+		run.seq0 = b;
+		for (int i = 0; i < ARR_FIRST_N; i++)
+			run.t[i] = (b + (uint64_t)i) * 1000;
+		arr_remote_merge(&x, &run);
+	}
+	CU_ASSERT_EQUAL(x.comm, 3);
+	CU_ASSERT_EQUAL(x.seq0 + (uint64_t)x.n - 1, 964);
+	CU_ASSERT_EQUAL(x.n, ARR_HIST);
+	CU_ASSERT_EQUAL(remote_at(&x, 964), 964000);
+	CU_ASSERT_EQUAL(remote_at(&x, 901), 901000);
+	CU_ASSERT_EQUAL(remote_at(&x, 880), 0); /* never told */
+	CU_ASSERT_EQUAL(remote_at(&x, 501), 501000);
+	/* another communicator: anew */
+	run.comm = 4;
+	run.seq0 = 5;
+	arr_remote_merge(&x, &run);
+	CU_ASSERT_EQUAL(x.comm, 4);
+	CU_ASSERT_EQUAL(x.seq0, 5);
+	CU_ASSERT_EQUAL(x.n, ARR_FIRST_N);
+}
+
 static void test_history(void)
 {
 	struct arr_rank r;
@@ -249,6 +289,7 @@ int main(void)
 	CU_add_test(s, "another host's first arrivals", test_remote_first);
 	CU_add_test(s, "two collectives a step, one late", test_two_per_step);
 	CU_add_test(s, "one long step is not lateness", test_one_long_step);
+	CU_add_test(s, "a host's runs gathered", test_remote_merge);
 	CU_add_test(s, "a rank's history", test_history);
 	CU_add_test(s, "period of a collective sequence", test_period);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -182,7 +182,7 @@ static void test_clocks_and_firsts(void)
 	struct cadparts *a = cadparts_new(0), *b = cadparts_new(30000000);
 	struct job *ja, *jb;
 	struct part_packet p;
-	struct arr_first f[4];
+	static struct arr_remote f[4];
 	uint64_t t = 1000 * S, base;
 	struct json_object *ck;
 	int n;
@@ -232,7 +232,7 @@ static void test_clocks_and_firsts(void)
 
 		CU_ASSERT((d < 0 ? -d : d) <= (int64_t)(f[0].err_s * 1e9) + 1000);
 
-		CU_ASSERT(f[0].err_s > 0 && f[0].err_s < 0.001);
+		CU_ASSERT(f[0].err_s > 0 && f[0].err_s < 0.002); /* rtt/2, 2 s holds at 200 ppm */
 	}
 	ck = json_object_new_array();
 	cadparts_clocks_json(a, t, ck);

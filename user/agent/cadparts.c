@@ -18,7 +18,7 @@
 #define REBROADCAST (30000 * MS) /* every member again while ranks of the job are unknown */
 #define MAX_ENTRIES 8192
 #define MAX_CLOCKS  1024 /* hosts whose clock is followed (the least recently heard goes) */
-#define MAX_FIRSTS  4096 /* (job, host) first-arrival runs kept */
+#define MAX_FIRSTS  1024 /* (job, host) first arrivals kept (4 KiB each) */
 
 struct entry {
 	uint32_t uid;
@@ -36,13 +36,13 @@ struct clock {
 	struct clk_peer c;
 };
 
-/* A host's first arrivals of a job's collectives, in its clock. */
+/* A host's first arrivals of a job's collectives, its runs gathered, in its clock. */
 struct firsts {
 	uint32_t uid;
 	char job[FTBPF_JOB_LEN];
 	struct mesh_addr from;
 	uint64_t expires_ns;
-	struct arr_first f;
+	struct arr_remote f;
 };
 
 struct cadparts {
@@ -151,7 +151,7 @@ static void accept_arrivals(struct cadparts *cp, const struct part_packet *p, ui
 		snprintf(f->job, sizeof(f->job), "%s", pt->job);
 		f->from = p->from;
 	}
-	f->f = pt->first;
+	arr_remote_merge(&f->f, &pt->first);
 	f->expires_ns = now + (uint64_t)p->ttl_ms * MS;
 }
 
@@ -167,7 +167,7 @@ void cadparts_stamp(const struct cadparts *cp, const struct mesh_addr *to, uint6
 		clk_echo(&c->c, now, &p->echo_ns, &p->hold_ns);
 }
 
-int cadparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_first *out, int max)
+int cadparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max)
 {
 	struct cadparts *cp = ctx;
 	int n = 0;
@@ -183,7 +183,9 @@ int cadparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_fir
 		c = clock_of(cp, &f->from, 0);
 		if (!c || clk_offset(&c->c, now, &off, &bound) < 0)
 			continue; /* its clock unknown: its arrivals cannot be compared with ours */
-		out[n] = f->f;
+		out[n].comm = f->f.comm;
+		out[n].seq0 = f->f.seq0;
+		out[n].n = f->f.n;
 		for (int k = 0; k < f->f.n; k++)
 			out[n].t[k] = f->f.t[k] ? (uint64_t)((int64_t)f->f.t[k] - off) : 0;
 		out[n++].err_s = (double)bound / 1e9;

@@ -59,7 +59,7 @@ void cadparts_stamp(const struct cadparts *cp, const struct mesh_addr *to, uint6
 		    struct part_packet *p);
 /* arr_remote_fn (agent/cadwatch.h), ctx the cadparts: the first arrivals of j's other hosts
  * whose clocks are known, in this host's clock, each with its clock's error bound. */
-int cadparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_first *out, int max);
+int cadparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max);
 /* Each host's clock offset and its error bound, into arr: [{node, offset_ms, error_ms}]. */
 void cadparts_clocks_json(const struct cadparts *cp, uint64_t now, struct json_object *arr);
 /* Forget what host a said (it died, left or restarted). */

@@ -60,20 +60,20 @@ void cadwatch_fini(struct cadwatch *c)
 	c->firsts_buf = NULL;
 }
 
-/* The id a communicator is compared by: its own, or 1 for the one unidentified communicator
- * each rank may have (made before the probes were attached: the world's, on every rank). */
-static uint64_t comm_key(const struct det_comm *c)
+/* Can a record's arrivals be compared across ranks? Host-side, with an id that is the same on
+ * every rank, counted from the communicator's start on every rank. */
+static int followable(const struct det_comm *x)
 {
-	return c->id ? c->id : 1;
+	return x->id && x->seq && !(x->flags & (DET_COMM_DEVICE | DET_COMM_UNALIGNED));
 }
 
-/* The communicator the job's collectives are followed on: host-side, shared by the most live
- * ranks here, then the busiest; 0 none. One pass over the ranks' records (a few each). */
+/* The communicator the job's collectives are followed on: shared by the most live ranks here,
+ * then the busiest; 0 none. One pass over the ranks' records (a few each). */
 static uint64_t job_comm(const struct job *j)
 {
 	struct {
 		uint64_t id, seq;
-		int n;
+		int n, last; /* ranks that have it; the last rank counted */
 	} t[64];
 	int nt = 0, best = -1;
 
@@ -82,21 +82,24 @@ static uint64_t job_comm(const struct job *j)
 
 		for (int c = 0; !k->s.exited && c < k->s.ncomm; c++) {
 			const struct det_comm *x = &k->s.comm[c];
-			uint64_t id = comm_key(x);
 			int e = 0;
 
-			if ((x->flags & DET_COMM_DEVICE) || !x->seq)
+			if (!followable(x))
 				continue;
-			while (e < nt && t[e].id != id)
+			while (e < nt && t[e].id != x->id)
 				e++;
 			if (e == nt) {
 				if (nt == 64)
 					continue;
-				t[nt].id = id;
+				t[nt].id = x->id;
 				t[nt].seq = 0;
-				t[nt++].n = 0;
+				t[nt].n = 0;
+				t[nt++].last = -1;
 			}
-			t[e].n++;
+			if (t[e].last != i) { /* each rank once */
+				t[e].n++;
+				t[e].last = i;
+			}
 			t[e].seq += x->seq;
 		}
 	}
@@ -114,26 +117,29 @@ static int cmp_arrival(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The kernel's arrivals of rank k on communicator id, new since the last scan, in order. */
+/* The kernel's arrivals of rank k on communicator id, new since the last scan, in order. The
+ * ring is read twice: an entry the program rewrote meanwhile differs between the copies. */
 static void read_arrivals(struct cadwatch *c, struct rank *k, uint64_t id)
 {
-	static struct ftbpf_arrivals a; /* the loop's thread only */
+	static struct ftbpf_arrivals a, b; /* the loop's thread only */
 	struct ftbpf_comm_key key = {.tgid = (uint32_t)k->pid};
 	const struct det_comm *x = NULL;
 	uint64_t latest = k->arr.comm == id ? arr_rank_latest(&k->arr) : 0;
 	int n = 0;
 
 	for (int i = 0; i < k->s.ncomm && !x; i++)
-		if (!(k->s.comm[i].flags & DET_COMM_DEVICE) && comm_key(&k->s.comm[i]) == id)
+		if (followable(&k->s.comm[i]) && k->s.comm[i].id == id)
 			x = &k->s.comm[i];
 	if (!x || !c->sp || !c->sp->tr)
 		return;
 	key.kind = x->key_kind;
 	key.comm = x->key_comm;
-	if (tracker_arrivals_get(c->sp->tr, &key, &a) < 0)
+	if (tracker_arrivals_get(c->sp->tr, &key, &a) < 0 ||
+	    tracker_arrivals_get(c->sp->tr, &key, &b) < 0)
 		return;
 	for (int i = 0; i < FTBPF_ARR_RING; i++)
-		if (a.a[i].seq > latest && a.a[i].seq <= x->seq && a.a[i].t_ns)
+		if (a.a[i].seq > latest && a.a[i].seq <= x->seq && a.a[i].t_ns &&
+		    a.a[i].seq == b.a[i].seq && a.a[i].t_ns == b.a[i].t_ns)
 			a.a[n++] = a.a[i];
 	qsort(a.a, (size_t)n, sizeof(a.a[0]), cmp_arrival);
 	for (int i = 0; i < n; i++)

@@ -31,7 +31,7 @@ typedef int (*cad_remote_fn)(void *ctx, const struct job *j, uint64_t now, struc
 
 /* Other hosts' first arrivals of the job's collectives, in this host's clock (cadparts): up to
  * max into out; their number. */
-typedef int (*arr_remote_fn)(void *ctx, const struct job *j, uint64_t now, struct arr_first *out,
+typedef int (*arr_remote_fn)(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out,
 			     int max);
 
 struct cadwatch {
@@ -41,8 +41,8 @@ struct cadwatch {
 	char node[64];
 	cad_remote_fn remote; /* NULL: this host's ranks only */
 	void *remote_ctx;
-	arr_remote_fn firsts;	      /* NULL: none */
-	struct arr_first *firsts_buf; /* CADWATCH_HOSTS, on demand */
+	arr_remote_fn firsts;	       /* NULL: none */
+	struct arr_remote *firsts_buf; /* CADWATCH_HOSTS, on demand */
 	struct cad_rank *scratch; /* CADWATCH_MAX, for the remote ranks while judged (on demand) */
 };
 

@@ -518,7 +518,7 @@ int jobparts_cad_remote(void *ctx, const struct job *j, uint64_t now, struct cad
 	return cadparts_remote(((struct jobparts *)ctx)->cp, j, now, out, max);
 }
 
-int jobparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_first *out, int max)
+int jobparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max)
 {
 	return cadparts_firsts(((struct jobparts *)ctx)->cp, j, now, out, max);
 }

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-struct arr_first;
+struct arr_remote;
 
 struct ranks;
 struct job;
@@ -48,7 +48,7 @@ void jobparts_peer_event(struct jobparts *jp, const char *type, const struct swi
 struct cad_remote;
 /* Other hosts' first arrivals of j's collectives, in this host's clock (arr_remote_fn of
  * agent/cadwatch.h; ctx the jobparts). */
-int jobparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_first *out, int max);
+int jobparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max);
 /* Each other host's clock against ours, [{node, offset_ms, error_ms}], into arr. */
 void jobparts_clocks_json(const struct jobparts *jp, struct json_object *arr);
 /* The job's ranks on other hosts with their step cadence (cad_remote_fn of agent/cadwatch.h;

@@ -116,7 +116,8 @@ static int comm_one(void *ctx, const struct ftbpf_comm_key *key, const struct ft
 		return 0;
 	d = &k->s.comm[k->s.ncomm++];
 	d->id = c->flags & FTBPF_COMM_NO_ID ? 0 : c->id;
-	d->flags = c->flags & (DET_COMM_MPI | DET_COMM_GRAPH | DET_COMM_DEVICE);
+	d->flags =
+	    c->flags & (DET_COMM_MPI | DET_COMM_GRAPH | DET_COMM_DEVICE | DET_COMM_UNALIGNED);
 	d->key_kind = key->kind;
 	d->key_comm = key->comm;
 	d->seq = c->seq;

@@ -7,7 +7,7 @@
 
 #define NS	    1e9
 #define MIN_COLL    8	/* collectives compared before a rank's figures are given */
-#define PERIOD_GAPS 128 /* gaps the period is found from */
+#define PERIOD_GAPS 512 /* gaps the period is found from */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -131,7 +131,8 @@ static void attribute(const struct arr_rank *r, uint64_t from, uint64_t to, uint
 
 double arr_period(const double *g, int m, int max_per, int *ret_per, double *ret_max)
 {
-	double best_score = 1e9, score[PERIOD_GAPS / 3 + 2] = {0}, sums[PERIOD_GAPS];
+	static double score[PERIOD_GAPS / 3 + 2], sums[PERIOD_GAPS]; /* (one thread) */
+	double best_score = 1e9;
 	int best = 0, ns = 0;
 
 	*ret_per = 0;
@@ -146,6 +147,8 @@ double arr_period(const double *g, int m, int max_per, int *ret_per, double *ret
 	 * a multiple of the period (which repeats as well) is not taken for it. */
 	for (int L = 1; L <= max_per && L * 3 <= m; L++) {
 		double d = 0, t = 0;
+
+		score[L] = 1e9;
 
 		for (int i = L; i < m; i++) {
 			d += fabs(g[i] - g[i - L]);
@@ -193,7 +196,7 @@ static uint64_t local_first(struct arr_rank *const *r, int n, uint64_t comm, uin
 }
 
 /* A remote host's first arrival of seq (0 unknown). */
-static uint64_t remote_first(const struct arr_first *f, uint64_t seq)
+static uint64_t remote_first(const struct arr_remote *f, uint64_t seq)
 {
 	if (seq < f->seq0 || seq >= f->seq0 + (uint64_t)f->n)
 		return 0;
@@ -202,7 +205,7 @@ static uint64_t remote_first(const struct arr_first *f, uint64_t seq)
 
 static void pace(struct arr_rank *const *r, int n, uint64_t hi, struct arr_job *j)
 {
-	double g[PERIOD_GAPS], tmp[ARR_IVL];
+	static double g[PERIOD_GAPS], tmp[ARR_IVL]; /* (one thread) */
 	uint64_t prev = 0;
 	int m = 0, all;
 
@@ -237,19 +240,20 @@ static void pace(struct arr_rank *const *r, int n, uint64_t hi, struct arr_job *
 	{
 		/* the most frequent finding holds: one scan's gaps can mislead (a stray delay, a
 		 * busy host), and a wrong period would double the step */
-		double mx, sums[PERIOD_GAPS];
+		static double sums[PERIOD_GAPS];
+		double mx;
 		int per = 0, ns = 0;
 
-		if (arr_period(g, m, 32, &per, &mx) > 0) {
+		if (arr_period(g, m, ARR_MAX_PER, &per, &mx) > 0) {
 			if (++j->per_seen >= 256) {
-				for (int i = 0; i < 33; i++)
+				for (int i = 0; i <= ARR_MAX_PER; i++)
 					j->per_votes[i] /= 2;
 				j->per_seen = 0;
 			}
 			j->per_votes[per]++;
 		}
 		per = 0;
-		for (int i = 1; i < 33; i++)
+		for (int i = 1; i <= ARR_MAX_PER; i++)
 			if (j->per_votes[i] > j->per_votes[per])
 				per = i;
 		j->per_step = per;
@@ -264,13 +268,41 @@ static void pace(struct arr_rank *const *r, int n, uint64_t hi, struct arr_job *
 	}
 }
 
-void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem, int nrem,
+/* The phase of the steps in a run of m first arrivals (newest first, f[k]): the position, modulo
+ * per, after which the gap is the longest on average (where a step begins). */
+static int step_phase(const uint64_t *f, int m, int per)
+{
+	double best = -1;
+	int phase = 0;
+
+	for (int q = 0; q < per; q++) {
+		double sum = 0;
+		int cnt = 0;
+
+		/* f is newest first: the gap before collective k is f[k] - f[k + 1] */
+		for (int k = q; k + 1 < m; k += per)
+			if (f[k] >= f[k + 1]) {
+				sum += (double)(f[k] - f[k + 1]);
+				cnt++;
+			}
+		if (cnt && sum / cnt > best) {
+			best = sum / cnt;
+			phase = q;
+		}
+	}
+	return phase;
+}
+
+void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_remote *rem, int nrem,
 		  uint64_t now, double window_s, struct arr_job *j)
 {
-	uint64_t hi = 0, lo = 0, win = (uint64_t)(window_s * NS), acc[64][4], err[64];
-	uint64_t late[64];
-	int ranks = 0, ncoll = 0;
+	static uint64_t acc[ARR_RANKS][4], err[ARR_RANKS], late[ARR_RANKS], fs[ARR_HIST];
+	static double steps[ARR_HIST];
+	uint64_t hi = 0, lo = 0, win = (uint64_t)(window_s * NS);
+	int ranks = 0, ncoll = 0, per, phase;
 
+	if (n > ARR_RANKS)
+		n = ARR_RANKS;
 	j->ncoll = 0;
 	j->latest_seq = 0;
 	for (int i = 0; i < n; i++)
@@ -292,32 +324,33 @@ void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem,
 	if (!ranks)
 		return;
 	pace(r, n, j->latest_seq, j);
-	if (n > 64)
-		n = 64;
-	memset(acc, 0, sizeof(acc));
-	memset(err, 0, sizeof(err));
-	memset(late, 0, sizeof(late));
+	memset(acc, 0, sizeof(acc[0]) * (size_t)n);
+	memset(err, 0, sizeof(err[0]) * (size_t)n);
+	memset(late, 0, sizeof(late[0]) * (size_t)n);
 	for (uint64_t s = hi; s >= lo && s > 0 && ncoll < ARR_HIST; s--) {
-		uint64_t f, e = 0;
-		int all;
+		uint64_t f, e = 0, fl;
+		int all, told = 0;
 
-		f = local_first(r, n, j->comm, s, &all);
+		fl = f = local_first(r, n, j->comm, s, &all);
 		if (!all || !f)
 			continue;
-		for (int k = 0; k < nrem && f; k++) {
+		/* the first over the hosts that told this collective; with others, one at least */
+		for (int k = 0; k < nrem; k++) {
 			uint64_t t = rem[k].comm == j->comm ? remote_first(&rem[k], s) : 0;
 
 			if (!t)
-				f = 0; /* every host's first is needed */
-			else if (t < f) {
+				continue;
+			told++;
+			if (t < f) {
 				f = t;
 				e = (uint64_t)(rem[k].err_s * NS);
 			}
 		}
-		if (!f)
+		if (nrem && !told)
 			continue;
-		if (f + win < now)
+		if (fl + win < now)
 			break;
+		fs[ncoll] = f;
 		for (int i = 0; i < n; i++) {
 			uint64_t t = arr_rank_at(r[i], s), part[4];
 
@@ -327,25 +360,26 @@ void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem,
 			attribute(r[i], f, t, part);
 			r[i]->lat[ncoll] = (double)(t - f) / NS;
 			late[i] += t - f;
-			err[i] += e;
+			if (e > err[i]) /* the largest error in what it is compared with */
+				err[i] = e;
 			for (int k = 1; k < 4; k++)
 				acc[i][k] += part[k];
 		}
 		ncoll++;
 	}
 	j->ncoll = ncoll;
+	/* steps: per consecutive collectives, aligned where a step begins (no window counted
+	 * twice); a rank's lateness a step is the largest of its step's */
+	per = j->per_step > 0 ? j->per_step : 1;
+	phase = step_phase(fs, ncoll, per);
 	for (int i = 0; i < n; i++) {
 		struct arr_fig *x = &r[i]->fig;
 		double c = ncoll ? (double)ncoll : 1, tot = (double)late[i] / NS / c;
-		static double steps[ARR_HIST];
-		int per = j->per_step > 0 ? j->per_step : 1, nw = 0;
+		int nw = 0;
 
 		if (r[i]->comm != j->comm)
 			continue;
-		/* the largest lateness of any per consecutive collectives: its lateness a step; the
-		 * median of those, so that a step of a save or an evaluation on one rank (the others
-		 * wait in the barrier after it) does not make it a straggler */
-		for (int k = 0; k + per <= ncoll; k++) {
+		for (int k = phase; k + per <= ncoll; k += per) {
 			double mx = 0;
 
 			for (int q = k; q < k + per; q++)
@@ -354,9 +388,10 @@ void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem,
 			steps[nw++] = mx;
 		}
 		x->ncoll = ncoll;
-		x->valid = ncoll >= MIN_COLL && nw > 0;
+		x->valid = ncoll >= MIN_COLL && nw >= 3;
+		/* the median step: a save or an evaluation on one rank is one long step */
 		x->late_s = arr_quantile(steps, nw, 0.5);
-		x->err_s = (double)err[i] / NS / c;
+		x->err_s = (double)err[i] / NS;
 		/* where its late time went, as shares of it */
 		if (tot > 0) {
 			x->gpu_s = (double)acc[i][ARR_OWN_GPU] / NS / c / tot * x->late_s;
@@ -365,6 +400,41 @@ void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem,
 		}
 		x->cpu_s = fmax(0, x->late_s - x->gpu_s - x->read_s - x->comm_s);
 	}
+}
+
+void arr_remote_merge(struct arr_remote *x, const struct arr_first *run)
+{
+	static uint64_t t[ARR_HIST]; /* (one thread) */
+	uint64_t end, start, run_end;
+
+	if (!run->n || run->n > ARR_FIRST_N || !run->seq0)
+		return;
+	run_end = run->seq0 + (uint64_t)run->n - 1;
+	if (!x->n || x->comm != run->comm || run_end + ARR_HIST < x->seq0 ||
+	    run->seq0 > x->seq0 + (uint64_t)x->n + ARR_HIST) { /* nothing in common: anew */
+		x->comm = run->comm;
+		x->seq0 = run->seq0;
+		x->n = run->n;
+		memcpy(x->t, run->t, sizeof(run->t[0]) * (size_t)run->n);
+		return;
+	}
+	end = x->seq0 + (uint64_t)x->n - 1;
+	if (run_end > end)
+		end = run_end;
+	start = end + 1 >= ARR_HIST ? end + 1 - ARR_HIST : 1;
+	if (start < x->seq0 && start < run->seq0)
+		start = x->seq0 < run->seq0 ? x->seq0 : run->seq0;
+	memset(t, 0, sizeof(t));
+	for (uint64_t q = start; q <= end; q++) {
+		uint64_t v = remote_first(x, q);
+
+		if (q >= run->seq0 && q <= run_end && run->t[q - run->seq0])
+			v = run->t[q - run->seq0];
+		t[q - start] = v;
+	}
+	x->seq0 = start;
+	x->n = (int)(end - start + 1);
+	memcpy(x->t, t, sizeof(t[0]) * (size_t)x->n);
 }
 
 int arr_job_first(struct arr_rank *const *r, int n, uint64_t comm, struct arr_first *out)

@@ -28,6 +28,8 @@
 #define ARR_IVL	    512 /* first-arrival intervals kept per job */
 #define ARR_FIRST_N 64	/* first arrivals a host tells the others, a run of consecutive seqs */
 #define ARR_MIN_IVL 64	/* intervals before a p99 is given */
+#define ARR_RANKS   256 /* ranks of a job judged on one host */
+#define ARR_MAX_PER 128 /* collectives a step, at most (FSDP, tensor parallelism issue hundreds) */
 
 /* where a late interval went (FTBPF_OWN_* of the kernel side) */
 enum arr_own { ARR_OWN_GPU = 1, ARR_OWN_READ = 2, ARR_OWN_COMM = 3 };
@@ -52,12 +54,21 @@ struct arr_rank {
 	double lat[ARR_HIST]; /* (arr_job_eval's scratch: its lateness at each compared one) */
 };
 
-/* A host's first arrival of each of a run of collectives, in this host's clock. */
+/* A host's first arrival of each of a run of collectives as it tells them (its clock). */
 struct arr_first {
 	uint64_t comm;
 	uint64_t seq0; /* t[i] is collective seq0 + i; 0: not known there */
 	int n;
 	uint64_t t[ARR_FIRST_N];
+};
+
+/* Another host's first arrivals, its runs gathered (the latest ARR_HIST collectives), in this
+ * host's clock. */
+struct arr_remote {
+	uint64_t comm;
+	uint64_t seq0; /* t[i] is collective seq0 + i; 0: not known */
+	int n;
+	uint64_t t[ARR_HIST];
 	double err_s; /* the bound of the clock conversion */
 };
 
@@ -73,7 +84,8 @@ struct arr_job {
 	uint64_t ivl_seq, ivl_t; /* the last first arrival an interval was taken to */
 	double ivl[ARR_IVL];
 	int nivl, ivlhead;
-	int per_votes[33], per_seen; /* how often each period was found (the most frequent holds) */
+	int per_votes[ARR_MAX_PER + 1], per_seen; /* how often each period was found (the most
+						     frequent holds) */
 };
 
 void arr_rank_reset(struct arr_rank *r);
@@ -87,13 +99,16 @@ uint64_t arr_rank_latest(const struct arr_rank *r);
 /* Its arrival time of seq, 0 when not kept. */
 uint64_t arr_rank_at(const struct arr_rank *r, uint64_t seq);
 /*
- * The n ranks of a job here (each followed comm j->comm or none) and the first arrivals other
- * hosts sent (nrem; their ranks are not here): each rank's figures over the collectives of the
- * last window_s that every rank here and every remote host has (so that a rank alone on its host
- * is not compared with itself), the job's pace from the first arrivals.
+ * The n ranks of a job here (each followed comm j->comm or none; ARR_RANKS at most) and the first
+ * arrivals other hosts sent (nrem; their ranks are not here): each rank's figures over the
+ * collectives of the last window_s that every rank here has and, with nrem, at least one other
+ * host (so that a rank alone on its host is not compared with itself; a host that did not tell
+ * a collective is left out of its first), the job's pace from the first arrivals.
  */
-void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_first *rem, int nrem,
+void arr_job_eval(struct arr_rank *const *r, int n, const struct arr_remote *rem, int nrem,
 		  uint64_t now, double window_s, struct arr_job *j);
+/* Gather a host's run into what is known of it (the latest ARR_HIST collectives kept). */
+void arr_remote_merge(struct arr_remote *x, const struct arr_first *run);
 /*
  * This host's first arrivals for the other hosts: the latest ARR_FIRST_N collectives that every
  * rank here issued (a run ending at the lowest rank's latest). Returns n, 0 when none.

@@ -408,7 +408,9 @@ void cad_job_eval(struct cad_rank *const *r, int n, uint64_t now, const struct c
 		va += r[i]->arr.valid;
 	j->by_arrivals = va >= 2;
 	if (j->by_arrivals) {
-		judge_by_arrivals(r, n, now, p, j, j->arr_step_s > 0 ? j->arr_step_s : j->step_s);
+		/* the longer of the two steps: the collectives' period can be one layer of a step
+		 * that issues hundreds (FSDP), the wait spans' a step's loss synchronisation */
+		judge_by_arrivals(r, n, now, p, j, fmax(j->arr_step_s, j->step_s));
 		return;
 	}
 	for (int i = 0; i < n; i++) {

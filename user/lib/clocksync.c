@@ -6,8 +6,9 @@ int clk_receive(struct clk_peer *c, uint64_t their_sent, uint64_t echo, uint64_t
 	uint64_t rtt;
 	int64_t t1, t2, t3, t4;
 
-	if (!their_sent)
-		return 0;
+	if (!their_sent || their_sent > CLK_MAX_NS || echo > CLK_MAX_NS || hold > CLK_MAX_NS ||
+	    now > CLK_MAX_NS)
+		return their_sent ? -1 : 0; /* (so that no difference below overflows) */
 	if (their_sent > c->their_sent || !c->their_sent) { /* parts may arrive out of order */
 		c->their_sent = their_sent;
 		c->rx_ns = now;
@@ -29,6 +30,7 @@ int clk_receive(struct clk_peer *c, uint64_t their_sent, uint64_t echo, uint64_t
 	t4 = (int64_t)now;
 	c->s[c->head].offset = ((t2 - t1) + (t3 - t4)) / 2;
 	c->s[c->head].delay = rtt;
+	c->s[c->head].hold = hold;
 	c->s[c->head].at = now;
 	c->head = (c->head + 1) % CLK_SAMPLES;
 	if (c->n < CLK_SAMPLES)
@@ -54,6 +56,9 @@ int clk_offset(const struct clk_peer *c, uint64_t now, int64_t *ret_offset, uint
 	if (best < 0)
 		return -1;
 	*ret_offset = c->s[best].offset;
-	*ret_bound = c->s[best].delay / 2 + (now - c->s[best].at) / 1000000 * CLK_DRIFT_PPM * 2;
+	/* half the round trip, and what two clocks' rates may differ by over the peer's hold (it
+	 * is measured with its clock) and since the sample */
+	*ret_bound = c->s[best].delay / 2 +
+		     (c->s[best].hold + (now - c->s[best].at)) / 1000000 * CLK_DRIFT_PPM * 2;
 	return 0;
 }

@@ -6,8 +6,9 @@
  * own clock on arrival (t4):
  *   offset = ((t2 - t1) + (t3 - t4)) / 2      (theirs - ours)
  *   delay  = (t4 - t1) - (t3 - t2)            (the round trip, less the hold)
- * The true offset lies within offset +/- delay / 2. Of the last CLK_SAMPLES samples the one with
- * the shortest round trip is kept, its bound grown by the drift of two clocks since (100 ppm).
+ * The true offset lies within offset +/- delay / 2, and the two clocks' rates may differ (100 ppm
+ * each) over the hold and since. Of the last CLK_SAMPLES samples the one with the shortest
+ * round trip is kept.
  * Pure: tests/unit/test_clocksync.c.
  */
 #ifndef FTBPF_CLOCKSYNC_H
@@ -19,6 +20,7 @@
 #define CLK_MAX_RTT_NS 2000000000ull  /* a sample from a longer round trip says little */
 #define CLK_MAX_AGE_NS 60000000000ull /* a sample older than this is forgotten */
 #define CLK_DRIFT_PPM  100
+#define CLK_MAX_NS     (1ull << 62) /* a clock reading beyond this is not one */
 
 struct clk_peer {
 	uint64_t their_sent; /* their clock when they sent their latest part, 0 none */
@@ -27,7 +29,8 @@ struct clk_peer {
 	struct {
 		int64_t offset; /* theirs - ours */
 		uint64_t delay;
-		uint64_t at; /* our clock */
+		uint64_t hold; /* how long the peer held our part */
+		uint64_t at;   /* our clock */
 	} s[CLK_SAMPLES];
 	uint64_t rejected; /* samples refused (a round trip that went back, or too long) */
 };

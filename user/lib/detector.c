@@ -384,21 +384,69 @@ static void comm_look(const struct det_rank *d, const struct det_sample *s, int 
 	}
 }
 
-int det_counts_differ(const struct det_sample *s, int n)
+/* A rank's CUDA graph launches count only while they are what it does (more recent than any
+ * collective it issued itself): replaying a step, not an evaluation on one rank. */
+static int graph_current(const struct det_sample *s, const struct det_comm *g)
 {
-	int anon = anon_comparable(s, n);
-	struct comm_view v;
+	for (int i = 0; i < s->ncomm; i++)
+		if (!(s->comm[i].flags & (DET_COMM_GRAPH | DET_COMM_DEVICE)) &&
+		    s->comm[i].last_ns > g->last_ns)
+			return 0;
+	return 1;
+}
 
+/* May this record be compared across ranks for the collective rule? */
+static int coll_comparable(const struct det_sample *s, const struct det_comm *x)
+{
+	if (!x->id || (x->flags & DET_COMM_UNALIGNED))
+		return 0;
+	return !(x->flags & DET_COMM_GRAPH) || graph_current(s, x);
+}
+
+/* The lagging rank does work of its own that is not progress: its I/O (uninterruptible, or a
+ * syscall that is not a wait on the others), or another of its threads does (a checkpoint
+ * written by a thread). Not a hang at the collectives' pace: the step rule or the ceiling. */
+static int lag_exempt(const struct det_rank *d, const struct det_sample *s)
+{
+	if (d->others_frac >= 0.2 || s->others_dstate || d->state == RS_DSTATE)
+		return 1;
+	return d->state == RS_BLOCKED && !syscalls_is_sleep(d->syscall) &&
+	       !(syscalls_cadence(d->syscall) & FTBPF_SC_CAD_WAIT) && !s->wait_since_ns;
+}
+
+int det_counts_differ(const struct det_rank *d, const struct det_sample *s, int n)
+{
 	for (int i = 0; i < n; i++) {
 		if (s[i].exited)
 			continue;
 		for (int c = 0; c < s[i].ncomm; c++) {
 			const struct det_comm *x = &s[i].comm[c];
+			int device = !!(x->flags & DET_COMM_DEVICE), members = 0, lag = 0,
+			    exempt = 0;
+			uint64_t max = 0;
 
-			if (!x->id && !anon)
+			if (!coll_comparable(&s[i], x))
 				continue;
-			comm_look(NULL, s, n, x->id, !!(x->flags & DET_COMM_DEVICE), &v);
-			if (v.members >= 2 && v.lag)
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj =
+				    s[j].exited ? NULL : comm_of(&s[j], x->id, device);
+
+				if (cj && coll_comparable(&s[j], cj) && cj->seq > max)
+					max = cj->seq;
+			}
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj =
+				    s[j].exited ? NULL : comm_of(&s[j], x->id, device);
+
+				if (!cj || !coll_comparable(&s[j], cj))
+					continue;
+				members++;
+				if (cj->seq < max) {
+					lag++;
+					exempt |= d && lag_exempt(&d[j], &s[j]);
+				}
+			}
+			if (members >= 2 && lag && !exempt)
 				return 1;
 		}
 	}
@@ -425,7 +473,8 @@ static int comm_culprits(struct det_rank *d, const struct det_sample *s, int n, 
 		for (int c = 0; c < s[i].ncomm; c++) {
 			uint64_t id = s[i].comm[c].id;
 
-			if ((!id && !anon) || !of_view(&s[i].comm[c], device))
+			if ((!id && !anon) || !of_view(&s[i].comm[c], device) ||
+			    (s[i].comm[c].flags & DET_COMM_UNALIGNED))
 				continue;
 			comm_look(d, s, n, id, device, &v);
 			if (v.members >= 2 && v.lag && v.all_wait &&
@@ -569,7 +618,7 @@ static uint64_t paced_soft(const struct det_rank *d, const struct det_sample *s,
 	*paced = 0;
 	*paced_coll = 0;
 	/* collectives: counts that differ and do not advance, whatever the ranks do */
-	if (p->soft_auto && pace && pace->p99_coll_ns && det_counts_differ(s, n))
+	if (p->soft_auto && pace && pace->p99_coll_ns && det_counts_differ(d, s, n))
 		coll = at_pace(p, pace->p99_coll_ns);
 	if (coll) {
 		*paced = 1;

@@ -45,9 +45,10 @@ const struct det_state_info *det_state_info(enum rank_state s);
 /* A communicator of a rank, as the uprobes saw it: NCCL's or MPI's (what the host issued),
  * the device's view of an NCCL one (DET_COMM_DEVICE: collectives its device began, from the
  * NCCL profiler plugin), or its CUDA graph launches (DET_COMM_GRAPH). */
-#define DET_COMM_MPI	0x2u /* FTBPF_COMM_* */
-#define DET_COMM_GRAPH	0x4u
-#define DET_COMM_DEVICE 0x8u
+#define DET_COMM_MPI	   0x2u /* FTBPF_COMM_* */
+#define DET_COMM_GRAPH	   0x4u
+#define DET_COMM_DEVICE	   0x8u
+#define DET_COMM_UNALIGNED 0x10u /* its count may not start where the others' do: not compared */
 
 struct det_comm {
 	uint64_t id;	   /* the same on every member rank; 0: unknown (not comparable) */
@@ -213,7 +214,9 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
  * The same at the job's own pace (pace NULL: det_job_eval). With p->soft_auto:
  *  - a job whose live ranks' collective counts differ on a communicator they share (host or
  *    device) is hung after max(auto_k x its p99 collective interval, auto_floor_ns) without
- *    progress (a collective issued is progress), whatever posture its ranks are in;
+ *    progress (a collective issued is progress), whatever the posture of the ranks ahead and
+ *    of the laggards but their own I/O (uninterruptible, a syscall not a wait) or another of
+ *    their threads at work;
  *  - a job with a known step pace whose live ranks all wait (on one another, in a sleep,
  *    stopped: none computing, in its own I/O or waiting on its GPU) after max(auto_k x p99 step,
  *    auto_floor_ns);
@@ -222,8 +225,10 @@ void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_
 void det_job_eval_paced(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
 			uint64_t activity_ns, const struct det_params *p,
 			const struct det_pace *pace, struct det_job *out);
-/* Do the live ranks' counts differ on a communicator (host or device view) they share? */
-int det_counts_differ(const struct det_sample *s, int n);
+/* Do the live ranks' counts differ on a communicator (host or device view) they share, whose
+ * counts are comparable (an id, aligned), the lagging ranks not at work of their own (their
+ * I/O, another thread's: d, updated; NULL: not asked)? */
+int det_counts_differ(const struct det_rank *d, const struct det_sample *s, int n);
 /* Is the rank doing work of its own (computing, its own I/O, its GPU busy), not waiting? */
 int det_rank_working(const struct det_rank *d, const struct det_sample *s);
 const char *det_state_name(enum rank_state s);

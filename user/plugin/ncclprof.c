@@ -26,20 +26,29 @@ struct coll_ev {
 	int reported;
 };
 
+#define FUNCS 6 /* AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, others */
+
 struct comm_ctx {
 	uint64_t hash;
 	int rank, nranks;
-	struct coll_ev ev[RING];
+	struct coll_ev ev[FUNCS][RING]; /* NCCL numbers each function's collectives apart */
 };
 
 static int kernel_ch_handle; /* what a kernel channel event's handle points to: nothing */
 
-/* The agent's probe point: (key, begun, api, count, rank, nranks). Empty on purpose. */
+/* The agent's probe points: (key, begun, api, count, rank, nranks), and (hash) when NCCL is
+ * done with a communicator. Empty on purpose. */
 __attribute__((noinline, used, visibility("default"))) void
 ftbpf_nccl_device_reached(uint64_t key, uint64_t begun, uint32_t api, uint64_t count, int rank,
 			  int nranks)
 {
 	(void)key, (void)begun, (void)api, (void)count, (void)rank, (void)nranks;
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline, used, visibility("default"))) void ftbpf_nccl_device_done(uint64_t hash)
+{
+	(void)hash;
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -99,12 +108,14 @@ static ncclprof_result_t start_event(void *context, void **handle, struct ncclpr
 	if (!c)
 		return 0;
 	if (type == NCCLPROF_COLL) {
-		struct coll_ev *e = &c->ev[d->coll.seq_number & (RING - 1)];
+		uint32_t api = api_of(d->coll.func);
+		int f = api ? (int)(api - FTBPF_API_NCCL_ALLREDUCE) : FUNCS - 1;
+		struct coll_ev *e = &c->ev[f][d->coll.seq_number & (RING - 1)];
 
 		e->ctx = c;
 		e->begun = d->coll.seq_number + 1;
 		e->count = d->coll.count;
-		e->api = api_of(d->coll.func);
+		e->api = api;
 		e->reported = 0;
 		*handle = e;
 	} else if (type == NCCLPROF_KERNEL_CH) {
@@ -135,7 +146,11 @@ static ncclprof_result_t record_event_state(void *handle, int state,
 
 static ncclprof_result_t finalize(void *context)
 {
-	free(context);
+	struct comm_ctx *c = context;
+
+	if (c)
+		ftbpf_nccl_device_done(c->hash);
+	free(c);
 	return 0;
 }
 

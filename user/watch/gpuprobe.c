@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,7 @@ struct probe_site {
 struct sites_ctx {
 	const struct gpuprobe *g;
 	int kind;
+	uint64_t world; /* MPI: st_value of ompi_mpi_comm_world, 0 none */
 	struct probe_site site[MAX_PROBES];
 	int n;
 };
@@ -111,6 +113,11 @@ static int sites_one(void *ctx, Elf *e, const char *name, const GElf_Sym *sym)
 	size_t off;
 	int k;
 
+	if (c->kind == GPUAPI_LIB_MPI && GELF_ST_TYPE(sym->st_info) == STT_OBJECT &&
+	    sym->st_shndx != SHN_UNDEF && !strcmp(name, "ompi_mpi_comm_world")) {
+		c->world = sym->st_value;
+		return 0;
+	}
 	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF ||
 	    sym->st_shndx >= SHN_LORESERVE ||
 	    (name[0] != 'c' && name[0] != 'n' && name[0] != 'M' && name[0] != 'f'))
@@ -164,8 +171,13 @@ static int probe_lib(struct gpuprobe *g, struct lib *l, int fd)
 		const struct gpuapi_sym *s = &gpuapi_syms[c->site[i].k];
 		uint64_t cookie = s->cookie;
 
-		if (s->lib == GPUAPI_LIB_MPI && c->site[i].vaddr < (1ull << 32))
-			cookie |= c->site[i].vaddr << 32;
+		/* MPI_COMM_WORLD from the probed function, when it is within 2 GiB of it */
+		if (s->lib == GPUAPI_LIB_MPI && c->world) {
+			int64_t d = (int64_t)(c->world - c->site[i].vaddr);
+
+			if (d > INT32_MIN && d < INT32_MAX)
+				cookie |= (uint64_t)(uint32_t)(int32_t)d << 32;
+		}
 
 		/* The return probe first: a call that begins between the two attachments then
 		 * shows its return alone (ignored), never its entry alone (a call "in flight"

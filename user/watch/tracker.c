@@ -194,6 +194,28 @@ static int attach_and_pin(struct tracker *t, struct bpf_program *prog, const cha
 	return 0;
 }
 
+/*
+ * The communicators an earlier agent left in the pinned map counted nothing while no agent ran,
+ * each rank's for its own time: their counts are no longer comparable across ranks. What a
+ * device began is numbered by NCCL itself (from the profiler plugin): kept.
+ */
+static void comms_unaligned(struct tracker *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.comms);
+	struct ftbpf_comm_key k, next, *prev = NULL;
+	struct ftbpf_comm c;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		k = next;
+		prev = &k;
+		if (k.kind != FTBPF_CK_DEVICE && bpf_map_lookup_elem(fd, &k, &c) == 0 &&
+		    !(c.flags & FTBPF_COMM_UNALIGNED)) {
+			c.flags |= FTBPF_COMM_UNALIGNED;
+			(void)bpf_map_update_elem(fd, &k, &c, BPF_EXIST);
+		}
+	}
+}
+
 struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t errlen)
 {
 	struct tracker *t = calloc(1, sizeof(*t));
@@ -308,6 +330,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 
 		bpf_map_update_elem(bpf_map__fd(t->skel->maps.sysclass), &k, &v, BPF_ANY);
 	}
+	comms_unaligned(t);
 
 	/* map the bitmap */
 	t->bits_len = (size_t)t->nwords * sizeof(uint64_t);
