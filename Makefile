@@ -24,10 +24,11 @@ CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/watch/collect.c user/watch/pystack.c \
-              user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c
+              user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c \
+              user/os/rasclient.c user/os/sockdiag.c
 # ftbpfd's own modules, and the etcd client (libcurl) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
-              user/os/etcdv3.c user/os/peeruid.c user/os/sockdiag.c
+              user/os/etcdv3.c user/os/peeruid.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -144,8 +145,8 @@ $(MOCK):
 $(MOCK)/libcuda.so.1: tests/mock/libcuda.c tests/mock/mock_gpu.h | $(MOCK)
 	$(CC) $(MOCK_CFLAGS) -shared -Wl,-soname,libcuda.so.1 $< -o $@ -lpthread
 	ln -sf libcuda.so.1 $(MOCK)/libcuda.so
-$(MOCK)/libnccl.so.2: tests/mock/libnccl.c tests/mock/mock_gpu.h $(MOCK)/libcuda.so.1 user/plugin/ncclprof_abi.h
-	$(CC) $(MOCK_CFLAGS) -Iuser -shared -Wl,-soname,libnccl.so.2 $< -o $@ -L$(MOCK) -lcuda -lpthread
+$(MOCK)/libnccl.so.2: tests/mock/libnccl.c tests/mock/nccl_ras.c tests/mock/mock_ras.h tests/mock/mock_gpu.h $(MOCK)/libcuda.so.1 user/plugin/ncclprof_abi.h
+	$(CC) $(MOCK_CFLAGS) -Iuser -shared -Wl,-soname,libnccl.so.2 tests/mock/libnccl.c tests/mock/nccl_ras.c -o $@ -L$(MOCK) -lcuda -lpthread
 	ln -sf libnccl.so.2 $(MOCK)/libnccl.so
 MOCK_LINK = -L$(MOCK) -Wl,-rpath,$(abspath $(MOCK)) -lnccl -lcuda
 $(BUILD)/workloads/nccl_job: tests/workloads/nccl_job.c $(MOCK)/libnccl.so.2 | $(BUILD)/workloads

@@ -464,14 +464,14 @@ AG2=$!
 rm -f "$T/ev2.jsonl"; mkdir -p "$T/gpace"
 RP=()
 for r in 0 1; do
-	FTBPF_JOB=bench-pace FTBPF_RANK=$r FTBPF_WORLD_SIZE=2 FTBPF_MOCK_DIR="$T/gpace" "$B/workloads/gpu_train" --rank $r \
+	FTBPF_JOB=bench-gpace FTBPF_RANK=$r FTBPF_WORLD_SIZE=2 FTBPF_MOCK_DIR="$T/gpace" "$B/workloads/gpu_train" --rank $r \
 		--world 2 --dir "$T/gpace" --init-delay-ms 1000 --seconds 120 --fault gpu-hang --fault-rank 1 --fault-after 20 >/dev/null 2>&1 &
 	RP+=($!)
 done
 for _ in $(seq 900); do [ -s "$T/gpace/hang.ts" ] && break; sleep 0.1; done
-P99=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.jobs[] | select(.job=="bench-pace") | .collective_interval_p99_s')
+P99=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.jobs[] | select(.job=="bench-gpace") | .collective_interval_p99_s')
 glat() { # LOG: seconds from the device reaching the kernel to the hang event
-	local ts; ts=$(jq -r 'select(.type=="hang" and .job=="bench-pace") | .ts' "$1" 2>/dev/null | head -1)
+	local ts; ts=$(jq -r 'select(.type=="hang" and .job=="bench-gpace") | .ts' "$1" 2>/dev/null | head -1)
 	[ -n "$ts" ] && awk -v h="$(date -d "$ts" +%s.%N)" -v f="$(cat "$T/gpace/hang.ts")" 'BEGIN{printf "%.2f", h - f}'
 }
 for _ in $(seq 750); do [ -n "$(glat "$T/ev2.jsonl")" ] && break; sleep 0.1; done

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "mock_gpu.h"
+#include "mock_ras.h"
 #include "plugin/ncclprof_abi.h"
 
 #define MAX_RANKS 64
@@ -41,6 +42,7 @@ struct shared {
 			uint64_t count;
 		} ring[RING];
 	} r[MAX_RANKS];
+	struct mock_ras_rank ras[MAX_RANKS]; /* what the RAS service reports (nccl_ras.c) */
 };
 
 struct ncclComm {
@@ -171,6 +173,7 @@ static ncclResult_t init(ncclComm_t *ret, int nranks, const ncclUniqueId *id, in
 		}
 		nap_ms(1);
 	}
+	mock_ras_add(c->hash, nranks, rank, c->sh->ras);
 	*ret = c;
 	return ncclSuccess;
 }
@@ -201,6 +204,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 		return ncclInvalidArgument;
 	if (comm->prof)
 		(prof5 ? prof5->finalize : prof4->finalize)(comm->prof);
+	mock_ras_remove(comm->sh->ras);
 	munmap(comm->sh, sizeof(struct shared));
 	free(comm);
 	return ncclSuccess;
@@ -311,8 +315,10 @@ static ncclResult_t collective(int op, size_t count, ncclDataType_t dt, ncclComm
 {
 	if (!c)
 		return ncclInvalidArgument;
-	if (!ftbpf_mock_stream_capturing(stream))
+	if (!ftbpf_mock_stream_capturing(stream)) {
 		c->seq++; /* the host's count; a captured one is issued at each replay instead */
+		__atomic_add_fetch(&c->sh->ras[c->rank].launched[op], 1, __ATOMIC_RELAXED);
+	}
 	if (ftbpf_mock_stream_enqueue(stream, &coll_ops, c, TAG(op, dt, count), 0))
 		return ncclSystemError;
 	return ncclSuccess;

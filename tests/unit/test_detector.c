@@ -351,6 +351,27 @@ static void test_all_in_one_collective(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "no device-side view"));
 }
 
+/* The same on an MPI communicator: there is no device to blame, and no plugin to suggest. */
+static void test_all_in_one_mpi_collective(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 50, 10 * S),
+				  in_sync(11, 1, 0xabc, 50, 10 * S)};
+	struct det_job j;
+
+	for (int i = 0; i < 2; i++) {
+		s[i].world_size = 2;
+		s[i].comm[0].flags |= DET_COMM_MPI;
+	}
+	run(d, s, 2, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 0);
+	CU_ASSERT_EQUAL(j.rule, DET_RULE_ON_DEVICE);
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(j.why, "inside the collective (the network, the MPI library"));
+	CU_ASSERT_PTR_NULL(strstr(j.why, "device"));
+}
+
 /* Every rank issued #50 (the host's counts agree), but rank 1's device began only 49 of them
  * (the NCCL profiler's view): its device is the one that never got there. */
 static void test_device_view_names_the_rank(void)
@@ -786,6 +807,8 @@ int main(void)
 	CU_add_test(s, "NCCL: equal sequence numbers, no culprit", test_nccl_equal_seq_no_culprit);
 	CU_add_test(s, "every rank in one collective: the cause on a device",
 		    test_all_in_one_collective);
+	CU_add_test(s, "every rank in one MPI collective: no device blamed",
+		    test_all_in_one_mpi_collective);
 	CU_add_test(s, "the device view names the rank", test_device_view_names_the_rank);
 	CU_add_test(s, "soft_timeout auto: collective counts", test_paced_by_collectives);
 	CU_add_test(s, "MPI: state mpi, the lagging rank", test_mpi_lagging_rank);

@@ -35,6 +35,7 @@
 #include "agent/jobstate.h"
 #include "agent/kevents.h"
 #include "agent/mesh.h"
+#include "agent/rasquery.h"
 #include "agent/store.h"
 #include "agent/timersvc.h"
 #include "agent/views.h"
@@ -62,6 +63,7 @@ struct agent {
 	struct tracker *tr;
 	struct gpuprobe *gp;	 /* NULL when CUDA/NCCL probes are off or impossible */
 	struct inspector *ins;	 /* files and memory of ranks, off the loop; NULL: none */
+	struct rasq *rq;	 /* NCCL RAS queries for hung jobs (through ins) */
 	struct mesh *mesh;	 /* NULL when the heartbeat mesh is off */
 	struct jobparts *jp;	 /* the job across hosts (and the waits-for graph) */
 	struct metrics *metrics; /* NULL when metrics_listen is empty */
@@ -134,6 +136,16 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 		jint(c, "inspections", (int64_t)ic.jobs);
 		jint(c, "inspections_timed_out", (int64_t)ic.timed_out);
 		jint(c, "inspections_refused", (int64_t)ic.refused);
+	}
+	{
+		struct rasq_counters rc;
+
+		rasq_counters(a->rq, &rc);
+		jint(c, "nccl_ras_queries", (int64_t)rc.queries);
+		jint(c, "nccl_ras_answered", (int64_t)rc.answered);
+		jint(c, "nccl_ras_failed", (int64_t)rc.failed);
+		jint(c, "nccl_ras_text", (int64_t)rc.text);
+		jint(c, "nccl_ras_untrusted", (int64_t)rc.untrusted);
 	}
 	json_object_object_add(o, "features", ft);
 	jint(c, "events", (int64_t)a->kv.events);
@@ -705,7 +717,12 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 			goto fail;
 	}
 	a->kv = (struct kevents){a->tr, &a->ranks, a->ad, a->ts, a->el, 0};
-	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts), a->ins};
+	a->rq = rasq_new(a->el);
+	if (!a->rq) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts), a->ins, a->rq};
 	a->ac = (struct actions){
 	    .cfg = &a->cfg, .el = a->el, .js = &a->js, .ranks = &a->ranks, .vs = vs};
 	if (actions_open(&a->ac, a->loop, err, errlen) < 0)
@@ -791,6 +808,7 @@ void agent_free(struct agent *a)
 	if (!a)
 		return;
 	inspector_free(a->ins); /* its last answers go to the control socket and the log */
+	rasq_free(a->rq);	/* after the inspector's answers, before the log */
 	metrics_close(a->metrics);
 	ctl_free(a->ctl);
 	jobparts_free(a->jp);

@@ -558,6 +558,14 @@ static int all_in_one_collective(const struct det_rank *d, const struct det_samp
 	if (v.members != live || v.lag)
 		return 0;
 	coll_text(c, c->seq, coll, sizeof(coll));
+	if (c->flags & DET_COMM_MPI) { /* no device: the network, the library, a starved host */
+		why(out,
+		    "every rank issued %s and waits for it (%s): none is missing from it; the "
+		    "cause is inside the collective (the network, the MPI library, ranks starved "
+		    "of CPU), and the host side cannot tell which rank's",
+		    coll, d[0].reason);
+		return 1;
+	}
 	why(out,
 	    "every rank issued %s and waits for it (%s): the cause is on a device or inside "
 	    "the collective (a kernel that never ends, a device or link fault), and the "
