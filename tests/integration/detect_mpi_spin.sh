@@ -64,7 +64,7 @@ for f in spin sleep stop; do
 	stop_mpi $f
 done
 
-wait_until $((SECS + 30)) bash -c "grep -c done '$T/healthy/out' | grep -q 2" || fail "healthy: did not finish: $(tail -3 "$T/healthy/out")"
+wait_until $((SECS + 30)) bash -c "grep -o 'rank [0-9]* done' '$T/healthy/out' | wc -l | grep -qx 2" || fail "healthy: did not finish: $(tail -3 "$T/healthy/out")"
 [ -z "$(events_of hang | jq -c "select(.job==\"$JH\")")" ] && pass "healthy: never flagged in ${SECS} s ($(grep -o 'after [0-9]* steps' "$T/healthy/out" | head -1))" ||
 	fail "healthy: flagged: $(events_of hang | jq -c "select(.job==\"$JH\") | {soft_timeout_s, why}" | head -2)"
 [ -z "$(events_of straggler | jq -c "select(.job==\"$JH\")")" ] && pass "healthy: no straggler" ||

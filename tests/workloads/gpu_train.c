@@ -25,7 +25,8 @@
  *                                     sleep, spin (a CPU loop) or stop (SIGSTOP itself)
  *   --graph                          capture one step (kernels and all-reduces) into a CUDA
  *                                     graph and replay it each step with cuGraphLaunch
- * Writes to D: ncclid (rank 0), pid.R, steps.R (steps done, at exit), slow.ts (when rank R
+ * Writes to D: ncclid (rank 0), stop_at (the step every rank stops before, set by rank 0 when
+ * --seconds are up), pid.R, steps.R (steps done, at exit), slow.ts (when rank R
  * slowed down), fault.ts (when a host-side fault began; the mock writes hang.ts when a device
  * reaches a kernel that never ends).
  */
@@ -35,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,6 +92,31 @@ static void spin_us(long us)
 
 	while (now_s() < end)
 		x++;
+}
+
+/* The step every rank stops before (0: not decided), shared through a file the ranks map: rank
+ * 0 decides when its --seconds are up, two steps ahead, so that every rank runs the same
+ * steps (each deciding by its own clock, one rank could start a step the others never do, and
+ * wait for its collectives forever). Read from memory: no syscall in the loop. */
+static volatile long *stop_at_map(const char *dir)
+{
+	char path[512];
+	void *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/stop_at", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || ftruncate(fd, sizeof(long)) < 0) {
+		perror(path);
+		exit(2);
+	}
+	m = mmap(NULL, sizeof(long), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		perror(path);
+		exit(2);
+	}
+	return m;
 }
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -361,6 +388,7 @@ int main(int argc, char **argv)
 	CUgraphExec exec = NULL;
 	double start, slow_noted = 0;
 	long step;
+	volatile long *stop_at;
 	float host = 0;
 	char line[64];
 	int batches = -1;
@@ -374,7 +402,10 @@ int main(int argc, char **argv)
 	CHECK(cuStreamCreate(&stream, 0));
 	CHECK(cuMemAlloc_v2(&grad, 1024 * sizeof(float)));
 	CHECK(cuMemAlloc_v2(&loss, sizeof(float)));
-	nccl_init(&o);
+	stop_at = stop_at_map(o.dir);
+	if (o.rank == 0) /* a run before in this directory: before any rank can read it */
+		__atomic_store_n(stop_at, 0, __ATOMIC_RELEASE);
+	nccl_init(&o); /* every rank joined: rank 0's reset is done */
 	if (!strcmp(o.slow_kind, "data") && o.slow_rank >= 0) /* every rank reads its input */
 		batches = loader(0, &loader_pid);
 	snprintf(line, sizeof(line), "%d\n", (int)getpid());
@@ -385,8 +416,20 @@ int main(int argc, char **argv)
 		write_file(o.dir, name, line);
 	}
 	start = now_s();
-	for (step = 0; (!o.steps || step < o.steps) && (!o.seconds || now_s() - start < o.seconds);
-	     step++) {
+	for (step = 0;; step++) {
+		long stop = __atomic_load_n(stop_at, __ATOMIC_ACQUIRE);
+
+		if ((o.steps && step >= o.steps) || (stop && step >= stop))
+			break;
+		if (o.seconds && !stop && now_s() - start >= o.seconds) {
+			long want = step + 2, none = 0;
+
+			if (o.rank == 0)
+				__atomic_compare_exchange_n(stop_at, &none, want, 0,
+							    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+			else if (now_s() - start >= o.seconds + 60)
+				break; /* rank 0 is gone: do not spin forever */
+		}
 		double t = now_s() - start;
 		int slow = o.rank == o.slow_rank && o.slow_pct > 0 && t >= o.slow_after;
 		int faulty = o.rank == o.fault_rank && *o.fault && t >= o.fault_after;
