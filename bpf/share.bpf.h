@@ -24,10 +24,11 @@ struct {
 
 /* Set by the agent before load, from user/lib/shares.c: per table, its size, one user's share
  * and root's reserve. */
-const volatile __u32 tab_size[FTBPF_TAB__MAX] = {
-    FTBPF_MAX_PROCS, FTBPF_MAX_THREADS, FTBPF_MAX_COMMS, FTBPF_MAX_CADENCE, FTBPF_MAX_STASH};
-const volatile __u32 tab_share[FTBPF_TAB__MAX] = {4096, 16384, 1024, 1024, 256};
-const volatile __u32 tab_reserve[FTBPF_TAB__MAX] = {2048, 8192, 512, 512, 128};
+const volatile __u32 tab_size[FTBPF_TAB__MAX] = {FTBPF_MAX_PROCS, FTBPF_MAX_THREADS,
+						 FTBPF_MAX_COMMS, FTBPF_MAX_CADENCE,
+						 FTBPF_MAX_STASH, FTBPF_MAX_ARRIVALS};
+const volatile __u32 tab_share[FTBPF_TAB__MAX] = {4096, 16384, 1024, 1024, 256, 256};
+const volatile __u32 tab_reserve[FTBPF_TAB__MAX] = {2048, 8192, 512, 512, 128, 128};
 
 /* A new user's count starts from this (never written: a global, not 128 bytes of stack). */
 static struct ftbpf_usage usage_zero;
@@ -137,10 +138,15 @@ static __always_inline int comm_put(const struct ftbpf_comm_key *k, const struct
 	return 0;
 }
 
+/* A record and its arrivals go together, each giving back its place. */
 static __always_inline void comm_drop(const struct ftbpf_comm_key *k)
 {
+	__u32 uid = share_uid(k->tgid);
+
+	if (bpf_map_delete_elem(&arrivals, k) == 0)
+		share_give(uid, FTBPF_TAB_ARRIVALS);
 	if (bpf_map_delete_elem(&comms, k) == 0)
-		share_give(share_uid(k->tgid), FTBPF_TAB_COMMS);
+		share_give(uid, FTBPF_TAB_COMMS);
 }
 
 struct comm_gone {
@@ -150,7 +156,11 @@ struct comm_gone {
 static long comm_gone_one(struct bpf_map *map, struct ftbpf_comm_key *k, struct ftbpf_comm *c,
 			  struct comm_gone *g)
 {
-	if (k->tgid == g->tgid && bpf_map_delete_elem(&comms, k) == 0)
+	if (k->tgid != g->tgid)
+		return 0;
+	if (bpf_map_delete_elem(&arrivals, k) == 0)
+		share_give(g->uid, FTBPF_TAB_ARRIVALS);
+	if (bpf_map_delete_elem(&comms, k) == 0)
 		share_give(g->uid, FTBPF_TAB_COMMS);
 	return 0;
 }

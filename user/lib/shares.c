@@ -12,6 +12,8 @@ static const struct share_info shares[SHARE__N] = {
     [SHARE_CADENCE] = {"cadence", FTBPF_MAX_CADENCE, 1024, 512, "a live rank's step cadence"},
     [SHARE_STASH] = {"comm_init", FTBPF_MAX_STASH, 256, 128,
 		     "a thread inside ncclCommInitRank or ncclCommSplit"},
+    [SHARE_ARRIVALS] = {"arrivals", FTBPF_MAX_ARRIVALS, 256, 128,
+			"a communicator record's collective issue times (with its comms entry)"},
     [SHARE_RANKS] = {"ranks", 0, 1024, 0,
 		     "a rank the agent knows, live or ended (the oldest ended is forgotten)"},
     [SHARE_ENDED] = {"ended_ranks", 0, 256, 0,

@@ -19,6 +19,7 @@ enum share_table {
 	SHARE_COMMS = FTBPF_TAB_COMMS,
 	SHARE_CADENCE = FTBPF_TAB_CADENCE,
 	SHARE_STASH = FTBPF_TAB_STASH,
+	SHARE_ARRIVALS = FTBPF_TAB_ARRIVALS,
 	SHARE_KERNEL_N,		      /* tables of the kernel above, of the agent below */
 	SHARE_RANKS = SHARE_KERNEL_N, /* the agent's rank table: live and ended ranks */
 	SHARE_ENDED,		      /* ... of which ended (their exit judged) */

@@ -112,7 +112,7 @@ int tracker_cad_get(const struct tracker *t, uint32_t tgid, struct ftbpf_cad *re
 typedef int (*tracker_comm_fn)(void *ctx, const struct ftbpf_comm_key *k,
 			       const struct ftbpf_comm *c);
 int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx);
-/* uid: the owner whose share held it (FTBPF_UID_ALL: unknown, then only the total moves) */
+/* The record and its arrivals go together. uid: the owner whose share held it (FTBPF_UID_ALL: unknown, then only the total moves) */
 int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k, uint32_t uid);
 
 /*
@@ -127,6 +127,9 @@ void tracker_share_give(struct tracker *t, uint32_t uid, int tab);
 /* Every user with a count (and FTBPF_UID_ALL): both sides' counts summed. */
 typedef int (*tracker_usage_fn)(void *ctx, uint32_t uid, const struct ftbpf_usage *u);
 int tracker_usage_foreach(const struct tracker *t, tracker_usage_fn fn, void *ctx);
+/* When the collectives of a communicator record were issued (struct ftbpf_arrivals). */
+int tracker_arrivals_get(const struct tracker *t, const struct ftbpf_comm_key *k,
+			 struct ftbpf_arrivals *ret);
 
 /* The pinned copy of the timer table. */
 int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,

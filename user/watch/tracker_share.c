@@ -87,8 +87,8 @@ void tracker_share_restart(struct tracker *t)
 	int kfd = bpf_map__fd(t->skel->maps.usage), afd = bpf_map__fd(t->skel->maps.usage_agent);
 	uint32_t key, *prev = NULL;
 
-	/* cadence and comm_init are this agent's own maps (not pinned): they start empty, and so
-	 * do their counts */
+	/* cadence, comm_init and arrivals are this agent's own maps (not pinned): they start
+	 * empty, and so do their counts */
 	while (bpf_map_get_next_key(kfd, prev, &key) == 0) {
 		struct ftbpf_usage k, a;
 
@@ -97,6 +97,7 @@ void tracker_share_restart(struct tracker *t)
 		usage_read(afd, key, &a);
 		a.held[FTBPF_TAB_CADENCE] = -k.held[FTBPF_TAB_CADENCE];
 		a.held[FTBPF_TAB_STASH] = -k.held[FTBPF_TAB_STASH];
+		a.held[FTBPF_TAB_ARRIVALS] = -k.held[FTBPF_TAB_ARRIVALS];
 		(void)bpf_map_update_elem(afd, &key, &a, BPF_ANY);
 	}
 }
@@ -237,6 +238,8 @@ int tracker_cad_delete(struct tracker *t, uint32_t tgid, uint32_t uid)
 
 int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k, uint32_t uid)
 {
+	if (bpf_map_delete_elem(bpf_map__fd(t->skel->maps.arrivals), k) == 0)
+		tracker_share_give(t, uid, FTBPF_TAB_ARRIVALS);
 	if (bpf_map_delete_elem(bpf_map__fd(t->skel->maps.comms), k))
 		return -errno;
 	tracker_share_give(t, uid, FTBPF_TAB_COMMS);
