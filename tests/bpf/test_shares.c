@@ -3,11 +3,14 @@
  * past its share get no record (counted), root's still do; every record is given back at the
  * thread's exit; a thread that execs while it is not its process's leader leaves no record
  * behind (it was kept for ever: 17 x 4,100 such execs filled the 65,536 records); a user's
- * children past its share of the process table are not tracked, and every record is given back.
+ * children past its share of the process table are not tracked, and every record is given back;
+ * a user's collective arrival records past its share are not made, and go with their process.
  * Shares made small through tracker_opts. Needs root; a child becomes nobody.
  */
 #include <CUnit/Basic.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,12 +22,14 @@
 #include <unistd.h>
 
 #include "ftbpf/abi.h"
+#include "os/elfsym.h"
 #include "os/procfs.h"
 #include "watch/tracker.h"
 
 #define NOBODY	     65534u
 #define THREAD_SHARE 8
 #define PROC_SHARE   4 /* the rank's own record and 3 children */
+#define ARR_SHARE    4
 #define WAIT_MS	     5000
 
 static struct tracker *tr;
@@ -320,6 +325,90 @@ static void test_exec_from_thread(void)
 	close(out[1]);
 }
 
+/* ---- a rank of nobody's that makes more collective arrival records than its share ---- */
+#define NCOMMS 10
+
+/* The "ncclAllReduce" the child calls, its communicator as its first argument. */
+__attribute__((noinline)) void ftbpf_test_coll(void *comm)
+{
+	__asm__ volatile("" ::"r"(comm) : "memory");
+}
+
+struct sym_ctx {
+	const char *name;
+	size_t off;
+};
+
+static int find_sym(void *ctx, Elf *e, const char *name, const GElf_Sym *sym)
+{
+	struct sym_ctx *c = ctx;
+	GElf_Shdr sh;
+
+	if (strcmp(name, c->name) || GELF_ST_TYPE(sym->st_info) != STT_FUNC ||
+	    !gelf_getshdr(elf_getscn(e, sym->st_shndx), &sh))
+		return 0;
+	c->off = sym->st_value - sh.sh_addr + sh.sh_offset;
+	return 1;
+}
+
+/* Each communicator record takes a comms place and an arrivals place: past the arrivals share
+ * the record is kept without its arrivals (counted), and both are given back at the exit. */
+static void test_arrivals_share(void)
+{
+	struct ftbpf_usage before = usage_of(NOBODY), u;
+	struct sym_ctx c = {"ftbpf_test_coll", 0};
+	struct bpf_link *l = NULL;
+	int go[2], st, fd;
+	pid_t pid;
+	char ch;
+
+	fd = open(self_exe, O_RDONLY | O_CLOEXEC);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(elfsym_foreach_fd(fd, NULL, find_sym, &c) == 1);
+	close(fd);
+	CU_ASSERT_FATAL(tracker_uprobe_attach(tr, self_exe, c.off,
+					      FTBPF_API_NCCL_ALLREDUCE | (1ull << 8), 0, &l) == 0);
+	CU_ASSERT_FATAL(pipe(go) == 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		static char comms[NCOMMS];
+
+		if (read(go[0], &ch, 1) != 1)
+			_exit(86);
+		for (int i = 0; i < NCOMMS; i++)
+			ftbpf_test_coll(&comms[i]);
+		pause();
+		_exit(0);
+	}
+	track(pid, NOBODY);
+	CU_ASSERT_FATAL(write(go[1], "g", 1) == 1);
+	for (int waited = 0; waited < WAIT_MS; waited += 10) {
+		u = usage_of(NOBODY);
+		if (u.held[FTBPF_TAB_COMMS] - before.held[FTBPF_TAB_COMMS] >= NCOMMS)
+			break;
+		sleep_ms(10);
+	}
+	CU_ASSERT_EQUAL(u.held[FTBPF_TAB_COMMS] - before.held[FTBPF_TAB_COMMS], NCOMMS);
+	CU_ASSERT_EQUAL(u.held[FTBPF_TAB_ARRIVALS] - before.held[FTBPF_TAB_ARRIVALS], ARR_SHARE);
+	CU_ASSERT(u.refused[FTBPF_TAB_ARRIVALS] - before.refused[FTBPF_TAB_ARRIVALS] >=
+		  NCOMMS - ARR_SHARE);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	drain();
+	for (int waited = 0; waited < WAIT_MS && (usage_of(NOBODY).held[FTBPF_TAB_COMMS] ||
+						  usage_of(NOBODY).held[FTBPF_TAB_ARRIVALS]);
+	     waited += 10)
+		sleep_ms(10);
+	u = usage_of(NOBODY);
+	CU_ASSERT_EQUAL(u.held[FTBPF_TAB_COMMS], 0);
+	CU_ASSERT_EQUAL(u.held[FTBPF_TAB_ARRIVALS], 0);
+	(void)tracker_proc_delete(tr, (uint32_t)pid);
+	bpf_link__destroy(l);
+	close(go[0]);
+	close(go[1]);
+}
+
 int main(int argc, char **argv)
 {
 	struct tracker_opts o = {
@@ -343,6 +432,7 @@ int main(int argc, char **argv)
 	self_exe[n] = 0;
 	o.share[FTBPF_TAB_THREADS] = THREAD_SHARE;
 	o.share[FTBPF_TAB_PROCS] = PROC_SHARE;
+	o.share[FTBPF_TAB_ARRIVALS] = ARR_SHARE;
 	tr = tracker_open(&o, err, sizeof(err));
 	if (!tr) {
 		fprintf(stderr, "test_shares: %s\n", err);
@@ -355,6 +445,8 @@ int main(int argc, char **argv)
 	CU_add_test(s, "a thread that execs leaves no record", test_exec_from_thread);
 	CU_add_test(s, "a user's children past its share: untracked; records given back",
 		    test_proc_share);
+	CU_add_test(s, "a user's arrival records past its share: none; given back at the exit",
+		    test_arrivals_share);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();

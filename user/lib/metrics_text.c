@@ -267,6 +267,8 @@ static const struct counter_info {
      0},
     {"share_refused_comm_init",
      "communicator creations not recorded at a user's share or root's reserve", 0},
+    {"share_refused_arrivals",
+     "collective arrival records refused at a user's share or root's reserve", 0},
     {"share_refused_ranks", "ranks not adopted at their user's share of the rank table", 0},
     {"ranks_left", "ranks that left their job (now another user's, or set-user-ID)", 0},
     {"wrapper_handovers", "ranks taken over from a wrapper (timeout, sh) by the child it started",
