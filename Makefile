@@ -264,7 +264,7 @@ ASAN_BUILD := build-asan
 ASAN_TESTS := sec_ctl_bad_input sec_ctl sec_files sec_stale_pid sec_setuid_owner sec_etcd_trust \
               sec_metrics_cli sec_tables sec_mapped_fifo sec_many_mappings sec_truncate_race \
               sec_probe_table decide_bad_store sec_exited_ranks sec_thread_execs sec_sparse_elf \
-              sec_probe_poison
+              sec_probe_poison sec_rescan_environ
 asan-agent:
 	$(MAKE) BUILD=$(ASAN_BUILD) EXTRA_CFLAGS="$(SAN_FLAGS)" $(ASAN_BUILD)/ftbpfd
 # The detection and timer tests again, on a busy host (a CPU hog per core, a fork loop); more with
