@@ -101,11 +101,7 @@ static void killed_by_action(struct job *j)
 	if (j->hard_killed)
 		return;
 	j->hard_killed = 1;
-	snprintf(j->kill_why, sizeof(j->kill_why), "%s", j->res.why);
-	j->nkill_culprits = 0;
-	for (int i = 0; i < j->nmembers && j->nkill_culprits < DET_MAX_CULPRITS; i++)
-		if (j->members[i]->d.culprit)
-			j->kill_culprits[j->nkill_culprits++] = j->members[i]->id.rank;
+	job_keep_hang(j, &(struct jobend){.by = JOBEND_AGENT, .pid = -1, .rank = -1});
 }
 
 /* The hard timeout passed: the configured action, once per stall. */
@@ -144,18 +140,19 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 
 	if (!j->watched_ns)
 		j->watched_ns = now;
-	if (j->res.failed && !j->failed_reported && !j->hard_killed && !j->xv.hold)
+	if (j->res.failed && !j->failed_reported && !j->hang_end.by && !j->xv.hold)
 		failed_report(ac, j);
 	if (!j->res.live && j->nmembers && !j->end_reported) {
-		/* the run ended: how, once (preempted, stopped, killed, failed, finished...) */
+		/* the run ended: how, once (preempted, stopped, hung, failed, finished...) */
 		j->end_reported = 1;
 		eventlog_emit(ac->el, view_job_end(j));
 		ac->js->dirty = 1;
 	}
 	if (!j->res.hung) {
-		/* our action is ending the job: a SIGTERM interrupts a stuck syscall, which is no
-		 * progress of the job's; nothing recovered, nothing to act on again */
-		if (j->hard_killed)
+		/* the hung job is being ended (our action, its launcher, an operator): a SIGTERM
+		 * interrupts a stuck syscall, which is no progress of the job's; nothing
+		 * recovered, nothing to act on again */
+		if (j->hang_end.by)
 			return;
 		/* progress resumed; a job whose ranks are all gone did not recover, it ended; one
 		 * that failed did not either */

@@ -148,8 +148,8 @@ static int is_array(struct json_object *a)
 
 static void jobs_section(FILE *f, struct json_object *jobs)
 {
-	static const char *const states[] = {"ok",	  "hung",	"failed",  "finished",
-					     "preempted", "restarting", "stopped", "killed"};
+	static const char *const states[] = {"ok",	  "hung",	"failed", "finished",
+					     "preempted", "restarting", "stopped"};
 	size_t n = is_array(jobs) ? json_object_array_length(jobs) : 0;
 
 	header(f, "ftbpf_jobs", "gauge", "jobs on this host by state");

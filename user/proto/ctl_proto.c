@@ -18,7 +18,7 @@ const struct ctl_cmd_info ctl_cmds[] = {
      "every rank on this host: job, rank, pid, state,\n"
      "reason, time in state, hung, culprit; each job's\n"
      "state (ok hung failed finished preempted\n"
-     "restarting stopped killed) and why. JOB: that job\n"
+     "restarting stopped), why, who ended a hung one. JOB:\n"
      "only; --live: live ranks and jobs only; --cluster:\n"
      "then the mesh's view; --check: exit 4 when a live\n"
      "job is hung, 5 when one failed"},

@@ -253,7 +253,7 @@ static void header_lines(struct top_model *m, struct top_frame *f, const char *s
 			      m->version, m->agent_pid, up, m->health, m->programs, m->soft_s,
 			      m->hard_s, m->action);
 	for (int i = 0; i < m->njobs; i++) {
-		hung += !strcmp(m->jobs[i].state, "hung");
+		hung += !strcmp(m->jobs[i].state, "hung") && m->jobs[i].live > 0;
 		failed += !strcmp(m->jobs[i].state, "failed");
 	}
 	for (int s = 0; s < RS__N; s++) {
@@ -287,8 +287,12 @@ static void header_lines(struct top_model *m, struct top_frame *f, const char *s
 
 		if (strcmp(j->state, "hung") && strcmp(j->state, "failed"))
 			continue;
+		/* a hung job ended since: its why says who ended it */
 		top_frame_add(f, TA_WARN, "%s job %s: %s",
-			      !strcmp(j->state, "hung") ? "HUNG" : "FAILED", j->id, j->why);
+			      strcmp(j->state, "hung") ? "FAILED"
+			      : j->live > 0	       ? "HUNG"
+						       : "ENDED",
+			      j->id, j->why);
 		shown++;
 	}
 }
