@@ -25,9 +25,9 @@ CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/watch/collect.c user/watch/pystack.c \
               user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c
-# ftbpfd's own modules, and the etcd client (libcurl) only it links
+# ftbpfd's own modules, and the etcd client (libcurl) and the journal (libsystemd) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
-              user/os/etcdv3.c user/os/peeruid.c user/os/sockdiag.c
+              user/os/etcdv3.c user/os/peeruid.c user/os/sockdiag.c user/os/journal.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)

@@ -232,13 +232,15 @@ static void print_status(struct json_object *o)
 		struct json_object *f = NULL;
 
 		json_object_object_get_ex(agent, "features", &f);
-		printf("ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %s%gs, hard %gs "
+		char soft[48];
+
+		printf("ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %s, hard %gs "
 		       "(%s)\n",
 		       (long long)gi(agent, "pid", 0), gs(agent, "version"), gd(agent, "uptime_s"),
 		       f ? gs(f, "programs") : "?",
-		       gb(agent, "soft_timeout_auto") ? "auto, at most " : "",
-		       gd(agent, "soft_timeout_s"), gd(agent, "hard_timeout_s"),
-		       gs(agent, "action"));
+		       config_soft_words(gb(agent, "soft_timeout_auto"),
+					 gd(agent, "soft_timeout_s"), soft, sizeof(soft)),
+		       gd(agent, "hard_timeout_s"), gs(agent, "action"));
 	}
 	if (json_object_object_get_ex(o, "jobs", &jobs) && (n = json_object_array_length(jobs))) {
 		int w = name_width(jobs, 3);

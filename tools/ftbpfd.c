@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	struct ftbpf_config cfg;
 	const char *config_path = FTBPF_DEFAULT_CONFIG;
 	int explicit_config = 0, reset = 0, print = 0, unpin = 0, r;
-	char err[512];
+	char err[512], soft[48];
 	struct agent *a;
 
 	config_defaults(&cfg);
@@ -183,9 +183,10 @@ int main(int argc, char **argv)
 		log_err("start-up failed: %s", err);
 		return 1;
 	}
-	log_info("ftbpfd %s ready on %s (soft %gs, hard %gs, action %s)", FTBPF_VERSION,
-		 cfg.socket_path, cfg.soft_timeout_s, cfg.hard_timeout_s,
-		 config_action_name(cfg.action));
+	log_info("ftbpfd %s ready on %s (soft %s, hard %gs, action %s)", FTBPF_VERSION,
+		 cfg.socket_path,
+		 config_soft_words(cfg.soft_auto, config_soft_ceiling(&cfg), soft, sizeof(soft)),
+		 cfg.hard_timeout_s, config_action_name(cfg.action));
 	r = agent_run(a);
 	agent_free(a);
 	if (r < 0) {

@@ -212,7 +212,14 @@ void actions_kill_after_grace(struct actions *ac, int pid, int pidfd, uid_t uid,
 	if (!ac->pk)
 		return; /* not open */
 	if (ac->npk == MAX_PENDING || (uid != 0 && ac->npk >= MAX_PENDING - ROOT_PENDING)) {
-		log_warn("pid %d: too many pending SIGKILLs; its SIGTERM stands alone", pid);
+		uint64_t held;
+
+		if (ratelimit_pass(&ac->rl_full, clock_mono_ns(), &held))
+			log_warn(
+			    "pid %d: no SIGKILL will follow its SIGTERM after the grace: the "
+			    "agent's kill queue is full (%d pending, %d kept for root's); %llu "
+			    "more since the last such line",
+			    pid, ac->npk, ROOT_PENDING, (unsigned long long)held);
 		return;
 	}
 	fd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -271,6 +278,7 @@ int actions_open(struct actions *ac, struct loop *loop, char *err, size_t errlen
 	int h, r;
 
 	ac->npk = 0;
+	ac->rl_full.interval_ns = 60 * CLOCK_NS_PER_S;
 	ac->kfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (ac->kfd < 0) {
 		r = -errno;

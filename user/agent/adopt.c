@@ -17,6 +17,7 @@
 #include "lib/ranks.h"
 #include "os/clock.h"
 #include "os/log.h"
+#include "lib/ratelimit.h"
 #include "os/pidfd.h"
 #include "os/procfs.h"
 #include "watch/tracker.h"
@@ -39,10 +40,12 @@ struct adopter {
 	uint64_t rescan_ns;		  /* time of the last walk */
 	uint64_t folded_seen, recheck_ns; /* a rank's events folded: its execs may be among them */
 	uint64_t adopted, errors, rescans, handovers;
-	uint64_t refused_elevated;  /* set-user-ID/-group-ID processes not adopted */
-	uint64_t left;		    /* ranks that exec'd as another user, or with privileges */
-	uint64_t refused_user_full; /* a user's share of the rank table was full */
-	char node[64];		    /* this host's name in host-local job ids (ident_scope) */
+	uint64_t refused_elevated;   /* set-user-ID/-group-ID processes not adopted */
+	uint64_t left;		     /* ranks that exec'd as another user, or with privileges */
+	uint64_t refused_user_full;  /* a user's share of the rank table was full */
+	uint64_t refused_table_full; /* the kernel's process table (procs) was full */
+	struct ratelimit rl_malformed, rl_user_full, rl_table_full; /* their warnings */
+	char node[64]; /* this host's name in host-local job ids (ident_scope) */
 	void (*run_end)(void *ctx, struct job *j); /* see adopter_on_run_end */
 	void *run_end_ctx;
 };
@@ -58,6 +61,8 @@ struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct even
 	}
 	ad->tr = tr;
 	ad->ranks = ranks;
+	ad->rl_malformed.interval_ns = ad->rl_user_full.interval_ns =
+	    ad->rl_table_full.interval_ns = 60 * CLOCK_NS_PER_S;
 	ad->el = el;
 	snprintf(ad->only_jobs, sizeof(ad->only_jobs), "%s", only_jobs ? only_jobs : "");
 	if (only_netns && procfs_netns(0, &ad->netns) < 0)
@@ -117,9 +122,16 @@ int adopt_pid(struct adopter *ad, int pid, const char *how)
 	if (r == 0)
 		ident_scope(&id, ad->node);
 	if (r == -EINVAL) {
+		uint64_t held;
+
 		ad->errors++;
-		log_warn("pid %d has malformed rank variables in its environment; not adopted",
-			 pid);
+		if (ratelimit_pass(&ad->rl_malformed, clock_mono_ns(), &held))
+			log_warn(
+			    "pid %d has malformed rank variables in its environment (RANK, "
+			    "WORLD_SIZE, OMPI_COMM_WORLD_*, ...: out of range or not numbers): "
+			    "not adopted; counted in adopt_errors (%llu more since the last "
+			    "such line)",
+			    pid, (unsigned long long)held);
 	}
 	if (r == 0 && !adopt_job_wanted(ad, id.job))
 		r = -ENOENT;
@@ -464,6 +476,32 @@ static void drop_old(void *ctx, struct rank *k)
 		(void)tracker_proc_delete(ad->tr, (uint32_t)k->pid); /* gone: fine */
 }
 
+static void retry_later(struct adopter *ad, int pid);
+
+/*
+ * The kernel side could not take rank k: said once a minute at most, with what is full and
+ * where it is counted. A full process table is retried at the next scans (an hour after a
+ * job ends its ranks' entries go, and the rank is adopted then).
+ */
+static void track_failed(struct adopter *ad, const struct rank *k, int r)
+{
+	uint64_t held;
+
+	if (r != -E2BIG && r != -ENOSPC) {
+		log_warn("cannot track pid %d (rank %d of job %s): %s", k->pid, k->id.rank,
+			 k->id.job, strerror(-r));
+		return;
+	}
+	ad->refused_table_full++;
+	retry_later(ad, k->pid);
+	if (ratelimit_pass(&ad->rl_table_full, clock_mono_ns(), &held))
+		log_warn("pid %d (rank %d of job %s) is not watched: the kernel's process table "
+			 "(BPF map procs, %d entries: live ranks, their children, ended ranks kept "
+			 "an hour after their job) is full; counted in adopt_refused_table_full; "
+			 "retried at each scan (%llu more refused since the last such line)",
+			 k->pid, k->id.rank, k->id.job, FTBPF_MAX_PROCS, (unsigned long long)held);
+}
+
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *idp, const char *how,
 	     int registered)
 {
@@ -495,9 +533,14 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		return -EPERM;
 	}
 	if (uid != 0 && ranks_user_live(ad->ranks, uid) >= RANKS_PER_USER_MAX) {
-		if (ad->refused_user_full++ % 64 == 0)
-			log_warn("uid %u has %d live ranks already: pid %d not adopted",
-				 (unsigned)uid, RANKS_PER_USER_MAX, pid);
+		uint64_t held;
+
+		ad->refused_user_full++;
+		if (ratelimit_pass(&ad->rl_user_full, clock_mono_ns(), &held))
+			log_warn("uid %u holds %d live ranks, the most one user may (the agent's "
+				 "rank table, RANKS_PER_USER_MAX): pid %d not adopted; counted in "
+				 "adopt_refused_user_full (%llu more since the last such line)",
+				 (unsigned)uid, RANKS_PER_USER_MAX, pid, (unsigned long long)held);
 		close(pidfd);
 		return -EUSERS;
 	}
@@ -546,7 +589,7 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	if (r == 0)
 		r = tracker_set_tracked(ad->tr, pid, 1);
 	if (r < 0) {
-		log_warn("cannot track pid %d: %s", pid, strerror(-r));
+		track_failed(ad, k, r);
 		ranks_remove(ad->ranks, k);
 		return r;
 	}
@@ -626,7 +669,7 @@ static int scan_one(void *ctx, int pid)
 	int r = adopt_pid(ad, pid, "scan");
 
 	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -EAGAIN)
-		retry_later(ad, pid);
+		retry_later(ad, pid); /* a full process table retries itself (track_failed) */
 	return 0;
 }
 
@@ -784,5 +827,6 @@ void adopter_counters(const struct adopter *ad, struct json_object *c)
 	jint(c, "wrapper_handovers", (int64_t)ad->handovers);
 	jint(c, "adopt_refused_elevated", (int64_t)ad->refused_elevated);
 	jint(c, "adopt_refused_user_full", (int64_t)ad->refused_user_full);
+	jint(c, "adopt_refused_table_full", (int64_t)ad->refused_table_full);
 	jint(c, "ranks_left", (int64_t)ad->left);
 }

@@ -43,6 +43,7 @@
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
+#include "os/journal.h"
 #include "os/log.h"
 #include "os/loop.h"
 #include "os/procfs.h"
@@ -586,6 +587,15 @@ static int open_tracker(struct agent *a, int reset_state, char *err, size_t errl
 	return watch_fd(a, tracker_epoll_fd(a->tr), on_ring, 0, err, errlen);
 }
 
+/* An event's line into the journal; a journal that went away gets it on stderr. */
+static void journal_out(void *ctx, int prio, const char *line, const char *json,
+			struct json_object *ev)
+{
+	(void)ctx;
+	if (journal_event(prio, line, json, ev) < 0)
+		log_msg(prio <= 4 ? LOG_WARN : LOG_INFO, "%s", line);
+}
+
 static int open_eventlog(struct agent *a, char *err, size_t errlen)
 {
 	const struct ftbpf_config *cfg = &a->cfg;
@@ -602,6 +612,8 @@ static int open_eventlog(struct agent *a, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	eventlog_load_tail(a->el);
+	if (log_stderr_is_journal()) /* a service: structured entries, the JSON in a field */
+		eventlog_set_out(a->el, journal_out, NULL);
 	return 0;
 }
 

@@ -255,6 +255,8 @@ static const struct counter_info {
      "program",
      0},
     {"adopt_refused_user_full", "processes not adopted: their user holds the most live ranks", 0},
+    {"adopt_refused_table_full",
+     "ranks not watched: the kernel's process table (procs) was full; retried at each scan", 0},
     {"ranks_left", "ranks that left their job (now another user's, or set-user-ID)", 0},
     {"wrapper_handovers", "ranks taken over from a wrapper (timeout, sh) by the child it started",
      0},
