@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/fifohold.h"
 #include "lib/config.h"
 #include "os/log.h"
 #include "proto/mesh_proto.h"
@@ -33,6 +34,7 @@ static int unpin_all(const struct ftbpf_config *cfg)
 		close(fd);
 		return 1;
 	}
+	fifohold_stop(cfg->state_dir); /* the timer FIFO's holder goes too */
 	r = tracker_unpin_all(cfg->pin_dir);
 	if (fd >= 0)
 		close(fd);
@@ -53,6 +55,9 @@ int main(int argc, char **argv)
 	char err[512], soft[48];
 	struct agent *a;
 
+	/* the timer FIFO's holder (agent/fifohold.h), started by an agent: nothing else */
+	if (argc == 4 && !strcmp(argv[1], "--hold-timer-fifo"))
+		return fifohold_main(argv[2], argv[3]);
 	config_defaults(&cfg);
 	/* First pass: --config and the informational flags. */
 	for (int i = 1; i < argc; i++) {

@@ -27,6 +27,7 @@
 #include "agent/ctl.h"
 #include "agent/decide.h"
 #include "agent/eventlog.h"
+#include "agent/fifohold.h"
 #include "agent/handlers.h"
 #include "agent/metrics.h"
 
@@ -693,14 +694,17 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	adopter_set_node(a->ad, a->node); /* jobs local to this host carry its name */
 	adopter_on_run_end(a->ad, on_run_end, a);
 	{
-		struct timersvc_opts to = {.tr = a->tr,
-					   .el = a->el,
-					   .ranks = &a->ranks,
-					   .loop = a->loop,
-					   .ac = &a->ac, /* opened below, before the loop runs */
-					   .fifo_path = a->cfg.timer_fifo,
-					   .escalate = a->cfg.timer_escalate,
-					   .max_per_user = a->cfg.max_timers_per_user};
+		struct timersvc_opts to = {
+		    .tr = a->tr,
+		    .el = a->el,
+		    .ranks = &a->ranks,
+		    .loop = a->loop,
+		    .ac = &a->ac, /* opened below, before the loop runs */
+		    .fifo_path = a->cfg.timer_fifo,
+		    .fifo_fd = *a->cfg.timer_fifo ? fifohold_inherited(a->cfg.timer_fifo) : -1,
+		    .state_dir = a->cfg.state_dir,
+		    .escalate = a->cfg.timer_escalate,
+		    .max_per_user = a->cfg.max_timers_per_user};
 
 		a->ts = timersvc_new(&to, err, errlen);
 		if (!a->ts)
