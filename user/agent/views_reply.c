@@ -73,13 +73,17 @@ static int thread_add(void *ctx, const struct collect_thread *t)
 	return 0;
 }
 
-struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now)
+struct json_object *view_threads_pid(const struct view_src *v, int pid, uint64_t now)
 {
 	struct threads_ctx c = {now, json_object_new_array()};
 
-	if (!k->s.exited)
-		(void)collect_threads(v->tr, v->sp, k->pid, thread_add, &c); /* none: [] */
+	(void)collect_threads(v->tr, v->sp, pid, thread_add, &c); /* none: [] */
 	return c.arr;
+}
+
+struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now)
+{
+	return k->s.exited ? json_object_new_array() : view_threads_pid(v, k->pid, now);
 }
 
 /* The probed CUDA/NCCL call in flight and the rank's NCCL communicators. */
