@@ -24,10 +24,11 @@ CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/gpuprobe.c user/watch/sample.c user/watch/collect.c user/watch/pystack.c \
-              user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c
+              user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c \
+              user/os/rasclient.c user/os/sockdiag.c
 # ftbpfd's own modules, and the etcd client (libcurl) and the journal (libsystemd) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
-              user/os/etcdv3.c user/os/peeruid.c user/os/sockdiag.c user/os/journal.c
+              user/os/etcdv3.c user/os/peeruid.c user/os/journal.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -42,7 +43,8 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
               $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci \
-              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen
+              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen \
+              $(BUILD)/libnccl-profiler-ftbpf.so
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
                libelf-dev zlib1g-dev libdw-dev python3-pytest libsodium-dev \
@@ -143,14 +145,20 @@ $(MOCK):
 $(MOCK)/libcuda.so.1: tests/mock/libcuda.c tests/mock/mock_gpu.h | $(MOCK)
 	$(CC) $(MOCK_CFLAGS) -shared -Wl,-soname,libcuda.so.1 $< -o $@ -lpthread
 	ln -sf libcuda.so.1 $(MOCK)/libcuda.so
-$(MOCK)/libnccl.so.2: tests/mock/libnccl.c tests/mock/mock_gpu.h $(MOCK)/libcuda.so.1
-	$(CC) $(MOCK_CFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -L$(MOCK) -lcuda
+$(MOCK)/libnccl.so.2: tests/mock/libnccl.c tests/mock/nccl_ras.c tests/mock/mock_ras.h tests/mock/mock_gpu.h $(MOCK)/libcuda.so.1 user/plugin/ncclprof_abi.h
+	$(CC) $(MOCK_CFLAGS) -Iuser -shared -Wl,-soname,libnccl.so.2 tests/mock/libnccl.c tests/mock/nccl_ras.c -o $@ -L$(MOCK) -lcuda -lpthread
 	ln -sf libnccl.so.2 $(MOCK)/libnccl.so
 MOCK_LINK = -L$(MOCK) -Wl,-rpath,$(abspath $(MOCK)) -lnccl -lcuda
 $(BUILD)/workloads/nccl_job: tests/workloads/nccl_job.c $(MOCK)/libnccl.so.2 | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(MOCK_LINK)
+$(BUILD)/workloads/gpu_train: tests/workloads/gpu_train.c $(MOCK)/libnccl.so.2 | $(BUILD)/workloads
+	$(CC) $(CFLAGS) $< -o $@ $(MOCK_LINK)
 $(BUILD)/bench_gpuprobe: tools/bench_gpuprobe.c $(MOCK)/libnccl.so.2
 	$(CC) $(CFLAGS) -Itests/mock $< -o $@ $(MOCK_LINK)
+
+# ftbpf's NCCL profiler plugin: what a device began, for the agent (NCCL_PROFILER_PLUGIN=<it>)
+$(BUILD)/libnccl-profiler-ftbpf.so: user/plugin/ncclprof.c user/plugin/ncclprof_abi.h include/ftbpf/abi.h
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden $< -o $@
 
 # the Python binding, importable with PYTHONPATH=$(BUILD)/python (the library next to it)
 $(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py $(BUILD)/libftbpf.so
@@ -257,7 +265,8 @@ asan-agent:
 # The detection and timer tests again, on a busy host (a CPU hog per core, a fork loop); more with
 # make integration-busy BUSY_TESTS="..." (make test runs these, for its time)
 BUSY_TESTS := detect_sleeping_culprit detect_spinning_culprit detect_stopped_culprit detect_hard_timeout \
-              detect_soft_signal timers_fifo timers_slot gpu_driver detect_wrappers
+              detect_soft_signal timers_fifo timers_slot gpu_driver detect_wrappers gpu_pace_healthy \
+              detect_mpi_spin
 integration-busy: all
 	@BUSY=1 tests/integration/run.sh $(BUSY_TESTS)
 
@@ -280,7 +289,7 @@ test: deps
 # compiler or libbpf (tests/gpu/run.sh says how to run it there)
 gpu-bundle: all
 	rm -rf $(BUILD)/gpu-bundle && mkdir -p $(BUILD)/gpu-bundle/bin/lib $(BUILD)/gpu-bundle/tests/gpu
-	cp $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/gpu-bundle/bin/
+	cp $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/libnccl-profiler-ftbpf.so $(BUILD)/gpu-bundle/bin/
 	cp $$(command -v jq) $(BUILD)/gpu-bundle/bin/ # GPU images often lack it; the test needs it
 	ldd $(BUILD)/ftbpfd $(BUILD)/ftbpf $$(command -v jq) | awk '/=> \// {print $$3}' | sort -u | \
 		grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | \
@@ -322,7 +331,7 @@ COMPDIR := $(PREFIX)/share/bash-completion/completions
 MAN_INSTALLED = $(foreach m,$(notdir $(MAN_PAGES)),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
 INSTALLED_FILES = $(PREFIX)/sbin/ftbpfd $(PREFIX)/bin/ftbpf $(PREFIX)/bin/ftbpf-ci $(PREFIX)/bin/ftbpf-top \
 	$(PREFIX)/lib/libftbpf.so.0 $(PREFIX)/lib/libftbpf.so $(PREFIX)/lib/libftbpf.a \
-	$(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
+	$(PREFIX)/lib/libnccl-profiler-ftbpf.so $(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
 	$(MAN_INSTALLED) $(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
 install: all
 	@test -n "$(PYSITE)" || { echo "install: cannot tell python3's site-packages"; exit 1; }
@@ -333,6 +342,7 @@ install: all
 	install -D -m 0644 $(BUILD)/libftbpf.so $(DESTDIR)$(PREFIX)/lib/libftbpf.so.0
 	ln -sf libftbpf.so.0 $(DESTDIR)$(PREFIX)/lib/libftbpf.so
 	install -D -m 0644 $(BUILD)/libftbpf.a $(DESTDIR)$(PREFIX)/lib/libftbpf.a
+	install -D -m 0644 $(BUILD)/libnccl-profiler-ftbpf.so $(DESTDIR)$(PREFIX)/lib/libnccl-profiler-ftbpf.so
 	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)$(PREFIX)/include/ftbpf/ftbpf.h
 	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)$(PREFIX)/include/ftbpf/slot.h
 	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)$(PYSITE)/ftbpf/__init__.py

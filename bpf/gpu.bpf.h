@@ -9,7 +9,7 @@
  */
 /* ---- CUDA driver and NCCL entry points (uprobes; the cookie says which, see tracker.h) ---- */
 
-/* Integer argument n (1-based) of a probed function at its entry. */
+/* Integer argument n (1-based, at most 12) of a probed function at its entry. */
 static __always_inline __u64 arg_n(struct pt_regs *ctx, unsigned n)
 {
 #if defined(__TARGET_ARCH_x86)
@@ -29,13 +29,22 @@ static __always_inline __u64 arg_n(struct pt_regs *ctx, unsigned n)
 	case 6:
 		return ctx->r9;
 	case 7:
-	case 8: /* on the stack, above the return address */
+	case 8:
+	case 9:
+	case 10:
+	case 11:
+	case 12: /* on the stack, above the return address */
 		bpf_probe_read_user(&v, sizeof(v), (void *)(ctx->sp + 8 * (n - 6)));
 		return v;
 	}
 #elif defined(__TARGET_ARCH_arm64)
+	__u64 v = 0;
+
 	if (n >= 1 && n <= 8)
 		return ctx->regs[n - 1];
+	if (n >= 9 && n <= 12) /* on the stack */
+		bpf_probe_read_user(&v, sizeof(v), (void *)(ctx->sp + 8 * (n - 9)));
+	return v;
 #endif
 	return 0;
 }
@@ -64,33 +73,98 @@ static __always_inline int rank_at_entry(struct pt_regs *ctx)
 #endif
 }
 
-static __always_inline void nccl_comm_call(struct pt_regs *ctx, struct ftbpf_thread *t, __u32 tgid,
-					   __u32 api, __u64 cookie, __u64 now, int outermost)
+/* When collective seq was issued (or begun, on a device record): the arrivals ring. */
+static __always_inline void arrival_put(const struct ftbpf_comm_key *k, __u64 seq, __u64 t)
 {
-	struct ftbpf_comm_key k = {.tgid = tgid};
-	struct ftbpf_comm *c;
-	__u64 seq = 0;
+	struct ftbpf_arrivals *a = bpf_map_lookup_elem(&arrivals, k);
+	struct ftbpf_arrival *e;
 
-	k.comm = arg_n(ctx, (cookie >> 8) & 0xf);
-	c = bpf_map_lookup_elem(&comms, &k);
-	if (!c) {
-		struct ftbpf_comm init = {.rank = -1, .flags = FTBPF_COMM_NO_ID};
+	if (!arrivals_on)
+		return;
+	if (!a) {
+		__u32 zero = 0;
+		struct ftbpf_arrivals *z = bpf_map_lookup_elem(&arrivals_zero, &zero);
 
-		init.id = k.comm ^ ((__u64)tgid << 32);
-		bpf_map_update_elem(&comms, &k, &init, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&comms, &k);
-		if (!c) {
-			stat_inc(FTBPF_STAT_COMM_FULL);
+		if (!z)
+			return;
+		bpf_map_update_elem(&arrivals, k, z, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&arrivals, k);
+		if (!a) {
+			stat_inc(FTBPF_STAT_ARR_FULL);
 			return;
 		}
 	}
+	e = &a->a[seq & (FTBPF_ARR_RING - 1)];
+	/* in this order, each store kept (volatile): a reader copies the ring twice and keeps the
+	 * entries both copies agree on */
+	*(volatile __u64 *)&e->seq = 0;
+	__asm__ __volatile__("" ::: "memory");
+	*(volatile __u64 *)&e->t_ns = t;
+	__asm__ __volatile__("" ::: "memory");
+	*(volatile __u64 *)&e->seq = seq;
+}
+
+/*
+ * The cross-rank id of an MPI communicator: MPI_COMM_WORLD only, the same in every process of
+ * the job: MPICH's is the integer handle 0x44000000; Open MPI's is &ompi_mpi_comm_world, at the
+ * offset the cookie gives from the probed function (the probe's address). Any other (a split, a
+ * dup, MPI_COMM_SELF) has none: 0.
+ */
+static __always_inline __u64 mpi_comm_id(struct pt_regs *ctx, __u64 cookie, __u64 comm)
+{
+	__s32 world = FTBPF_COOKIE_WORLD(cookie);
+
+	if ((__u32)comm == 0x44000000u && (comm >> 32) == 0) /* an int handle: its 32 bits */
+		return 0x4d504957ull << 1 | 1;
+	if (world && comm == PT_REGS_IP(ctx) + (__s64)world)
+		return 0x4d504957ull << 1 | 1;
+	return 0;
+}
+
+/* The record of key k, created as init when missing. */
+static __always_inline struct ftbpf_comm *comm_record(const struct ftbpf_comm_key *k,
+						      const struct ftbpf_comm *init)
+{
+	struct ftbpf_comm *c = bpf_map_lookup_elem(&comms, k);
+
+	if (c)
+		return c;
+	bpf_map_update_elem(&comms, k, init, BPF_NOEXIST);
+	c = bpf_map_lookup_elem(&comms, k);
+	if (!c)
+		stat_inc(FTBPF_STAT_COMM_FULL);
+	return c;
+}
+
+static __always_inline void comm_call(struct pt_regs *ctx, struct ftbpf_thread *t, __u32 tgid,
+				      __u32 api, __u64 cookie, int outermost)
+{
+	struct ftbpf_comm_key k = {.tgid = tgid, .kind = FTBPF_CK_HOST};
+	struct ftbpf_comm init = {.rank = -1, .flags = FTBPF_COMM_NO_ID};
+	struct ftbpf_comm *c;
+	__u64 seq = 0, now;
+
+	k.comm = arg_n(ctx, (cookie >> 8) & 0xf);
+	init.id = k.comm ^ ((__u64)tgid << 32);
+	if (FTBPF_API_IS_MPI(api)) {
+		__u64 id = mpi_comm_id(ctx, cookie, k.comm);
+
+		init.flags = FTBPF_COMM_MPI | (id ? 0 : FTBPF_COMM_NO_ID);
+		if (id)
+			init.id = id;
+	}
+	c = comm_record(&k, &init);
+	if (!c)
+		return;
+	now = bpf_ktime_get_ns(); /* precise: arrivals are compared across ranks */
 	if (FTBPF_API_IS_COLL(api)) {
 		struct ftbpf_coll *h;
 
 		seq = __sync_fetch_and_add(&c->seq, 1) + 1;
 		c->api = api;
-		c->count = arg_n(ctx, (cookie >> 12) & 0xf);
-		c->dtype = (__u32)arg_n(ctx, (cookie >> 16) & 0xf);
+		c->count = (cookie >> 12) & 0xf ? arg_n(ctx, (cookie >> 12) & 0xf) : 0;
+		/* MPI's datatypes are handles, not NCCL's enum: not kept */
+		c->dtype = (cookie >> 16) & 0xf ? (__u32)arg_n(ctx, (cookie >> 16) & 0xf) : 0;
 		c->op = (cookie >> 20) & 0xf ? (__u32)arg_n(ctx, (cookie >> 20) & 0xf) : 0;
 		/* kept, so that a hang can name the first collective a lagging rank missed */
 		h = &c->hist[seq & (FTBPF_COMM_HIST - 1)];
@@ -98,6 +172,7 @@ static __always_inline void nccl_comm_call(struct pt_regs *ctx, struct ftbpf_thr
 		h->count = c->count;
 		h->api = api;
 		h->dtype = c->dtype;
+		arrival_put(&k, seq, now);
 	} else {
 		seq = __sync_fetch_and_add(&c->p2p, 1) + 1;
 	}
@@ -105,6 +180,53 @@ static __always_inline void nccl_comm_call(struct pt_regs *ctx, struct ftbpf_thr
 	if (outermost) {
 		t->api_comm = k.comm;
 		t->api_seq = seq;
+	}
+}
+
+/* A CUDA graph launch: the collectives it replays are never seen one by one, so the launches
+ * themselves are numbered (every rank of a job replays its step's graph alike). */
+static __always_inline void graph_launch(__u32 tgid)
+{
+	struct ftbpf_comm_key k = {.tgid = tgid, .kind = FTBPF_CK_GRAPH};
+	struct ftbpf_comm init = {.id = FTBPF_GRAPH_COMM_ID, .rank = -1, .flags = FTBPF_COMM_GRAPH};
+	struct ftbpf_comm *c = comm_record(&k, &init);
+	__u64 seq, now = bpf_ktime_get_ns();
+
+	if (!c)
+		return;
+	seq = __sync_fetch_and_add(&c->seq, 1) + 1;
+	c->api = FTBPF_API_CU_GRAPH_LAUNCH;
+	c->last_ns = now;
+	arrival_put(&k, seq, now);
+}
+
+/* ftbpf_nccl_device_reached(comm_hash, begun, api, count, rank, nranks), called by the NCCL
+ * profiler plugin when a device began a collective: the device's own count, beside the host's. */
+static __always_inline void device_reached(struct pt_regs *ctx, __u32 tgid)
+{
+	struct ftbpf_comm_key k = {.tgid = tgid, .kind = FTBPF_CK_DEVICE};
+	struct ftbpf_comm init = {.flags = FTBPF_COMM_DEVICE};
+	struct ftbpf_comm *c;
+	__u64 seq = arg_n(ctx, 2), now = bpf_ktime_get_ns();
+
+	k.comm = arg_n(ctx, 1);
+	init.id = k.comm | 1;
+	init.rank = (__s32)arg_n(ctx, 5);
+	init.nranks = (__s32)arg_n(ctx, 6);
+	c = comm_record(&k, &init);
+	if (!c || !seq || seq > (1ull << 48))
+		return;
+	if (seq > c->seq) { /* channels report in any order: the furthest one */
+		struct ftbpf_coll *h = &c->hist[seq & (FTBPF_COMM_HIST - 1)];
+
+		c->seq = seq;
+		c->api = (__u32)arg_n(ctx, 3);
+		c->count = arg_n(ctx, 4);
+		h->seq = seq;
+		h->count = c->count;
+		h->api = c->api;
+		c->last_ns = now;
+		arrival_put(&k, seq, now);
 	}
 }
 
@@ -151,7 +273,7 @@ int BPF_KPROBE(gpu_enter)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, tid = (__u32)pid_tgid;
-	struct ftbpf_comm_key k = {.tgid = tgid};
+	struct ftbpf_comm_key k = {.tgid = tgid, .kind = FTBPF_CK_HOST};
 	struct comm_stash st = {};
 	struct ftbpf_thread *t;
 	struct ftbpf_comm *c;
@@ -212,10 +334,31 @@ int BPF_KPROBE(gpu_enter)
 	case FTBPF_API_NCCL_COMM_DESTROY:
 		k.comm = arg_n(ctx, 1);
 		bpf_map_delete_elem(&comms, &k);
+		bpf_map_delete_elem(&arrivals, &k);
+		break;
+	case FTBPF_API_CU_GRAPH_LAUNCH:
+		graph_launch(tgid);
+		break;
+	case FTBPF_API_DEV_REACHED:
+		device_reached(ctx, tgid);
+		break;
+	case FTBPF_API_DEV_DONE: /* (hash): the device records of each call of that comm */
+		k.kind = FTBPF_CK_DEVICE;
+		for (__u64 a = FTBPF_API_NCCL_ALLREDUCE; a <= FTBPF_API_NCCL_REDUCE; a++) {
+			k.comm = arg_n(ctx, 1) ^ (a * 0x9E3779B97F4A7C15ull);
+			bpf_map_delete_elem(&comms, &k);
+			bpf_map_delete_elem(&arrivals, &k);
+		}
+		break;
+	case FTBPF_API_MPI_COMM_FREE: /* (MPI_Comm *) */
+		if (bpf_probe_read_user(&k.comm, sizeof(k.comm), (void *)arg_n(ctx, 1)) == 0) {
+			bpf_map_delete_elem(&comms, &k);
+			bpf_map_delete_elem(&arrivals, &k);
+		}
 		break;
 	default:
 		if (FTBPF_API_IS_COLL(api) || FTBPF_API_IS_P2P(api))
-			nccl_comm_call(ctx, t, tgid, api, cookie, now, outermost);
+			comm_call(ctx, t, tgid, api, cookie, outermost);
 	}
 	return 0;
 }
@@ -256,8 +399,11 @@ int BPF_KRETPROBE(gpu_exit, long ret)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	if (tid == tgid) /* the device (or the peers) kept this rank waiting: a step's wait */
+	if (tid == tgid) { /* the device (or the peers) kept this rank waiting: a step's wait */
 		cad_wait(t, tgid, t->api_since_ns, now);
+		cad_own(tgid, FTBPF_API_IS_SYNC(t->api) ? FTBPF_OWN_GPU : FTBPF_OWN_COMM,
+			t->api_since_ns, now);
+	}
 	t->api = 0;
 	t->api_depth = 0;
 	t->api_sp = 0;

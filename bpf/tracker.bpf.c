@@ -40,6 +40,8 @@ const volatile __u32 max_threads = 4096;  /* thread records of one process */
 /* procs entries kept for ranks: children are not tracked past FTBPF_MAX_PROCS - this */
 const volatile __u32 children_reserve = 1024;
 /* ioctl's and mmap's syscall numbers on this architecture (set by the agent) */
+/* collective arrivals recorded (make bench turns them off to measure what they cost) */
+const volatile __u32 arrivals_on = 1;
 const volatile __s32 ioctl_nr = -1;
 const volatile __s32 mmap_nr = -1;
 
@@ -109,6 +111,22 @@ struct {
 	__type(value, struct ftbpf_comm);
 	__uint(max_entries, 4096);
 } comms SEC(".maps");
+
+/* When each collective was issued, per communicator record (key as in comms). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct ftbpf_comm_key);
+	__type(value, struct ftbpf_arrivals);
+	__uint(max_entries, 1024);
+} arrivals SEC(".maps");
+
+/* A zeroed record to create arrivals entries from (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct ftbpf_arrivals);
+	__uint(max_entries, 1);
+} arrivals_zero SEC(".maps");
 
 /* Arguments of a communicator creation in flight, from entry to return; key: tid. */
 struct comm_stash {

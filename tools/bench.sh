@@ -4,14 +4,16 @@
 #     tracepoints (the floor any syscall tracer pays), and with ftbpfd for a non-rank process
 #     and for a rank; configurations are interleaved over rounds and medians compared.
 #  2. countdown timers vs torch.distributed.elastic.
-#  3. CUDA/NCCL uprobes on the mock libraries: per-call cost (probe hit vs none) and the
+#  3. CUDA/NCCL uprobes on the mock libraries: per-call cost (probe hit vs none), what the
+#     collective arrival record costs a collective (the same probe with it off and on), and the
 #     whole agent's cost on a healthy 4-rank NCCL job.
 #  4. ftbpfd's CPU and RSS while it watches 64 ranks.
 #  5. decisions: ftbpf_should_save's cost (C, Python) against its floor; across 3 nodes with a
 #     real etcd, preemption -> every rank sees the request, crash and node loss -> decision.
 #  With 1: the kernel's own per-program figures (bpf_stats, on for those rounds only) and the
 #  step cadence's cost per wait syscall and per step. Last (pace): detection latency of
-#  soft_timeout auto against the fixed default on one stall.
+#  soft_timeout auto against the fixed default on one stall, of a CPU job and of a mocked GPU
+#  job (the H200's shape: a kernel that never ends).
 set -u
 cd "$(dirname "$0")/.."
 B=build
@@ -216,6 +218,33 @@ awk -v n="$GNO" -v nr="$GNR" -v rk="$GRK" -v ln="$LNO" -v lr="$LRK" 'BEGIN {
 	print "   (an empty mock call is the worst case: the ratio to a real driver call, which does work, is far smaller)"
 }'
 
+fi
+if want gpu; then
+echo "== a collective's probe: ncclAllReduce (mock), none / probed without the arrival record / probed with it, $ROUNDS rounds interleaved"
+c_none=(); c_off=(); c_on=()
+mkdir -p "$T/coll"
+for r in $(seq "$ROUNDS"); do
+	c_none+=("$(FTBPF_MOCK_DIR="$T/coll" "$B/bench_gpuprobe" coll "$GN")")
+	for mode in off on; do
+		if [ $mode = off ]; then FTBPF_BENCH_NO_ARRIVALS=1 start_agent --soft-timeout 600 --hard-timeout 1200 --action report
+		else start_agent --soft-timeout 600 --hard-timeout 1200 --action report; fi
+		FTBPF_JOB=bench-coll-hold FTBPF_RANK=0 FTBPF_MOCK_DIR="$T/coll" "$B/bench_gpuprobe" wait 120 & HOLD=$!
+		for _ in $(seq 100); do
+			[ "$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.agent.gpu_libs | length')" -ge 2 ] && break
+			sleep 0.1
+		done
+		v=$(FTBPF_JOB=bench-coll FTBPF_RANK=0 FTBPF_MOCK_DIR="$T/coll" "$B/bench_gpuprobe" coll "$GN")
+		if [ $mode = off ]; then c_off+=("$v"); else c_on+=("$v"); fi
+		kill $HOLD; wait $HOLD 2>/dev/null
+		stop_agent
+	done
+	echo "   round $r: ncclAllReduce none ${c_none[-1]}  probed ${c_off[-1]}  probed + arrival record ${c_on[-1]} ns"
+done
+awk -v n="$(median "${c_none[@]}")" -v off="$(median "${c_off[@]}")" -v on="$(median "${c_on[@]}")" 'BEGIN {
+	printf "   %-46s %8.1f ns\n", "ncclAllReduce (mock: queued, returns), no probes", n
+	printf "   %-46s %8.1f ns  (+%.2f us per call)\n", "probed, numbered, no arrival record", off, (off - n) / 1000
+	printf "   %-46s %8.1f ns  (+%.0f ns per collective for the arrival record: %.3fx the probe)\n", "probed, numbered, arrival recorded", on, on - off, (on - n) / (off - n)
+}'
 fi
 if want gpu; then
 echo "== the agent's total cost on a healthy 4-rank NCCL job (mock libraries), interleaved"
@@ -426,5 +455,32 @@ stop_agent
 awk -v a="${A:-nan}" -v x="${X:-nan}" -v p="$P99" -v s="$STEP" 'BEGIN {
 	lim = 3 * p; if (lim < 5) lim = 5
 	printf "   step %.3f s, p99 %.3f s: auto flagged the stall after %s s (target <= max(3 x p99, 5 s) = %.1f s) %s; fixed 60 s after %s s: %.0fx sooner\n", s, p, a, lim, (a + 0 <= lim && a != "nan" ? "MET" : "MISSED"), x, (a > 0 ? x / a : 0)
+}'
+echo "== the same on a mocked GPU job (2 ranks, the H200's shape): rank 1's kernel never ends after 20 s"
+start_agent --gpu-majors 1 --hard-timeout 600 --action report
+"$B/ftbpfd" --socket "$T/s2.sock" --state-dir "$T/st2" --pin-dir "$PIN-2" --log-file "$T/ev2.jsonl" \
+	--reset-state --verbose 0 --gpu-majors 1 --soft-timeout 60 --hard-timeout 600 --action report >>"$T/agent2.out" 2>&1 &
+AG2=$!
+rm -f "$T/ev2.jsonl"; mkdir -p "$T/gpace"
+RP=()
+for r in 0 1; do
+	FTBPF_JOB=bench-gpace FTBPF_RANK=$r FTBPF_WORLD_SIZE=2 FTBPF_MOCK_DIR="$T/gpace" "$B/workloads/gpu_train" --rank $r \
+		--world 2 --dir "$T/gpace" --init-delay-ms 1000 --seconds 120 --fault gpu-hang --fault-rank 1 --fault-after 20 >/dev/null 2>&1 &
+	RP+=($!)
+done
+for _ in $(seq 900); do [ -s "$T/gpace/hang.ts" ] && break; sleep 0.1; done
+P99=$("$B/ftbpf" --socket "$T/s.sock" status --json | jq '.jobs[] | select(.job=="bench-gpace") | .collective_interval_p99_s')
+glat() { # LOG: seconds from the device reaching the kernel to the hang event
+	local ts; ts=$(jq -r 'select(.type=="hang" and .job=="bench-gpace") | .ts' "$1" 2>/dev/null | head -1)
+	[ -n "$ts" ] && awk -v h="$(date -d "$ts" +%s.%N)" -v f="$(cat "$T/gpace/hang.ts")" 'BEGIN{printf "%.2f", h - f}'
+}
+for _ in $(seq 750); do [ -n "$(glat "$T/ev2.jsonl")" ] && break; sleep 0.1; done
+A=$(glat "$T/ev.jsonl"); X=$(glat "$T/ev2.jsonl")
+kill "${RP[@]}" 2>/dev/null; wait "${RP[@]}" 2>/dev/null
+kill $AG2; wait $AG2 2>/dev/null; rm -rf "$PIN-2"
+stop_agent
+awk -v a="${A:-nan}" -v x="${X:-nan}" -v p="$P99" 'BEGIN {
+	lim = 3 * p; if (lim < 4) lim = 4
+	printf "   collective p99 %.3f s: auto flagged it after %s s (target <= max(3 x p99, 4 s) = %.1f s) %s; fixed 60 s after %s s: %.0fx sooner\n", p, a, lim, (a + 0 <= lim + 1 && a != "nan" ? "MET" : "MISSED"), x, (a > 0 ? x / a : 0)
 }'
 fi

@@ -46,10 +46,24 @@
 #define FTBPF_CAD_GAP_NS      1000000ull /* waits closer than this are one span */
 #define FTBPF_CAD_READ_MIN_NS 1000000ull /* shorter reads are not a data loader's stall */
 #define FTBPF_CAD_RING	      32	 /* the last spans (a power of two) */
+#define FTBPF_CAD_OWN_RING    64	 /* the last own spans (a power of two) */
 
 struct ftbpf_cad_span {
 	__u64 start_ns;
 	__u64 end_ns;
+};
+
+/* What the main thread did between its collectives that was not computing on its CPU: a span
+ * of one kind, spans of a kind closer than FTBPF_CAD_GAP_NS merged. A straggler's lateness is
+ * told apart by them (lib/arrivals.c): its own GPU work, its input, or its CPU (neither). */
+#define FTBPF_OWN_GPU  1u /* inside a CUDA synchronisation: its device works (or waits) */
+#define FTBPF_OWN_READ 2u /* blocked reading a file or a pipe for 1 ms or more: its input */
+#define FTBPF_OWN_COMM 3u /* inside a blocking MPI or NCCL call: waiting on its peers */
+
+struct ftbpf_cad_own {
+	__u64 start_ns;
+	__u32 len_us;
+	__u32 kind; /* FTBPF_OWN_* */
 };
 
 struct ftbpf_cad {
@@ -58,6 +72,13 @@ struct ftbpf_cad {
 	__u64 read_ns; /* reads of FTBPF_CAD_READ_MIN_NS or more: their total length */
 	__u64 reads;
 	struct ftbpf_cad_span ring[FTBPF_CAD_RING];
+	/* own spans: closed ones in own[nown % FTBPF_CAD_OWN_RING], the open one apart */
+	__u64 nown;
+	__u64 own_start_ns; /* the open own span, 0 none */
+	__u64 own_last_ns;
+	__u32 own_kind;
+	__u32 pad;
+	struct ftbpf_cad_own own[FTBPF_CAD_OWN_RING];
 };
 
 /* Per-thread state of a tracked thread; key: tid. Written by BPF only. */
@@ -110,15 +131,36 @@ enum ftbpf_api {
 	FTBPF_API_CU_STREAM_WAIT_EVENT,
 	FTBPF_API_CU_MEMCPY, /* the synchronous cuMemcpy* calls */
 	FTBPF_API_CU_LAUNCH, /* cuLaunchKernel (only with gpu_probe_launch) */
-	/* NCCL collectives (numbered by comm) */
+	/* cuGraphLaunch: replays captured work, collectives included, without calling NCCL: its
+	 * launches are numbered on a pseudo-communicator of the process (FTBPF_COMM_GRAPH) */
+	FTBPF_API_CU_GRAPH_LAUNCH = 7,
+	/* collectives, numbered per communicator: NCCL's (16..20) and MPI's (21..31; a
+	 * non-blocking one is numbered where it is issued, as MPI orders them) */
 	FTBPF_API_NCCL_ALLREDUCE = 16,
 	FTBPF_API_NCCL_ALLGATHER,
 	FTBPF_API_NCCL_REDUCESCATTER,
 	FTBPF_API_NCCL_BROADCAST,
 	FTBPF_API_NCCL_REDUCE,
-	/* NCCL point-to-point (numbered separately) */
+	FTBPF_API_MPI_ALLREDUCE = 21,
+	FTBPF_API_MPI_BCAST,
+	FTBPF_API_MPI_REDUCE,
+	FTBPF_API_MPI_ALLGATHER,
+	FTBPF_API_MPI_ALLTOALL,
+	FTBPF_API_MPI_BARRIER,
+	FTBPF_API_MPI_GATHER,
+	FTBPF_API_MPI_SCATTER,
+	FTBPF_API_MPI_REDUCE_SCATTER,
+	FTBPF_API_MPI_SCAN,
+	FTBPF_API_MPI_COLL, /* the other MPI collectives (the v variants, exscan, ...) */
+	/* point-to-point (numbered separately) */
 	FTBPF_API_NCCL_SEND = 32,
 	FTBPF_API_NCCL_RECV,
+	FTBPF_API_MPI_SEND = 34,
+	FTBPF_API_MPI_RECV,
+	FTBPF_API_MPI_SENDRECV,
+	FTBPF_API_MPI_ISEND,
+	FTBPF_API_MPI_IRECV,
+	FTBPF_API_MPI_PROBE,
 	/* NCCL others */
 	FTBPF_API_NCCL_GROUP_START = 48,
 	FTBPF_API_NCCL_GROUP_END,
@@ -126,12 +168,24 @@ enum ftbpf_api {
 	FTBPF_API_NCCL_COMM_SPLIT,
 	FTBPF_API_NCCL_COMM_ABORT,
 	FTBPF_API_NCCL_COMM_DESTROY,
+	FTBPF_API_MPI_WAIT = 54, /* MPI_Wait, _Waitall, _Waitany, _Waitsome: a wait on requests */
+	/* ftbpf's NCCL profiler plugin (libnccl-profiler-ftbpf.so): a device began a collective
+	 * (comm hash, collectives begun, call, count): numbered on a FTBPF_COMM_DEVICE record */
+	FTBPF_API_DEV_REACHED = 55,
+	FTBPF_API_MPI_COMM_FREE = 57, /* MPI_Comm_free(MPI_Comm *): its record goes */
+	FTBPF_API_DEV_DONE = 58,      /* the profiler plugin's communicator finalized: its device
+					 records go (ftbpf_nccl_device_done(hash)) */
 	FTBPF_API__MAX = 64,
 };
 
 #define FTBPF_API_IS_CUDA(a) ((a) >= 1 && (a) < 16)
 #define FTBPF_API_IS_COLL(a) ((a) >= 16 && (a) < 32)
 #define FTBPF_API_IS_P2P(a)  ((a) >= 32 && (a) < 48)
+#define FTBPF_API_IS_MPI(a)                                                                        \
+	(((a) >= FTBPF_API_MPI_ALLREDUCE && (a) <= FTBPF_API_MPI_COLL) ||                          \
+	 ((a) >= FTBPF_API_MPI_SEND && (a) <= FTBPF_API_MPI_PROBE) || (a) == FTBPF_API_MPI_WAIT)
+/* A CUDA call whose time is the device's: a synchronisation or a synchronous copy. */
+#define FTBPF_API_IS_SYNC(a) ((a) >= FTBPF_API_CU_STREAM_SYNC && (a) <= FTBPF_API_CU_MEMCPY)
 #define FTBPF_COOKIE(api, comm, count, dtype, op)                                                  \
 	((__u64)(api) | (__u64)(comm) << 8 | (__u64)(count) << 12 | (__u64)(dtype) << 16 |         \
 	 (__u64)(op) << 20)
@@ -141,11 +195,16 @@ enum ftbpf_api {
  * costs microseconds, and their numbering needs only the entry.
  */
 #define FTBPF_COOKIE_RET (1ull << 24)
+/* MPI calls: where the library's MPI_COMM_WORLD is (Open MPI's ompi_mpi_comm_world) from the
+ * probed function, in bytes (signed), in the high 32 bits; 0 when the library has none (MPICH:
+ * its MPI_COMM_WORLD is the integer handle 0x44000000). Only MPI_COMM_WORLD gets an id that is
+ * the same on every rank: a split's or a dup's could be told apart from no other. */
+#define FTBPF_COOKIE_WORLD(c) ((__s32)((c) >> 32))
 
 /* An NCCL communicator of a tracked process; key: (tgid, communicator address). */
 struct ftbpf_comm_key {
 	__u32 tgid;
-	__u32 pad;
+	__u32 kind; /* FTBPF_CK_* */
 	__u64 comm;
 };
 
@@ -163,7 +222,7 @@ struct ftbpf_comm {
 	__u64 id;      /* the same on every rank: from the ncclUniqueId (split: parent id, color) */
 	__u64 seq;     /* collectives issued on it */
 	__u64 p2p;     /* sends and receives issued on it */
-	__u64 last_ns; /* last one issued */
+	__u64 last_ns; /* last one issued (precise CLOCK_MONOTONIC) */
 	__u64 count;   /* last collective: element count */
 	__u32 api;     /* last collective: enum ftbpf_api */
 	__u32 dtype;   /* ncclDataType_t */
@@ -174,7 +233,35 @@ struct ftbpf_comm {
 	struct ftbpf_coll hist[FTBPF_COMM_HIST]; /* by seq % FTBPF_COMM_HIST */
 };
 
-#define FTBPF_COMM_NO_ID 0x1u /* first seen at a collective (created before probes attached) */
+#define FTBPF_COMM_NO_ID  0x1u /* first seen at a collective (created before probes attached) */
+#define FTBPF_COMM_MPI	  0x2u /* an MPI communicator (id from its handle, see gpu.bpf.h) */
+#define FTBPF_COMM_GRAPH  0x4u /* the process's CUDA graph launches (key.comm 0, key.kind 2) */
+#define FTBPF_COMM_DEVICE 0x8u /* collectives its device began (NCCL profiler; key.kind 1) */
+/* Its count may not start where the other ranks' do: it existed when this agent started (calls
+ * made while no agent ran were not counted, on each rank differently): never compared. */
+#define FTBPF_COMM_UNALIGNED 0x10u
+
+/* comm_key.kind: what the record numbers */
+#define FTBPF_CK_HOST	    0u /* collectives the host issued on the communicator at key.comm */
+#define FTBPF_CK_DEVICE	    1u /* collectives the device began on the communicator hash key.comm */
+#define FTBPF_CK_GRAPH	    2u /* CUDA graph launches */
+#define FTBPF_GRAPH_COMM_ID 0x4352415048ull /* the same on every rank: graphs replay per step */
+
+/*
+ * When each collective was issued (map `arrivals`, key as `comms`): the last FTBPF_ARR_RING of
+ * them by seq % FTBPF_ARR_RING, precise CLOCK_MONOTONIC. Enough that a scan every 0.2 s loses
+ * none at 600 collectives a second; an entry whose seq is not the one wanted was overwritten.
+ */
+#define FTBPF_ARR_RING 128 /* a power of two */
+
+struct ftbpf_arrival {
+	__u64 seq;
+	__u64 t_ns;
+};
+
+struct ftbpf_arrivals {
+	struct ftbpf_arrival a[FTBPF_ARR_RING];
+};
 
 /* Per-process record; key: tgid. Created by the agent (ranks) or by BPF (children). */
 struct ftbpf_proc {
@@ -274,6 +361,7 @@ enum ftbpf_stat {
 	FTBPF_STAT_CHILDREN = 10,   /* tracked children alive now */
 	FTBPF_STAT_SIG_IGNORED = 11,  /* signals to ranks the kernel ignored or merged (no event) */
 	FTBPF_STAT_API_LOST_RET = 12, /* probed calls whose return was never seen */
+	FTBPF_STAT_ARR_FULL = 13,     /* collective arrival records not kept: map full */
 	FTBPF_STAT__MAX = 16,
 };
 

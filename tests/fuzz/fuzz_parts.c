@@ -44,7 +44,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	strcpy(parts[1].node, "10.0.0.2:7946");
 	parts[1].at_ns = 50000000000ull;
 	det_params_from_seconds(&dp, 5, 60, 3);
-	jobview_eval(parts, 2, 0, NULL, 0, 60000000000ull, &dp, &v);
+	dp.soft_auto = 1;
+	{
+		struct det_pace pace = {.p99_coll_ns = 100000000ull, .p99_step_ns = 400000000ull};
+
+		jobview_eval(parts, 2, 0, NULL, 0, 60000000000ull, &dp, &pace, &v);
+	}
+	{ /* a peer's first arrivals, judged against a rank here */
+		static struct arr_rank ar;
+		static struct arr_job aj;
+		static struct arr_remote f;
+		struct arr_rank *one[1] = {&ar};
+
+		memset(&ar, 0, sizeof(ar));
+		memset(&aj, 0, sizeof(aj));
+		memset(&f, 0, sizeof(f));
+		arr_remote_merge(&f, &p.part.first);
+		arr_remote_merge(&f, &p.part.first); /* twice: the same run again */
+		f.err_s = 0.001;
+		aj.comm = f.comm ? f.comm : 7;
+		for (uint64_t q = 1; q <= 300; q++)
+			arr_rank_add(&ar, aj.comm, q, 59000000000ull + q * 3000000ull);
+		arr_job_eval(one, 1, &f, 1, 60000000000ull, 10, &aj);
+	}
 	{
 		static struct cad_rank cr[JV_MAX_RANKS + 1];
 		struct cad_rank *rp[JV_MAX_RANKS + 1];

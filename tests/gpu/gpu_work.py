@@ -8,6 +8,19 @@
                                           WORLD_SIZE in the environment, as torchrun sets)
   gpu_work.py mlp --steps N              a small MLP, forward/backward/SGD with a sync a step;
                                           prints the seconds it took
+  gpu_work.py train --dir D [--seconds S] [--one-gpu] [--eval-every N --eval-seconds S]
+              [--slow-rank R --slow-pct P --slow-after S] [--fault gpu-hang|
+              gpu-hang-before|sleep --fault-rank R --fault-after S]
+                                          torch DDP over NCCL as the H200 measurements ran it
+                                          (6 x 2048^2 linear layers, batch 4096, SGD, loss.item()
+                                          each step: 4 bucket all-reduces a step); a rank of a
+                                          torchrun job (its variables); --one-gpu: every rank on
+                                          GPU 0, a NCCL_HOSTID each (NCCL's socket transport);
+                                          slow: P% more GPU work a step, synchronised; faults at
+                                          S seconds: a kernel that never ends (after the step's
+                                          collectives, or before them), or a sleep before
+                                          them. Writes D/pid.R,
+                                          D/slow.ts, D/fault.ts (hang.ts for gpu-hang), D/steps.R
 Every mode writes D/pid.RANK (D defaults to .).
 """
 import argparse
@@ -71,6 +84,74 @@ def ddp(a):
         time.sleep(0.01)
 
 
+def train(a):
+    import torch.distributed as dist
+
+    rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+    if a.one_gpu:
+        os.environ["NCCL_HOSTID"] = "ftbpf-host%d" % local
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+        os.environ.setdefault("NCCL_IB_DISABLE", "1")
+    dev = 0 if a.one_gpu else local
+    torch.cuda.set_device(dev)
+    dist.init_process_group("nccl")
+    write(a.dir, "pid.%d" % rank, "%d\n" % os.getpid())
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(6):
+        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(*layers).cuda(),
+                                                      device_ids=[dev])
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(4096, 2048, device="cuda")
+    start, step, times, noted, cycles = time.monotonic(), 0, [], False, 0
+    while time.monotonic() - start < a.seconds:
+        t = time.monotonic() - start
+        if a.fault and rank == a.fault_rank and t >= a.fault_after:
+            if a.fault == "gpu-hang":
+                # after this step's collectives: its kernel never ends, it synchronises
+                opt.zero_grad()
+                model(x).square().mean().backward()
+                hang_forever(a.dir)
+            if a.fault == "gpu-hang-before":
+                # before the step: the host issues the step's collectives (as every rank
+                # does), its device never reaches them
+                if not os.path.exists(os.path.join(a.dir, "hang.ts")):
+                    write(a.dir, "hang.ts", "%.3f\n" % time.time())
+                    torch.cuda._sleep(int(2e11))
+            else:
+                write(a.dir, "fault.ts", "%.3f\n" % time.time())
+                time.sleep(3600 * 24)
+        if rank == a.slow_rank and a.slow_pct and t >= a.slow_after:
+            if not noted:
+                noted = True
+                write(a.dir, "slow.ts", "%.3f\n" % time.time())
+                # GPU cycles for P% of a step: _sleep's rate measured here
+                t0 = time.monotonic()
+                torch.cuda._sleep(10 ** 8)
+                torch.cuda.synchronize()
+                rate = 10 ** 8 / max(time.monotonic() - t0, 1e-6)
+                med = sorted(times)[len(times) // 2] if times else 0.085
+                cycles = int(rate * med * a.slow_pct / 100)
+            torch.cuda._sleep(cycles)
+            torch.cuda.synchronize()
+        t0 = time.monotonic()
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        loss.item()
+        times = (times + [time.monotonic() - t0])[-50:]
+        step += 1
+        if a.eval_every and step % a.eval_every == 0:
+            end = time.monotonic() + a.eval_seconds
+            with torch.no_grad():
+                while time.monotonic() < end:
+                    model.module(x).sum().item()
+    write(a.dir, "steps.%d" % rank, "%d\n" % step)
+    dist.destroy_process_group()
+
+
 def mlp(a):
     torch.manual_seed(0)
     w = a.width
@@ -95,7 +176,7 @@ def mlp(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["loop", "hang", "ddp", "mlp"])
+    p.add_argument("mode", choices=["loop", "hang", "ddp", "mlp", "train"])
     p.add_argument("--seconds", type=float, default=15)
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--width", type=int, default=256)  # mlp: 256 x 512 x 10
@@ -104,9 +185,17 @@ def main():
     p.add_argument("--backend", default="gloo")
     p.add_argument("--fault", default=None)
     p.add_argument("--fault-rank", type=int, default=1)
-    p.add_argument("--fault-after", type=int, default=200)
+    p.add_argument("--fault-after", type=float, default=200)
+    p.add_argument("--one-gpu", action="store_true")
+    p.add_argument("--eval-every", type=int, default=0)
+    p.add_argument("--eval-seconds", type=float, default=0)
+    p.add_argument("--slow-rank", type=int, default=-1)
+    p.add_argument("--slow-pct", type=float, default=0)
+    p.add_argument("--slow-after", type=float, default=0)
     a = p.parse_args()
-    if a.mode != "ddp":
+    if a.mode == "ddp":
+        a.fault_after = int(a.fault_after)
+    if a.mode not in ("ddp", "train"):
         write(a.dir, "pid.0", "%d\n" % os.getpid())
     if a.mode == "loop":
         loop(a)
@@ -115,6 +204,8 @@ def main():
         hang_forever(a.dir)
     elif a.mode == "ddp":
         ddp(a)
+    elif a.mode == "train":
+        train(a)
     else:
         mlp(a)
 

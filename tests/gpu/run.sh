@@ -32,6 +32,7 @@ for b in ftbpfd ftbpf jq; do
 		"$BIN/lib" "$BIN/$b" >"$T/bin/$b"
 	chmod +x "$T/bin/$b"
 done
+PLUGIN=$BIN/libnccl-profiler-ftbpf.so
 BIN=$T/bin
 export PATH=$PATH:$BIN
 
@@ -67,8 +68,8 @@ run() { # JOB [env...] -- command: a rank in the background
 	PIDS+=($!)
 }
 
-# GPU_ONLY=overhead: the overhead rounds (6.) alone
-if [ "${GPU_ONLY:-all}" != overhead ]; then
+# GPU_ONLY=overhead: the overhead rounds (6.) alone; GPU_ONLY=torchrun: the torchrun jobs (7.)
+if [ "${GPU_ONLY:-all}" = all ]; then
 agent
 # 1. a healthy GPU loop: never hung, its synchronisations seen
 run loop FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 $W loop --seconds 20 --dir "$T/loop"
@@ -134,6 +135,114 @@ fi
 stop_agent
 
 fi
+
+# 7. torchrun + DDP over NCCL, as users run it, the agent with its defaults (soft_timeout auto,
+#    stragglers on): 2 ranks on this host's first GPU (a NCCL_HOSTID each when there is one GPU,
+#    as GPU-FACTS.md measured), 6 x 2048^2 layers, 4 bucket all-reduces a step:
+#    a. healthy, a 1.5 s evaluation every 40 steps: never flagged, no straggler
+#    b. rank 1's kernel never ends (after its step's collectives) at 25 s: flagged within
+#       max(4 s, 3 x the collective p99) + 1.5 s, rank 1 named
+#    c. rank 1 sleeps before its step's collectives at 25 s: the same
+#    d. rank 1 does 40% more GPU work a step from 20 s: named a straggler within 30 s, reason gpu
+#    e. ranks behind `torchrun --no-python sh run.sh` (python not exec'd), rank 1 sleeps at 30 s:
+#       nothing flagged before, the hang flagged at the pace, rank 1 named
+#    f. with ftbpf's NCCL profiler plugin (NCCL_PROFILER_PLUGIN), rank 1's kernel never ends
+#       *before* its step: every rank issues the step's all-reduces, none completes; named from
+#       the devices' view within 15 s
+if [ "${GPU_ONLY:-all}" = all ] || [ "${GPU_ONLY:-}" = torchrun ]; then
+NGPU=$($PY -c 'import torch; print(torch.cuda.device_count())')
+ONE=; [ "$NGPU" -lt 2 ] && ONE=--one-gpu
+TR="$PY -m torch.distributed.run --standalone --nproc-per-node 2"
+agent_defaults() {
+	"$BIN/ftbpfd" --socket "$SOCK" --state-dir "$T/state" --pin-dir "$PIN" --log-file "$T/events.jsonl" \
+		--action report --verbose 1 >>"$T/agent.out" 2>&1 &
+	AGENT=$!
+	wait_for 20 bash -c "'$BIN/ftbpf' --socket '$SOCK' version >/dev/null 2>&1" || { say "agent did not start"; cat "$T/agent.out"; exit 1; }
+}
+trun() { # NAME COMMAND...: as users start it (torchrun's own variables only)
+	local n=$1; shift
+	mkdir -p "$T/$n"
+	env NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 "$@" >>"$T/$n/out" 2>&1 &
+	PIDS+=($!)
+}
+tjob() { # NAME ARGS...: a torchrun job of `gpu_work.py train` in the background
+	local n=$1; shift
+	trun "$n" $TR "$HERE/gpu_work.py" train --dir "$T/$n" $ONE "$@"
+}
+tjob_of() { wait_for 120 test -s "$T/$1/pid.1" && st | jq -r ".ranks[] | select(.pid==$(cat "$T/$1/pid.1")) | .job"; }
+ev_of() { jq -c "select(.type==\"$1\" and .job==\"$2\")" "$T/events.jsonl" | head -1; }
+since() { awk -v h="$(date -d "$(echo "$1" | jq -r .ts)" +%s.%N)" -v f="$(cat "$2")" 'BEGIN{printf "%.2f", h - f}'; }
+pace_of() { st | jq -c ".jobs[] | select(.job==\"$1\") | {step_s, collective_interval_p99_s, collectives_per_step, soft_timeout_s, paced_by}"; }
+hang_check() { # NAME TSFILE: the job flagged at its pace, rank 1 named
+	local j=$1 f=$2 p99 lim h d
+	j=$(tjob_of "$1") || { fail "$1: did not start: $(tail -3 "$T/$1/out")"; return; }
+	wait_for 120 test -s "$f" || { fail "$1: the fault never came: $(tail -3 "$T/$1/out")"; return; }
+	p99=$(st | jq ".jobs[] | select(.job==\"$j\") | .collective_interval_p99_s")
+	lim=$(awk -v p="$p99" 'BEGIN{l = 3 * p; if (l < 4) l = 4; print l + 1.5}')
+	if wait_for 70 bash -c "jq -e 'select(.type==\"hang\" and .job==\"$j\")' '$T/events.jsonl' >/dev/null"; then
+		h=$(ev_of hang "$j"); d=$(since "$h" "$f")
+		awk -v d="$d" -v l="$lim" 'BEGIN{exit !(d >= 0 && d <= l)}' && echo "$h" | jq -e '.culprit_ranks == [1]' >/dev/null &&
+			pass "$1: flagged ${d} s after the fault (limit ${lim} s, collective p99 ${p99} s): $(echo "$h" | jq -r .why)" ||
+			fail "$1: flagged after ${d} s (limit ${lim} s): $(echo "$h" | jq -c '{soft_timeout_s, culprit_ranks, why}')"
+	else
+		fail "$1: not flagged in 70 s: $(pace_of "$j") $(st | jq -c "[.ranks[] | select(.job==\"$j\") | {rank, state, reason, nccl}]")"
+	fi
+}
+agent_defaults
+# a. healthy, with evaluations
+tjob healthy --seconds 60 --eval-every 40 --eval-seconds 1.5
+J=$(tjob_of healthy)
+wait_for 120 bash -c "test -s '$T/healthy/steps.0'"
+if [ -z "$(ev_of hang "$J")" ] && [ -z "$(ev_of straggler "$J")" ] && [ -s "$T/healthy/steps.0" ]; then
+	pass "healthy: $(cat "$T/healthy/steps.0") steps, never flagged, no straggler; pace $(pace_of "$J")"
+else
+	fail "healthy: $(ev_of hang "$J" | jq -c '{why}') $(ev_of straggler "$J" | jq -c '{rank, evidence}') steps $(cat "$T/healthy/steps.0" 2>/dev/null)"
+fi
+for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=()
+# b. a kernel that never ends, c. a sleep
+tjob gpuhang --seconds 300 --fault gpu-hang --fault-rank 1 --fault-after 25
+hang_check gpuhang "$T/gpuhang/hang.ts"
+for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=(); pkill -9 -f "$T/gpuhang" 2>/dev/null
+tjob sleep --seconds 300 --fault sleep --fault-rank 1 --fault-after 25
+hang_check sleep "$T/sleep/fault.ts"
+for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=(); pkill -9 -f "$T/sleep" 2>/dev/null
+# d. 40% slower
+tjob slow --seconds 120 --slow-rank 1 --slow-pct 40 --slow-after 20
+J=$(tjob_of slow)
+wait_for 120 test -s "$T/slow/slow.ts" || fail "slow: never slowed"
+if wait_for 40 bash -c "jq -e 'select(.type==\"straggler\" and .job==\"$J\" and .rank==1)' '$T/events.jsonl' >/dev/null"; then
+	E=$(jq -c "select(.type==\"straggler\" and .job==\"$J\" and .rank==1)" "$T/events.jsonl" | head -1); D=$(since "$E" "$T/slow/slow.ts")
+	awk -v d="$D" 'BEGIN{exit !(d <= 30)}' && echo "$E" | jq -e '.reason == "gpu"' >/dev/null &&
+		pass "slow: rank 1 named ${D} s after it slowed: $(echo "$E" | jq -r .evidence)" || fail "slow: after ${D} s: $(echo "$E" | jq -c '{reason, evidence}')"
+else
+	fail "slow: not named: $(st | jq -c "[.ranks[] | select(.job==\"$J\") | {rank, slowdown, late_s, late_gpu_s, straggler_basis, wait_frac}]")"
+fi
+for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=(); pkill -9 -f "$T/slow" 2>/dev/null
+# e. behind sh run.sh
+mkdir -p "$T/wrapped"
+printf '#!/bin/sh\n%s %s train --dir %s %s --seconds 300 --fault sleep --fault-rank 1 --fault-after 30\necho done\n' \
+	"$PY" "$HERE/gpu_work.py" "$T/wrapped" "$ONE" >"$T/wrapped/run.sh"
+trun wrapped $TR --no-python sh "$T/wrapped/run.sh"
+hang_check wrapped "$T/wrapped/fault.ts"
+J=$(tjob_of wrapped)
+[ -z "$(jq -c "select(.type==\"hang\" and .job==\"$J\" and .ts < \"$(date -u -d @"$(cut -d. -f1 "$T/wrapped/fault.ts" 2>/dev/null || echo 0)" +%Y-%m-%dT%H:%M:%S)\")" "$T/events.jsonl")" ] &&
+	pass "wrapped: nothing flagged before the fault ($(st | jq -c "[.ranks[] | select(.job==\"$J\") | .wrapper_comm] | unique"))" || fail "wrapped: flagged before the fault"
+for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=(); pkill -9 -f "$T/wrapped" 2>/dev/null
+# f. the devices' view
+if [ -s "$PLUGIN" ]; then
+	NCCL_PROFILER_PLUGIN=$PLUGIN tjob device --seconds 300 --fault gpu-hang-before --fault-rank 1 --fault-after 25
+	hang_check device "$T/device/hang.ts"
+	H=$(ev_of hang "$(tjob_of device)")
+	echo "$H" | jq -r .why | grep -q "device began" && pass "device: the verdict rests on the devices' view" ||
+		fail "device: not the devices' view: $(echo "$H" | jq -c '{culprit_ranks, why}') libs $(st | jq -c '[.agent.gpu_libs[] | .kind]')"
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; PIDS=(); pkill -9 -f "$T/device" 2>/dev/null
+else
+	fail "device: no $PLUGIN (make gpu-bundle carries it)"
+fi
+stop_agent
+fi
+
+[ "${GPU_ONLY:-all}" = torchrun ] && { say "$FAILS failed"; exit $FAILS; }
 
 # 6. overhead: MLP training steps with a synchronisation each, without the agent, with it, and
 #    with kernel-launch probes, in interleaved rounds (GPU_ROUNDS, default 5). Two sizes: small

@@ -1,13 +1,20 @@
 /*
  * Mock libnccl.so.2 for the tests. Ranks of a communicator share a file (FTBPF_MOCK_DIR, default
- * /tmp, named after the unique id). Every collective is numbered per communicator, as NCCL
- * matches them; it is queued on the caller's stream and completes when every rank's device has
- * reached the collective with the same number, and only if all of them issued the same call
- * with the same count and type (a mismatch hangs, as NCCL often does). Data are not moved.
- * ncclCommInitRank waits until every rank joined. Point-to-point calls complete at once.
+ * /tmp, named after the unique id). A collective returns at once: it is queued on the caller's
+ * stream, and when that rank's device reaches it (the mock libcuda's device thread, after the
+ * work queued before it) it is numbered on the device, per communicator, as NCCL matches them;
+ * it completes when every rank's device has reached the collective with the same number, and
+ * only if all of them issued the same call with the same count and type (a mismatch hangs, as
+ * NCCL often does). Captured into a CUDA graph, a collective runs again at each replay, with no
+ * call on the host. Data are not moved. ncclCommInitRank waits until every rank joined.
+ * Point-to-point calls complete at once. With NCCL_PROFILER_PLUGIN set (a path, or NAME for
+ * libnccl-profiler-NAME.so), the plugin is loaded as NCCL 2.26+ loads it, and told of each
+ * collective when the device begins it (a Coll event, then a KernelCh event under it).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +24,8 @@
 #include <unistd.h>
 
 #include "mock_gpu.h"
+#include "mock_ras.h"
+#include "plugin/ncclprof_abi.h"
 
 #define MAX_RANKS 64
 #define RING	  256
@@ -27,21 +36,74 @@ struct shared {
 	uint32_t nranks;
 	uint32_t joined;
 	struct {
-		uint64_t reached; /* the device reached (issued, nothing hung before) */
+		uint64_t reached; /* collectives its device began */
 		struct {
 			uint32_t op, dtype;
 			uint64_t count;
 		} ring[RING];
 	} r[MAX_RANKS];
+	struct mock_ras_rank ras[MAX_RANKS]; /* what the RAS service reports (nccl_ras.c) */
 };
 
 struct ncclComm {
 	struct shared *sh;
 	int rank, nranks;
-	uint64_t seq;
+	uint64_t seq;	       /* collectives the host issued */
+	uint64_t dev;	       /* collectives the device began (the device thread's) */
+	uint64_t fseq[8];      /* per function, as NCCL's profiler numbers them */
+	uint64_t hash;	       /* the communicator's id (from its unique id) */
+	void *prof;	       /* the profiler plugin's context, NULL without one */
+	void *coll_h[RING];    /* profiler handles of the collectives on the device */
+	void *kch_h[RING];
 };
-
 static int group_depth;
+
+/* ---- the profiler plugin, as NCCL 2.26+ loads it ---- */
+static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
+static const struct ncclprof_v5 *prof5;
+static const struct ncclprof_v4 *prof4;
+
+static void prof_load(void)
+{
+	const char *name = getenv("NCCL_PROFILER_PLUGIN");
+	char lib[512];
+	void *h;
+
+	if (!name || !*name)
+		return;
+	h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(lib, sizeof(lib), "libnccl-profiler-%s.so", name);
+		h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	}
+	if (!h) {
+		fprintf(stderr, "mock NCCL: profiler plugin %s: %s\n", name, dlerror());
+		return;
+	}
+	prof5 = dlsym(h, "ncclProfiler_v5");
+	if (!prof5)
+		prof4 = dlsym(h, "ncclProfiler_v4");
+}
+
+static void prof_init(struct ncclComm *c)
+{
+	int mask = 0;
+
+	pthread_once(&prof_once, prof_load);
+	if (prof5 && prof5->init(&c->prof, c->hash, &mask, "", 1, c->nranks, c->rank, NULL))
+		c->prof = NULL;
+	else if (!prof5 && prof4 &&
+		 prof4->init(&c->prof, &mask, "", c->hash, 1, c->nranks, c->rank, NULL))
+		c->prof = NULL;
+}
+
+static const char *func_name(int op)
+{
+	static const char *n[] = {"", "AllReduce", "Broadcast", "Reduce", "AllGather",
+				  "ReduceScatter"};
+
+	return op > 0 && op < 6 ? n[op] : "";
+}
 
 static void nap_ms(long ms)
 {
@@ -99,6 +161,8 @@ static ncclResult_t init(ncclComm_t *ret, int nranks, const ncclUniqueId *id, in
 	}
 	c->rank = rank;
 	c->nranks = nranks;
+	c->hash = key;
+	prof_init(c);
 	__atomic_store_n(&c->sh->nranks, (uint32_t)nranks, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&c->sh->joined, 1, __ATOMIC_ACQ_REL);
 	for (int i = 0; __atomic_load_n(&c->sh->joined, __ATOMIC_ACQUIRE) < (uint32_t)nranks; i++) {
@@ -109,6 +173,7 @@ static ncclResult_t init(ncclComm_t *ret, int nranks, const ncclUniqueId *id, in
 		}
 		nap_ms(1);
 	}
+	mock_ras_add(c->hash, nranks, rank, c->sh->ras);
 	*ret = c;
 	return ncclSuccess;
 }
@@ -137,6 +202,9 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
 	if (!comm)
 		return ncclInvalidArgument;
+	if (comm->prof)
+		(prof5 ? prof5->finalize : prof4->finalize)(comm->prof);
+	mock_ras_remove(comm->sh->ras);
 	munmap(comm->sh, sizeof(struct shared));
 	free(comm);
 	return ncclSuccess;
@@ -159,13 +227,54 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 	return ncclSuccess;
 }
 
-/* Collective seq is complete: every rank's device reached it, and all issued the same call. */
-static int coll_done(void *arg, uint64_t seq)
+#define TAG(op, dt, count) ((uint64_t)(op) | (uint64_t)(dt) << 8 | (uint64_t)(count) << 16)
+#define TAG_OP(t)	   ((uint32_t)((t)&0xff))
+#define TAG_DT(t)	   ((uint32_t)(((t) >> 8) & 0xff))
+#define TAG_COUNT(t)	   ((t) >> 16)
+
+/* The device began the collective: number it, say so to the other ranks (and the profiler). */
+static void coll_reach(void *arg, uint64_t tag, uint64_t *seq)
+{
+	struct ncclComm *c = arg;
+	uint64_t s = ++c->dev;
+	unsigned slot = s % RING;
+	struct timespec ts;
+
+	*seq = s;
+	c->sh->r[c->rank].ring[slot].op = TAG_OP(tag);
+	c->sh->r[c->rank].ring[slot].dtype = TAG_DT(tag);
+	c->sh->r[c->rank].ring[slot].count = TAG_COUNT(tag);
+	__atomic_store_n(&c->sh->r[c->rank].reached, s, __ATOMIC_RELEASE);
+	if (c->prof) {
+		struct ncclprof_descr d = {.type = NCCLPROF_COLL, .rank = c->rank};
+		ncclprof_result_t (*start)(void *, void **, struct ncclprof_descr *) =
+		    prof5 ? prof5->start_event : prof4->start_event;
+
+		d.coll.seq_number = c->fseq[TAG_OP(tag) & 7]++;
+		d.coll.func = func_name((int)TAG_OP(tag));
+		d.coll.count = TAG_COUNT(tag);
+		d.coll.datatype = "";
+		c->coll_h[slot] = NULL;
+		c->kch_h[slot] = NULL;
+		start(c->prof, &c->coll_h[slot], &d);
+		memset(&d, 0, sizeof(d));
+		d.type = NCCLPROF_KERNEL_CH;
+		d.parent = c->coll_h[slot];
+		d.rank = c->rank;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		d.kernel_ch.ptimer = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		start(c->prof, &c->kch_h[slot], &d);
+	}
+}
+
+/* Collective seq may complete: every rank's device began it, and all issued the same call. */
+static int coll_done(void *arg, uint64_t tag, uint64_t seq)
 {
 	struct ncclComm *c = arg;
 	const struct shared *sh = c->sh;
 	unsigned slot = seq % RING;
 
+	(void)tag;
 	for (int j = 0; j < c->nranks; j++) {
 		if (__atomic_load_n(&sh->r[j].reached, __ATOMIC_ACQUIRE) < seq)
 			return 0;
@@ -177,21 +286,41 @@ static int coll_done(void *arg, uint64_t seq)
 	return 1;
 }
 
+static void coll_finish(void *arg, uint64_t tag, uint64_t seq)
+{
+	struct ncclComm *c = arg;
+	unsigned slot = seq % RING;
+	union ncclprof_state_args a = {{0}};
+	struct timespec ts;
+
+	(void)tag;
+	if (!c->prof)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	a.kernel_ch.ptimer = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (c->kch_h[slot]) {
+		(prof5 ? prof5->record_event_state : prof4->record_event_state)(
+		    c->kch_h[slot], NCCLPROF_STATE_KERNEL_CH_STOP, &a);
+		(prof5 ? prof5->stop_event : prof4->stop_event)(c->kch_h[slot]);
+	}
+	if (c->coll_h[slot])
+		(prof5 ? prof5->stop_event : prof4->stop_event)(c->coll_h[slot]);
+}
+
+/* About the time a small all-reduce takes once every device is there. */
+static const struct ftbpf_mock_work_ops coll_ops = {coll_reach, coll_done, coll_finish, 200000};
+
 static ncclResult_t collective(int op, size_t count, ncclDataType_t dt, ncclComm_t c,
 			       cudaStream_t stream)
 {
-	uint64_t seq;
-	unsigned slot;
-
 	if (!c)
 		return ncclInvalidArgument;
-	seq = ++c->seq;
-	slot = seq % RING;
-	c->sh->r[c->rank].ring[slot].op = (uint32_t)op;
-	c->sh->r[c->rank].ring[slot].dtype = (uint32_t)dt;
-	c->sh->r[c->rank].ring[slot].count = count;
-	if (ftbpf_mock_stream_enqueue(stream, coll_done, c, seq))
-		__atomic_store_n(&c->sh->r[c->rank].reached, seq, __ATOMIC_RELEASE);
+	if (!ftbpf_mock_stream_capturing(stream)) {
+		c->seq++; /* the host's count; a captured one is issued at each replay instead */
+		__atomic_add_fetch(&c->sh->ras[c->rank].launched[op], 1, __ATOMIC_RELAXED);
+	}
+	if (ftbpf_mock_stream_enqueue(stream, &coll_ops, c, TAG(op, dt, count), 0))
+		return ncclSystemError;
 	return ncclSuccess;
 }
 

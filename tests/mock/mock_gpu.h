@@ -19,6 +19,8 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUfunc_st *CUfunction;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 CUresult cuInit(unsigned int flags);
 CUresult cuDriverGetVersion(int *version);
@@ -53,6 +55,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridX, unsigned int gridY, un
 			unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
 			void **extra);
 CUresult cuGetErrorString(CUresult error, const char **str);
+CUresult cuStreamBeginCapture_v2(CUstream stream, int mode);
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphDestroy(CUgraph graph);
 
 /* ---- nccl.h ---- */
 #define NCCL_UNIQUE_ID_BYTES 128
@@ -103,9 +111,19 @@ ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 
 /* ---- between the two mocks only (not CUDA API): work queued on a stream ---- */
-typedef int (*ftbpf_mock_done_fn)(void *arg, uint64_t seq);
-/* Queue work that is complete when done(arg, seq) says so; returns 1 when the stream's device
- * will ever reach it (0: a kernel before it hangs). */
-int ftbpf_mock_stream_enqueue(CUstream stream, ftbpf_mock_done_fn done, void *arg, uint64_t seq);
+struct ftbpf_mock_work_ops {
+	/* the device reached the work (seq 0 on entry: it numbers it, a replayed collective) */
+	void (*reach)(void *arg, uint64_t tag, uint64_t *seq);
+	/* may it complete now? polled by the device until it may */
+	int (*done)(void *arg, uint64_t tag, uint64_t seq);
+	/* it completed */
+	void (*finish)(void *arg, uint64_t tag, uint64_t seq);
+	uint64_t cost_ns; /* device time once it may complete */
+};
+/* Queue work on a stream (or capture it into the stream's graph); 0, or -1 when out of room. */
+int ftbpf_mock_stream_enqueue(CUstream stream, const struct ftbpf_mock_work_ops *ops, void *arg,
+			      uint64_t tag, uint64_t seq);
+/* Is the stream being captured into a graph? */
+int ftbpf_mock_stream_capturing(CUstream stream);
 
 #endif

@@ -2,6 +2,7 @@
  * rank, newcomers answered once, what is sent and when, a dead host forgotten. */
 #include <CUnit/Basic.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "agent/cadparts.h"
@@ -57,7 +58,7 @@ static int remote_ranks(struct cadparts *cp, const struct job *j, uint64_t now, 
 static void test_believed(void)
 {
 	struct ranks r;
-	struct cadparts *cp = cadparts_new();
+	struct cadparts *cp = cadparts_new(0);
 	struct job *j;
 	struct part_packet p;
 	int got[16], n;
@@ -126,7 +127,7 @@ static void test_believed(void)
 static void test_sending(void)
 {
 	struct ranks r;
-	struct cadparts *cp = cadparts_new();
+	struct cadparts *cp = cadparts_new(0);
 	struct cad_timing t = {0};
 	struct jv_part cv[8];
 	struct part_packet p;
@@ -166,10 +167,90 @@ static void test_sending(void)
 	CU_ASSERT_EQUAL(cad_part_period_ns(100000), 20 * S);
 	/* a rank beyond the world we know is not sent (the receivers would refuse the part) */
 	j->members[1]->id.rank = 9;
-	CU_ASSERT_EQUAL(cadparts_parts(j, cv, 8), 1);
+	CU_ASSERT_EQUAL(cadparts_parts(cp, j, cv, 8), 1);
 	CU_ASSERT_EQUAL(cv[0].ncad, 1);
 	cadparts_free(cp);
 	ranks_fini(&r);
+}
+
+/* Host A (ranks 0, 1) and host B (ranks 2, 3) exchange cadence parts; B's clock is 30 ms ahead
+ * of A's on the wire (the tests' skew: one machine, one clock underneath). Each learns the other's offset within its bound from the round trips, and
+ * gets the other's first arrivals into its own clock. */
+static void test_clocks_and_firsts(void)
+{
+	struct ranks ra, rb;
+	struct cadparts *a = cadparts_new(0), *b = cadparts_new(30000000);
+	struct job *ja, *jb;
+	struct part_packet p;
+	static struct arr_remote f[4];
+	uint64_t t = 1000 * S, base;
+	struct json_object *ck;
+	int n;
+
+	ranks_init(&ra);
+	ranks_init(&rb);
+	ja = job_here(&ra);
+	{
+		struct rank *x = ranks_add(&rb, 200, 1, 0, JB), *y = ranks_add(&rb, 201, 2, 0, JB);
+
+		x->id.rank = 2, y->id.rank = 3;
+		x->id.world_size = y->id.world_size = 4;
+		jb = x->job;
+	}
+	/* B's ranks issued collectives 1..100, 80 ms apart (true time = A's clock) */
+	base = t - 10 * S;
+	jb->arr.comm = ja->arr.comm = 7;
+	for (int i = 0; i < 2; i++)
+		for (uint64_t q = 1; q <= 100; q++)
+			arr_rank_add(&jb->members[i]->arr, 7, q,
+				     base + q * 80000000ull + (uint64_t)i * 1000);
+	for (int round = 0; round < 4; round++) {
+		struct jv_part cv[2];
+
+		/* A -> B (0.3 ms), B holds it 2 s, B -> A (0.3 ms) */
+		CU_ASSERT_EQUAL(cadparts_parts(a, ja, cv, 2), 1);
+		p = cad(A, 0, 1, 0.1, 0);
+		cadparts_stamp(a, &B, t, &p);
+		t += 300000;
+		cadparts_accept(b, &p, 1, jb, t);
+		t += 2 * S;
+		CU_ASSERT_EQUAL(cadparts_parts(b, jb, cv, 2), 1);
+		p = cad(B, 2, 3, 0.1, 0);
+		p.part.first = cv[0].first;
+		cadparts_stamp(b, &A, t, &p);
+		t += 300000;
+		cadparts_accept(a, &p, 1, ja, t);
+		t += 2 * S;
+	}
+	n = cadparts_firsts(a, ja, t, f, 4);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(f[0].comm, 7);
+	CU_ASSERT_EQUAL(f[0].seq0 + (uint64_t)f[0].n - 1, 100);
+	/* B's first arrival of collective 100 in A's clock: the true time, within the bound */
+	{
+		int64_t d = (int64_t)f[0].t[f[0].n - 1] - (int64_t)(base + 100 * 80000000ull);
+
+		CU_ASSERT((d < 0 ? -d : d) <= (int64_t)(f[0].err_s * 1e9) + 1000);
+
+		CU_ASSERT(f[0].err_s > 0 && f[0].err_s < 0.002); /* rtt/2, 2 s holds at 200 ppm */
+	}
+	ck = json_object_new_array();
+	cadparts_clocks_json(a, t, ck);
+	CU_ASSERT_EQUAL(json_object_array_length(ck), 1);
+	{
+		double off = json_object_get_double(
+		    json_object_object_get(json_object_array_get_idx(ck, 0), "offset_ms"));
+
+		CU_ASSERT(off > 29.5 && off < 30.5);
+	}
+	json_object_put(ck);
+	/* a host it never heard back from has no clock: its firsts are not compared */
+	cadparts_forget_host(a, &B);
+	CU_ASSERT_EQUAL(cadparts_firsts(a, ja, t, f, 4), 0);
+	cadparts_free(a);
+	cadparts_free(b);
+	ranks_fini(&ra);
+	ranks_fini(&rb);
 }
 
 int main(void)
@@ -181,6 +262,7 @@ int main(void)
 	s = CU_add_suite("cadparts", NULL, NULL);
 	CU_add_test(s, "which cadence parts are believed, who holds a rank", test_believed);
 	CU_add_test(s, "what is sent, to whom, when", test_sending);
+	CU_add_test(s, "clocks and first arrivals across hosts", test_clocks_and_firsts);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	{

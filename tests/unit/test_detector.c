@@ -334,6 +334,208 @@ static void test_nccl_equal_seq_no_culprit(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "outside this host"));
 }
 
+/* The same with the whole world here: the verdict says the cause is on a device, names none. */
+static void test_all_in_one_collective(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 50, 10 * S),
+				  in_sync(11, 1, 0xabc, 50, 10 * S)};
+	struct det_job j;
+
+	s[0].world_size = s[1].world_size = 2;
+	run(d, s, 2, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 0);
+	CU_ASSERT_EQUAL(j.rule, DET_RULE_ON_DEVICE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "every rank issued ncclAllReduce #50"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "no device-side view"));
+}
+
+/* The same on an MPI communicator: there is no device to blame, and no plugin to suggest. */
+static void test_all_in_one_mpi_collective(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 50, 10 * S),
+				  in_sync(11, 1, 0xabc, 50, 10 * S)};
+	struct det_job j;
+
+	for (int i = 0; i < 2; i++) {
+		s[i].world_size = 2;
+		s[i].comm[0].flags |= DET_COMM_MPI;
+	}
+	run(d, s, 2, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.n_culprits, 0);
+	CU_ASSERT_EQUAL(j.rule, DET_RULE_ON_DEVICE);
+	CU_ASSERT_PTR_NOT_NULL(
+	    strstr(j.why, "inside the collective (the network, the MPI library"));
+	CU_ASSERT_PTR_NULL(strstr(j.why, "device"));
+}
+
+/* Every rank issued #50 (the host's counts agree), but rank 1's device began only 49 of them
+ * (the NCCL profiler's view): its device is the one that never got there. */
+static void test_device_view_names_the_rank(void)
+{
+	struct det_rank d[3] = {};
+	struct det_sample s[3] = {in_sync(10, 0, 0xabc, 50, 10 * S),
+				  in_sync(11, 1, 0xabc, 50, 10 * S),
+				  in_sync(12, 2, 0xabc, 50, 10 * S)};
+	struct det_job j;
+
+	for (int i = 0; i < 3; i++) {
+		s[i].world_size = 3;
+		s[i].ncomm = 2;
+		s[i].comm[1] = s[i].comm[0];
+		s[i].comm[1].id = 0x5eed;
+		s[i].comm[1].flags = DET_COMM_DEVICE;
+		s[i].comm[1].seq = i == 1 ? 49 : 50;
+		s[i].comm[1].hist[50 % DET_COMM_HIST].seq = 50;
+		s[i].comm[1].hist[50 % DET_COMM_HIST].api = FTBPF_API_NCCL_ALLREDUCE;
+		s[i].comm[1].hist[50 % DET_COMM_HIST].count = 4196352;
+	}
+	run(d, s, 3, 80 * S, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.rule, DET_RULE_DEVICE);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "rank 1's device began 49"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "ncclAllReduce #50 (4196352 elements)"));
+	CU_ASSERT(det_counts_differ(d, s, 3));
+}
+
+/* soft_timeout = auto, collective rule: the counts differ and no rank progresses: hung after
+ * max(floor, k x p99 interval), whatever posture (here every rank computes on its GPU, which
+ * keeps the step rule at its ceiling); equal counts keep the ceiling. */
+static void test_paced_by_collectives(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 1194, 10 * S),
+				  in_sync(11, 1, 0xabc, 1190, 10 * S)};
+	struct det_params p;
+	struct det_pace pace = {
+	    .p99_step_ns = 250000000ull, .complete = 1, .p99_coll_ns = 250000000ull};
+	struct det_job j;
+
+	det_params_from_seconds(&p, 60, 600, 5);
+	p.soft_auto = 1;
+	s[1].api = FTBPF_API_CU_CTX_SYNC;
+	for (int i = 0; i < 2; i++) {
+		s[i].progress_ns = 10 * S;
+		det_rank_update(&d[i], &s[i], 14 * S + 100000000ull, &p);
+	}
+	det_job_eval_paced(d, s, 2, 14 * S + 100000000ull, 0, &p, &pace, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_TRUE(j.paced && j.paced_coll);
+	CU_ASSERT_EQUAL(j.soft_ns, 4 * S);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	CU_ASSERT_EQUAL(j.hard_ns, 544 * S);
+	/* counts equal: every rank computes on its device, the ceiling applies */
+	s[1].comm[0].seq = 1194;
+	det_job_eval_paced(d, s, 2, 14 * S + 100000000ull, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_FALSE(j.paced_coll);
+	CU_ASSERT_EQUAL(j.soft_ns, 60 * S);
+	/* without a collective pace yet (the first steps), no collective rule */
+	s[1].comm[0].seq = 1190;
+	pace.p99_coll_ns = 0;
+	det_job_eval_paced(d, s, 2, 14 * S + 100000000ull, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	/* a slow pace: 3 x p99 */
+	pace.p99_coll_ns = 2 * S;
+	det_job_eval_paced(d, s, 2, 15 * S + 500000000ull, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 6 * S);
+}
+
+/* The collective rule's exemptions: a laggard at its own I/O (a checkpoint write stuck in D
+ * state, a write in flight) or with another thread at work keeps the ceiling; counts that may
+ * not be aligned (the record existed when the agent started, or has no id) are not compared. */
+static void test_paced_collective_exemptions(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {blocked_in(10, 0, SYS_write, 10 * S),
+				  in_sync(11, 1, 0xabc, 1001, 10 * S)};
+	struct det_params p;
+	struct det_pace pace = {.p99_coll_ns = 80000000ull};
+	struct det_job j;
+	uint64_t now = 14 * S + 500000000ull;
+
+	det_params_from_seconds(&p, 60, 600, 5);
+	p.soft_auto = 1;
+	s[0].ncomm = 1;
+	s[0].comm[0] = s[1].comm[0];
+	s[0].comm[0].seq = 1000;
+	for (int i = 0; i < 2; i++) {
+		s[i].progress_ns = 10 * S;
+		det_rank_update(&d[i], &s[i], now, &p);
+	}
+	/* rank 0 in write (its checkpoint): its own I/O */
+	det_job_eval_paced(d, s, 2, now, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 60 * S);
+	/* in uninterruptible sleep */
+	s[0].task_state = 'D';
+	det_rank_update(&d[0], &s[0], now, &p);
+	det_job_eval_paced(d, s, 2, now, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	/* its main thread joins a writer thread that works */
+	s[0] = blocked_in(10, 0, SYS_futex, 10 * S);
+	s[0].ncomm = 1;
+	s[0].comm[0] = s[1].comm[0];
+	s[0].comm[0].seq = 1000;
+	s[0].progress_ns = 10 * S;
+	s[0].others_dstate = 1;
+	memset(&d[0], 0, sizeof(d[0]));
+	det_rank_update(&d[0], &s[0], now, &p);
+	det_job_eval_paced(d, s, 2, now, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	/* asleep instead: hung at the pace */
+	s[0] = blocked_in(10, 0, SYS_clock_nanosleep, 10 * S);
+	s[0].ncomm = 1;
+	s[0].comm[0] = s[1].comm[0];
+	s[0].comm[0].seq = 1000;
+	s[0].progress_ns = 10 * S;
+	memset(&d[0], 0, sizeof(d[0]));
+	det_rank_update(&d[0], &s[0], now, &p);
+	det_job_eval_paced(d, s, 2, now, 0, &p, &pace, &j);
+	CU_ASSERT_TRUE(j.hung && j.paced_coll);
+	/* the same counts, not aligned (an agent started after them): the ceiling */
+	s[0].comm[0].flags = s[1].comm[0].flags = DET_COMM_UNALIGNED;
+	det_job_eval_paced(d, s, 2, now, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_FALSE(det_counts_differ(d, s, 2));
+	/* or without an id */
+	s[0].comm[0].flags = s[1].comm[0].flags = 0;
+	s[0].comm[0].id = s[1].comm[0].id = 0;
+	CU_ASSERT_FALSE(det_counts_differ(d, s, 2));
+}
+
+/* An MPI rank inside a blocking collective: state mpi; its peer lagging is named. */
+static void test_mpi_lagging_rank(void)
+{
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 500, 10 * S),
+				  blocked_in(11, 1, SYS_clock_nanosleep, 10 * S)};
+	struct det_job j;
+
+	s[0].api = FTBPF_API_MPI_ALLREDUCE;
+	s[0].api_seq = 500;
+	s[0].comm[0].flags = DET_COMM_MPI;
+	s[0].comm[0].api = FTBPF_API_MPI_ALLREDUCE;
+	s[1].ncomm = 1;
+	s[1].comm[0] = s[0].comm[0];
+	s[1].comm[0].seq = 499;
+	run(d, s, 2, 80 * S, &j);
+	CU_ASSERT_EQUAL(d[0].state, RS_MPI);
+	CU_ASSERT_STRING_EQUAL(det_state_name(d[0].state), "mpi");
+	CU_ASSERT_EQUAL(j.rule, DET_RULE_NCCL);
+	CU_ASSERT_EQUAL(j.n_culprits, 1);
+	CU_ASSERT_EQUAL(j.culprits[0], 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "on an MPI communicator"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "MPI_Allreduce #500"));
+}
+
 static void test_nccl_ahead_rank_not_waiting(void)
 {
 	/* the rank ahead is sleeping, not waiting for the device: not NCCL evidence; the sleeping
@@ -618,6 +820,15 @@ int main(void)
 	CU_add_test(s, "NCCL: the first collective missed, with its count", test_nccl_first_missed);
 	CU_add_test(s, "a single rank's GPU hang", test_single_rank_gpu_hang);
 	CU_add_test(s, "NCCL: equal sequence numbers, no culprit", test_nccl_equal_seq_no_culprit);
+	CU_add_test(s, "every rank in one collective: the cause on a device",
+		    test_all_in_one_collective);
+	CU_add_test(s, "every rank in one MPI collective: no device blamed",
+		    test_all_in_one_mpi_collective);
+	CU_add_test(s, "the device view names the rank", test_device_view_names_the_rank);
+	CU_add_test(s, "soft_timeout auto: collective counts", test_paced_by_collectives);
+	CU_add_test(s, "MPI: state mpi, the lagging rank", test_mpi_lagging_rank);
+	CU_add_test(s, "collective rule: a laggard's own I/O, unaligned counts",
+		    test_paced_collective_exemptions);
 	CU_add_test(s, "NCCL: ahead rank not waiting", test_nccl_ahead_rank_not_waiting);
 	CU_add_test(s, "NCCL: unidentified communicators", test_nccl_unidentified_comms);
 	CU_add_test(s, "NCCL: state nccl", test_nccl_state);

@@ -50,6 +50,12 @@ static void test_exit_and_action(void)
 	CU_ASSERT_STRING_EQUAL(b, "action job j pid 7: action hard_timeout, signal_name TERM, "
 				  "result sent");
 	CU_ASSERT_EQUAL(line_of("{\"type\":\"child\",\"pid\":8}", b, sizeof(b)), EVLINE_DEBUG);
+	/* NCCL's RAS after a hang: a notice, with why it could not be asked */
+	CU_ASSERT_EQUAL(line_of("{\"type\":\"nccl_ras\",\"job\":\"j\",\"run\":1,"
+				"\"error\":\"nothing listens on 127.0.0.1:28028\"}",
+				b, sizeof(b)),
+			EVLINE_NOTICE);
+	CU_ASSERT_STRING_EQUAL(b, "nccl_ras job j: error nothing listens on 127.0.0.1:28028");
 }
 
 /* A long why is cut with "...", never past the limit, never with a newline in it. */

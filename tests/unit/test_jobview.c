@@ -66,13 +66,13 @@ static void test_culprit_elsewhere(void)
 	add(&pt[1], rk(3, RS_BLOCKED, SYS_clock_nanosleep, 60, 6100));
 	pt[1].at_ns = NOW - S / 10;
 	/* alone, host 1 can only say "elsewhere" */
-	CU_ASSERT_EQUAL(jobview_eval(pt, 1, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 1, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.n_culprits, 0);
 	CU_ASSERT_TRUE(v.hung);
 	CU_ASSERT_EQUAL(v.nmissing, 2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(v.why, "2-3"));
 	/* with host 2's part: rank 3 on host 2 */
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_TRUE(v.valid);
 	CU_ASSERT_TRUE(v.hung);
 	CU_ASSERT_EQUAL(v.hosts, 2);
@@ -88,13 +88,13 @@ static void test_culprit_elsewhere(void)
 		struct jv_part q[2] = {pt[1], pt[0]};
 
 		q[0].at_ns = NOW;
-		CU_ASSERT_EQUAL(jobview_eval(q, 2, 0, NULL, 0, NOW, &P, &v), 0);
+		CU_ASSERT_EQUAL(jobview_eval(q, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 		CU_ASSERT_EQUAL(v.culprit_ranks[0], 3);
 		CU_ASSERT_TRUE(v.culprit_here);
 	}
 	/* a rank of host 2 progressed 1 s ago: the job is not hung */
 	pt[1].ranks[0].progress_age_ms = 1000;
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_FALSE(v.hung);
 }
 
@@ -107,11 +107,11 @@ static void test_two_ranks_graph(void)
 	part(&pt, "h1:7946", 0x0a000001, 2);
 	add(&pt, rk(0, RS_BLOCKED, SYS_recvfrom, 10, 6000));
 	add(&pt, rk(1, RS_BLOCKED, SYS_recvfrom, 10, 6000));
-	CU_ASSERT_EQUAL(jobview_eval(&pt, 1, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(&pt, 1, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.n_culprits, 0); /* the detector alone: "elsewhere" */
 	edge(&pt, 0, 1, 0x7f000001, 4001, JV_EDGE_RECV);
 	edge(&pt, 1, -2, 0x7f000001, 4999, JV_EDGE_RECV);
-	CU_ASSERT_EQUAL(jobview_eval(&pt, 1, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(&pt, 1, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_TRUE(v.graph);
 	CU_ASSERT_EQUAL(v.n_culprits, 1);
 	CU_ASSERT_EQUAL(v.culprit_ranks[0], 1);
@@ -124,7 +124,7 @@ static void test_two_ranks_graph(void)
 	edge(&pt, 0, 1, 0, 0, JV_EDGE_RECV);
 	edge(&pt, 1, 2, 0, 0, JV_EDGE_RECV);
 	edge(&pt, 2, -2, 0, 0, JV_EDGE_RECV);
-	CU_ASSERT_EQUAL(jobview_eval(&pt, 1, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(&pt, 1, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.culprit_ranks[0], 2);
 	CU_ASSERT_EQUAL(v.n_culprits, 1);
 }
@@ -146,12 +146,12 @@ static void test_remote_edges(void)
 	edge(&pt[1], 2, -2, 0x0a000002, 5999, JV_EDGE_RECV);
 	/* before host 2 resolved 5002: an endpoint on host 2, and rank 2 waits on nothing of
 	 * the job: the host is the culprit's */
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_TRUE(v.graph);
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "10.0.0.2:7946");
 	CU_ASSERT_TRUE(v.pending); /* host 2 may resolve it with its next part */
 	pt[1].res[pt[1].nres++] = (struct jv_res){{0x0a000002, 5002}, 2};
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.n_culprits, 1);
 	CU_ASSERT_EQUAL(v.culprit_ranks[0], 2);
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "10.0.0.2:7946");
@@ -159,7 +159,7 @@ static void test_remote_edges(void)
 	/* host 2's agent down (its part stale), rank 1 waits on its socket: host 2 is named,
 	 * ranks 2 missing, last seen there */
 	pt[1].stale = 1;
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, hosts, 1, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, hosts, 1, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.n_culprits, 0);
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "10.0.0.2:7946");
 	CU_ASSERT_EQUAL(v.nmissing, 1);
@@ -167,11 +167,11 @@ static void test_remote_edges(void)
 	CU_ASSERT_FALSE(v.pending); /* its part is stale: nothing more will come */
 	/* an endpoint on a host the mesh knows, without any part */
 	pt[0].edges[1].peer.ip = 0x0a000003;
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, hosts, 1, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, hosts, 1, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "10.0.0.3:7946");
 	/* an address no host has: outside the job; rank 1 is the one rank 0 waits on */
 	pt[0].edges[1].peer.ip = 0x0b000009;
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, hosts, 1, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, hosts, 1, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.culprit_ranks[0], 1);
 }
 
@@ -195,13 +195,13 @@ static void test_nccl_across_hosts(void)
 		}
 		add(&pt[r / 2], x);
 	}
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.rule, DET_RULE_NCCL);
 	CU_ASSERT_EQUAL(v.n_culprits, 1);
 	CU_ASSERT_EQUAL(v.culprit_ranks[0], 2);
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "b:1");
 	/* host a alone sees no lag */
-	CU_ASSERT_EQUAL(jobview_eval(pt, 1, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 1, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_NOT_EQUAL(v.rule, DET_RULE_NCCL);
 }
 
@@ -222,7 +222,7 @@ static void test_dead_elsewhere(void)
 	x.exit_age_ms = 2500;
 	snprintf(x.reason, sizeof(x.reason), "killed by SIGKILL");
 	add(&pt[1], x);
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_TRUE(v.failed);
 	CU_ASSERT_EQUAL(v.culprit_ranks[0], 3);
 	CU_ASSERT_STRING_EQUAL(v.culprit_node, "b:1");
@@ -241,7 +241,7 @@ static void test_claims(void)
 	add(&pt[0], rk(1, RS_BLOCKED, SYS_futex, 10, 6000));
 	part(&pt[1], "b:1", 2, 2);
 	add(&pt[1], rk(1, RS_STOPPED, -1, 95, 6000));
-	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, &v), 0);
+	CU_ASSERT_EQUAL(jobview_eval(pt, 2, 0, NULL, 0, NOW, &P, NULL, &v), 0);
 	CU_ASSERT_EQUAL(v.ranks, 2);
 	CU_ASSERT_NOT_EQUAL(strcmp(v.culprit_state, "stopped"), 0);
 }

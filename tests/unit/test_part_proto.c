@@ -190,6 +190,92 @@ static void test_cadence(void)
 	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_SIZE);
 }
 
+/* A cadence part with its arrivals section: the clock exchange, each rank's lateness, the
+ * host's first arrivals; nonsense in any of them refused. */
+static struct part_packet arr_sample(void)
+{
+	struct part_packet p = cad_sample();
+	struct cad_summary *c = &p.part.cad[0];
+
+	p.flags |= PART_F_ARR;
+	p.mono_ns = 5000000000000ull;
+	p.echo_ns = 4999000000000ull;
+	p.hold_ns = 1500000000ull;
+	c->flags |= CAD_SUM_ARR | CAD_SUM_GPU;
+	c->late_us = 31000;
+	c->err_us = 400;
+	c->gpu_us = 29000;
+	c->read_us = 0;
+	c->comm_us = 500;
+	c->ncoll = 300;
+	p.part.first.comm = 0x1234;
+	p.part.first.seq0 = 1001;
+	p.part.first.n = 3;
+	p.part.first.t[0] = 4999500000000ull;
+	p.part.first.t[1] = 0; /* not known there */
+	p.part.first.t[2] = 4999500085123ull;
+	return p;
+}
+
+static void test_arrivals_section(void)
+{
+	struct part_packet p = arr_sample(), q, cases[12];
+	uint8_t buf[PART_MAX_PACKET];
+	int len = part_encode(&p, key, buf, sizeof(buf)), n = 0;
+
+	CU_ASSERT_EQUAL(len, PART_HDR_BYTES + 4 + 2 * PART_CAD_BYTES + PART_ARR_BYTES +
+				 2 * PART_LATE_BYTES + 3 * 4 + MESH_MAC_BYTES);
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_OK);
+	CU_ASSERT_EQUAL(q.mono_ns, p.mono_ns);
+	CU_ASSERT_EQUAL(q.echo_ns, p.echo_ns);
+	CU_ASSERT_EQUAL(q.hold_ns, p.hold_ns);
+	CU_ASSERT_EQUAL(q.part.cad[0].late_us, 31000);
+	CU_ASSERT_EQUAL(q.part.cad[0].gpu_us, 29000);
+	CU_ASSERT_EQUAL(q.part.cad[0].ncoll, 300);
+	CU_ASSERT_EQUAL(q.part.cad[1].late_us, 0);
+	CU_ASSERT_EQUAL(q.part.first.comm, 0x1234);
+	CU_ASSERT_EQUAL(q.part.first.seq0, 1001);
+	CU_ASSERT_EQUAL(q.part.first.n, 3);
+	CU_ASSERT_EQUAL(q.part.first.t[0], 4999500000000ull);
+	CU_ASSERT_EQUAL(q.part.first.t[1], 0);
+	CU_ASSERT_EQUAL(q.part.first.t[2], 4999500085000ull); /* to the microsecond */
+	/* the largest: 12 ranks and 64 firsts fit a packet */
+	CU_ASSERT_TRUE(PART_HDR_BYTES + 4 * JV_MAX_ADDRS +
+			   JV_MAX_RANKS * (PART_CAD_BYTES + PART_LATE_BYTES) + PART_ARR_BYTES +
+			   ARR_FIRST_N * 4 + MESH_MAC_BYTES <=
+		       PART_MAX_PACKET);
+	for (int i = 0; i < 12; i++)
+		cases[i] = arr_sample();
+	cases[n++].part.cad[0].late_us = 61000000;	/* over a minute late */
+	cases[n++].part.cad[0].gpu_us = 40000;		/* more of it on its GPU than it was late */
+	cases[n++].part.cad[0].flags &= ~CAD_SUM_VALID; /* arrivals of a rank not valid */
+	cases[n++].part.cad[1].late_us = 5;		/* figures without the flag */
+	cases[n].part.cad[0].flags |= CAD_SUM_DATA;	/* two reasons */
+	n++;
+	cases[n++].part.first.t[2] = 4999400000000ull; /* back in time */
+	cases[n++].part.first.comm = 0;		       /* firsts of no communicator */
+	cases[n++].part.first.seq0 = 0;
+	for (int i = 0; i < n; i++) {
+		len = part_encode(&cases[i], key, buf, sizeof(buf));
+		CU_ASSERT_TRUE(len > 0);
+		CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_FIELD);
+	}
+	/* arrivals said without the section */
+	p = arr_sample();
+	p.flags &= ~PART_F_ARR;
+	len = part_encode(&p, key, buf, sizeof(buf));
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_FIELD);
+	/* the section on a part that is not a cadence part: not encoded */
+	p = sample();
+	p.flags |= PART_F_ARR;
+	CU_ASSERT_EQUAL(part_encode(&p, key, buf, sizeof(buf)), -1);
+	/* more firsts than a run holds, said in the section: refused by size */
+	p = arr_sample();
+	len = part_encode(&p, key, buf, sizeof(buf));
+	buf[PART_HDR_BYTES + 4 + 2 * PART_CAD_BYTES + 48] = ARR_FIRST_N + 1;
+	CU_ASSERT_EQUAL(part_decode(buf, (size_t)len, key, &q), PART_E_SIZE);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -201,6 +287,7 @@ int main(void)
 	CU_add_test(s, "encode/decode, MAC, size, version", test_roundtrip);
 	CU_add_test(s, "a peer's nonsense is refused", test_nonsense);
 	CU_add_test(s, "cadence parts", test_cadence);
+	CU_add_test(s, "cadence parts' arrivals section", test_arrivals_section);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	{

@@ -1,8 +1,11 @@
 """An Open MPI job (mpi4py) in steps: each step computes (CPU, no syscall) then all-reduces.
 Launched by mpirun. Options: --seconds S, --compute-ms C (per step), --slow-rank R --slow-pct P
---slow-after A (from A seconds on, rank R computes P% longer), --dir D (pid.RANK, slow.ts)."""
+--slow-after A (from A seconds on, rank R computes P% longer), --fault sleep|spin|stop
+--fault-rank R --fault-after A (at A seconds rank R sleeps, spins on its CPU or stops itself,
+for ever), --dir D (pid.RANK, slow.ts, fault.ts: when it happened, wall clock)."""
 import argparse
 import os
+import signal
 import time
 
 import numpy as np
@@ -24,6 +27,9 @@ def main():
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-pct", type=float, default=0)
     p.add_argument("--slow-after", type=float, default=0)
+    p.add_argument("--fault", default="")
+    p.add_argument("--fault-rank", type=int, default=-1)
+    p.add_argument("--fault-after", type=float, default=0)
     p.add_argument("--dir", default=".")
     a = p.parse_args()
     comm = MPI.COMM_WORLD
@@ -42,6 +48,16 @@ def main():
                 with open(os.path.join(a.dir, "slow.ts"), "w") as f:
                     f.write("%.3f\n" % time.time())
             c *= 1 + a.slow_pct / 100.0
+        if rank == a.fault_rank and a.fault and time.monotonic() - start >= a.fault_after:
+            with open(os.path.join(a.dir, "fault.ts"), "w") as f:
+                f.write("%.3f\n" % time.time())
+            if a.fault == "stop":
+                os.kill(os.getpid(), signal.SIGSTOP)
+            while True:
+                if a.fault == "sleep":
+                    time.sleep(3600)
+                else:
+                    spin(3600)
         spin(c)
         comm.Allreduce(x, y)
         step += 1

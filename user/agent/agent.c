@@ -36,6 +36,7 @@
 #include "agent/jobstate.h"
 #include "agent/kevents.h"
 #include "agent/mesh.h"
+#include "agent/rasquery.h"
 #include "agent/store.h"
 #include "agent/timersvc.h"
 #include "agent/views.h"
@@ -64,6 +65,7 @@ struct agent {
 	struct tracker *tr;
 	struct gpuprobe *gp;	 /* NULL when CUDA/NCCL probes are off or impossible */
 	struct inspector *ins;	 /* files and memory of ranks, off the loop; NULL: none */
+	struct rasq *rq;	 /* NCCL RAS queries for hung jobs (through ins) */
 	struct mesh *mesh;	 /* NULL when the heartbeat mesh is off */
 	struct jobparts *jp;	 /* the job across hosts (and the waits-for graph) */
 	struct metrics *metrics; /* NULL when metrics_listen is empty */
@@ -117,7 +119,11 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 		struct json_object *l = json_object_new_object();
 
 		jstr(l, "path", li.path);
-		jstr(l, "kind", li.kind == GPUAPI_LIB_CUDA ? "cuda" : "nccl");
+		jstr(l, "kind",
+		     li.kind == GPUAPI_LIB_CUDA	  ? "cuda"
+		     : li.kind == GPUAPI_LIB_MPI  ? "mpi"
+		     : li.kind == GPUAPI_LIB_PROF ? "nccl-profiler"
+						  : "nccl");
 		jint(l, "functions", li.probes);
 		jint(l, "uid", li.uid);
 		jstr(l, "error", li.err ? strerror(-li.err) : NULL);
@@ -133,6 +139,16 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 		jint(c, "inspections_timed_out", (int64_t)ic.timed_out);
 		jint(c, "inspections_refused", (int64_t)ic.refused);
 	}
+	{
+		struct rasq_counters rc;
+
+		rasq_counters(a->rq, &rc);
+		jint(c, "nccl_ras_queries", (int64_t)rc.queries);
+		jint(c, "nccl_ras_answered", (int64_t)rc.answered);
+		jint(c, "nccl_ras_failed", (int64_t)rc.failed);
+		jint(c, "nccl_ras_text", (int64_t)rc.text);
+		jint(c, "nccl_ras_untrusted", (int64_t)rc.untrusted);
+	}
 	json_object_object_add(o, "features", ft);
 	jint(c, "events", (int64_t)a->kv.events);
 	adopter_counters(a->ad, c);
@@ -145,6 +161,12 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	jint(c, "eventlog_write_errors", (int64_t)eventlog_write_errors(a->el));
 	timersvc_counters(a->ts, c);
 	jobparts_counters(a->jp, c);
+	if (a->mesh) { /* other hosts' clocks against ours (collective arrivals across hosts) */
+		struct json_object *ck = json_object_new_array();
+
+		jobparts_clocks_json(a->jp, ck);
+		json_object_object_add(o, "peer_clocks", ck);
+	}
 	if (a->metrics) {
 		uint64_t refused, timed_out, unauthorized;
 
@@ -711,7 +733,12 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 			goto fail;
 	}
 	a->kv = (struct kevents){a->tr, &a->ranks, a->ad, a->ts, a->el, 0};
-	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts), a->ins};
+	a->rq = rasq_new(a->el);
+	if (!a->rq) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	struct view_src vs = {a->tr, &a->w.sp, timersvc_table(a->ts), a->ins, a->rq};
 	a->ac = (struct actions){
 	    .cfg = &a->cfg, .el = a->el, .js = &a->js, .ranks = &a->ranks, .vs = vs};
 	if (actions_open(&a->ac, a->loop, err, errlen) < 0)
@@ -737,6 +764,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 		a->h.jp = a->jp;
 		if (a->jp && a->mesh) { /* stragglers judged over the job's ranks on all hosts */
 			a->w.cw.remote = jobparts_cad_remote;
+			a->w.cw.firsts = jobparts_firsts;
 			a->w.cw.remote_ctx = a->jp;
 		}
 		if (a->dc && a->mesh) { /* how the mesh names this node, beside its node name */
@@ -796,6 +824,7 @@ void agent_free(struct agent *a)
 	if (!a)
 		return;
 	inspector_free(a->ins); /* its last answers go to the control socket and the log */
+	rasq_free(a->rq);	/* after the inspector's answers, before the log */
 	metrics_close(a->metrics);
 	ctl_free(a->ctl);
 	jobparts_free(a->jp);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/clocksync.h"
 #include "lib/jobview.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
@@ -16,6 +17,8 @@
 #define TTL_PERIODS 3
 #define REBROADCAST (30000 * MS) /* every member again while ranks of the job are unknown */
 #define MAX_ENTRIES 8192
+#define MAX_CLOCKS  1024 /* hosts whose clock is followed (the least recently heard goes) */
+#define MAX_FIRSTS  1024 /* (job, host) first arrivals kept (4 KiB each) */
 
 struct entry {
 	uint32_t uid;
@@ -26,15 +29,41 @@ struct entry {
 	struct cad_remote x;
 };
 
+/* Another host's clock against ours (lib/clocksync.h). */
+struct clock {
+	struct mesh_addr a;
+	uint64_t heard_ns;
+	struct clk_peer c;
+};
+
+/* A host's first arrivals of a job's collectives, its runs gathered, in its clock. */
+struct firsts {
+	uint32_t uid;
+	char job[FTBPF_JOB_LEN];
+	struct mesh_addr from;
+	uint64_t expires_ns;
+	struct arr_remote f;
+};
+
 struct cadparts {
 	struct entry *v;
 	int n, cap;
+	int64_t skew_ns; /* what this host adds to its clock on the wire (tests only) */
+	struct clock *ck;
+	int nck, ckcap;
+	struct firsts *fv;
+	int nf, fcap;
 	uint64_t accepted, not_ours, world_mismatch, claims_ours, conflict, dropped;
+	uint64_t clock_samples, clock_rejected, firsts_dropped;
 };
 
-struct cadparts *cadparts_new(void)
+struct cadparts *cadparts_new(int64_t skew_ns)
 {
-	return calloc(1, sizeof(struct cadparts));
+	struct cadparts *cp = calloc(1, sizeof(struct cadparts));
+
+	if (cp)
+		cp->skew_ns = skew_ns;
+	return cp;
 }
 
 void cadparts_free(struct cadparts *cp)
@@ -42,7 +71,147 @@ void cadparts_free(struct cadparts *cp)
 	if (!cp)
 		return;
 	free(cp->v);
+	free(cp->ck);
+	free(cp->fv);
 	free(cp);
+}
+
+static int grow_array(void **v, int *cap, int n, size_t sz)
+{
+	void *nv;
+	int c;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	nv = realloc(*v, (size_t)c * sz);
+	if (!nv)
+		return -1;
+	*v = nv;
+	*cap = c;
+	return 0;
+}
+
+/* Host a's clock (add: made when missing, the least recently heard one replaced when full). */
+static struct clock *clock_of(struct cadparts *cp, const struct mesh_addr *a, int add)
+{
+	int old = 0;
+
+	for (int i = 0; i < cp->nck; i++) {
+		if (mesh_addr_eq(&cp->ck[i].a, a))
+			return &cp->ck[i];
+		if (cp->ck[i].heard_ns < cp->ck[old].heard_ns)
+			old = i;
+	}
+	if (!add)
+		return NULL;
+	if (cp->nck >= MAX_CLOCKS) {
+		memset(&cp->ck[old], 0, sizeof(cp->ck[old]));
+		cp->ck[old].a = *a;
+		return &cp->ck[old];
+	}
+	if (grow_array((void **)&cp->ck, &cp->ckcap, cp->nck, sizeof(*cp->ck)) < 0)
+		return NULL;
+	memset(&cp->ck[cp->nck], 0, sizeof(cp->ck[0]));
+	cp->ck[cp->nck].a = *a;
+	return &cp->ck[cp->nck++];
+}
+
+/* A believed part's clock exchange and first arrivals. */
+static void accept_arrivals(struct cadparts *cp, const struct part_packet *p, uint64_t now)
+{
+	const struct jv_part *pt = &p->part;
+	struct clock *c = clock_of(cp, &p->from, 1);
+	struct firsts *f = NULL;
+
+	if (c) {
+		/* the echo is our own clock on the wire: this host's clock again */
+		uint64_t echo = p->echo_ns ? p->echo_ns - (uint64_t)cp->skew_ns : 0;
+		int r = clk_receive(&c->c, p->mono_ns, echo, p->hold_ns, now);
+
+		c->heard_ns = now;
+		cp->clock_samples += r > 0;
+		cp->clock_rejected += r < 0;
+	}
+	if (!pt->first.n)
+		return;
+	for (int i = 0; i < cp->nf && !f; i++)
+		if (cp->fv[i].uid == pt->uid && !strcmp(cp->fv[i].job, pt->job) &&
+		    mesh_addr_eq(&cp->fv[i].from, &p->from))
+			f = &cp->fv[i];
+	if (!f) {
+		if (cp->nf >= MAX_FIRSTS ||
+		    grow_array((void **)&cp->fv, &cp->fcap, cp->nf, sizeof(*cp->fv)) < 0) {
+			cp->firsts_dropped++;
+			return;
+		}
+		f = &cp->fv[cp->nf++];
+		memset(f, 0, sizeof(*f));
+		f->uid = pt->uid;
+		snprintf(f->job, sizeof(f->job), "%s", pt->job);
+		f->from = p->from;
+	}
+	arr_remote_merge(&f->f, &pt->first);
+	f->expires_ns = now + (uint64_t)p->ttl_ms * MS;
+}
+
+void cadparts_stamp(const struct cadparts *cp, const struct mesh_addr *to, uint64_t now,
+		    struct part_packet *p)
+{
+	struct clock *c = clock_of((struct cadparts *)cp, to, 0);
+
+	p->flags |= PART_F_ARR;
+	p->mono_ns = now + (uint64_t)cp->skew_ns;
+	p->echo_ns = p->hold_ns = 0;
+	if (c)
+		clk_echo(&c->c, now, &p->echo_ns, &p->hold_ns);
+}
+
+int cadparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max)
+{
+	struct cadparts *cp = ctx;
+	int n = 0;
+
+	for (int i = 0; i < cp->nf && n < max; i++) {
+		const struct firsts *f = &cp->fv[i];
+		struct clock *c;
+		int64_t off;
+		uint64_t bound;
+
+		if (now >= f->expires_ns || f->uid != (uint32_t)j->uid || strcmp(f->job, j->id))
+			continue;
+		c = clock_of(cp, &f->from, 0);
+		if (!c || clk_offset(&c->c, now, &off, &bound) < 0)
+			continue; /* its clock unknown: its arrivals cannot be compared with ours */
+		out[n].comm = f->f.comm;
+		out[n].seq0 = f->f.seq0;
+		out[n].n = f->f.n;
+		for (int k = 0; k < f->f.n; k++)
+			out[n].t[k] = f->f.t[k] ? (uint64_t)((int64_t)f->f.t[k] - off) : 0;
+		out[n++].err_s = (double)bound / 1e9;
+	}
+	return n;
+}
+
+void cadparts_clocks_json(const struct cadparts *cp, uint64_t now, struct json_object *arr)
+{
+	for (int i = 0; i < cp->nck; i++) {
+		struct json_object *o;
+		char addr[32];
+		int64_t off;
+		uint64_t bound;
+
+		if (clk_offset(&cp->ck[i].c, now, &off, &bound) < 0)
+			continue;
+		o = json_object_new_object();
+		mesh_format_addr(&cp->ck[i].a, addr, sizeof(addr));
+		jstr(o, "node", addr);
+		/* against this host's clock as the others see it (with the tests' skew, the skewed
+		 * one; conversions use the clock underneath, which the skew never touches) */
+		jdbl(o, "offset_ms", (double)(off - cp->skew_ns) / 1e6);
+		jdbl(o, "error_ms", (double)bound / 1e6);
+		json_object_array_add(arr, o);
+	}
 }
 
 static int fresh(const struct entry *e, const struct job *j, uint64_t now)
@@ -128,6 +297,8 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 		e->at_ns = now;
 		e->expires_ns = now + (uint64_t)p->ttl_ms * MS;
 	}
+	if (p->flags & PART_F_ARR)
+		accept_arrivals(cp, p, now);
 	cp->accepted++;
 	/* a host new to the job gets ours (once: its next parts find it known) */
 	return newcomer && !(p->flags & PART_F_REPLY);
@@ -135,9 +306,16 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 
 void cadparts_forget_host(struct cadparts *cp, const struct mesh_addr *a)
 {
+	struct clock *c = clock_of(cp, a, 0);
+
 	for (int i = 0; i < cp->n; i++)
 		if (mesh_addr_eq(&cp->v[i].from, a))
 			cp->v[i--] = cp->v[--cp->n];
+	for (int i = 0; i < cp->nf; i++)
+		if (mesh_addr_eq(&cp->fv[i].from, a))
+			cp->fv[i--] = cp->fv[--cp->nf];
+	if (c) /* a restarted host may have another clock (a reboot) */
+		memset(&c->c, 0, sizeof(c->c));
 }
 
 int cadparts_is_host(const struct cadparts *cp, const struct job *j, const struct mesh_addr *a,
@@ -203,8 +381,25 @@ static int listed(const struct jv_part *cv, int nc, int rank)
 	return 0;
 }
 
-int cadparts_parts(const struct job *j, struct jv_part *cv, int max)
+/* The host's first arrivals of the job's collectives, in its clock on the wire. */
+static void first_arrivals(const struct job *j, struct arr_first *f, int64_t skew_ns)
 {
+	struct arr_rank *r[256];
+	int n = 0;
+
+	for (int m = 0; m < j->nmembers && n < 256; m++)
+		if (!j->members[m]->s.exited)
+			r[n++] = (struct arr_rank *)&j->members[m]->arr;
+	if (!j->arr.comm || !arr_job_first(r, n, j->arr.comm, f))
+		return;
+	for (int i = 0; i < f->n; i++)
+		if (f->t[i])
+			f->t[i] += (uint64_t)skew_ns;
+}
+
+int cadparts_parts(const struct cadparts *cp, const struct job *j, struct jv_part *cv, int max)
+{
+	int64_t skew_ns = cp ? cp->skew_ns : 0;
 	int nc = 0, world = job_world_size(j);
 
 	for (int m = 0; world > 0 && m < j->nmembers; m++) {
@@ -226,6 +421,8 @@ int cadparts_parts(const struct job *j, struct jv_part *cv, int max)
 		c = &cv[nc - 1];
 		cad_summarize(&k->cad, k->id.rank, &c->cad[c->ncad++]);
 	}
+	if (nc) /* this host's first arrivals, once (the other chunks carry none) */
+		first_arrivals(j, &cv[0].first, skew_ns);
 	for (int i = 0; i < nc; i++) {
 		cv[i].chunk = (uint8_t)i;
 		cv[i].nchunks = (uint8_t)nc;
@@ -246,7 +443,7 @@ int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *
 	hosts = known(cp, j, now, &ranks);
 	every = cad_part_period_ns(hosts);
 	t->hosts = hosts;
-	nc = cadparts_parts(j, cv, max);
+	nc = cadparts_parts(cp, j, cv, max);
 	if (!nc)
 		return 0;
 	/* every member again while ranks of the job are unknown: every 30 s, less often the more
@@ -311,6 +508,10 @@ void cadparts_tick(struct cadparts *cp, const struct ranks *ranks, uint64_t now)
 		if (now >= cp->v[i].expires_ns ||
 		    !ranks_job_find(ranks, cp->v[i].uid, cp->v[i].job))
 			cp->v[i--] = cp->v[--cp->n];
+	for (int i = 0; i < cp->nf; i++)
+		if (now >= cp->fv[i].expires_ns ||
+		    !ranks_job_find(ranks, cp->fv[i].uid, cp->fv[i].job))
+			cp->fv[i--] = cp->fv[--cp->nf];
 }
 
 void cadparts_counters(const struct cadparts *cp, struct json_object *c)
@@ -321,4 +522,7 @@ void cadparts_counters(const struct cadparts *cp, struct json_object *c)
 	jint(c, "cadence_claim_our_ranks", (int64_t)cp->claims_ours);
 	jint(c, "cadence_rank_conflict", (int64_t)cp->conflict);
 	jint(c, "cadence_ranks_dropped", (int64_t)cp->dropped);
+	jint(c, "clock_samples", (int64_t)cp->clock_samples);
+	jint(c, "clock_samples_rejected", (int64_t)cp->clock_rejected);
+	jint(c, "arrivals_dropped", (int64_t)cp->firsts_dropped);
 }

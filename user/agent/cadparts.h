@@ -6,6 +6,10 @@
  * per remote rank with the straggler state this host judges for it (agent/cadwatch.c judges a
  * job over its ranks here and these), and says what to send and when.
  *
+ * With the cadence go the ranks' lateness at their job's collectives and the host's first
+ * arrivals of a run of them, and each part carries the clock exchange (lib/clocksync.h) that
+ * puts other hosts' arrivals into this host's clock, with an error bound.
+ *
  * Cost: one part per host of the job every max(2 s, 20 ms x the job's hosts), at most 20 s:
  * about 400 bytes for 8 ranks, so at most ~20 KB/s a host (150 hosts and more), 1.6 KB/s at
  * 8 hosts. Trust: as parts (MAC, sender, boot, replay window), then a job of ours, its world
@@ -32,7 +36,8 @@ struct cad_timing {
 	int hosts;		    /* the job's hosts when last sent */
 };
 
-struct cadparts *cadparts_new(void);
+/* skew_ns: added to this host's clock on the wire (0; the tests make hosts' clocks differ). */
+struct cadparts *cadparts_new(int64_t skew_ns);
 void cadparts_free(struct cadparts *cp);
 /* A cadence part p (authenticated, meant for us, fresh) from a host (member: a live member of
  * the mesh) about job j (NULL: no job of ours). 1 when the sender is new to the job here and
@@ -46,9 +51,17 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
  * 0 when nothing is due. */
 int cadparts_build(struct cadparts *cp, const struct job *j, struct cad_timing *t, uint64_t now,
 		   struct jv_part *cv, int max, int *ret_all, uint32_t *ret_ttl_ms);
-/* j's cadence parts as they are now (for an answer to one host, whatever the period): their
- * number. */
-int cadparts_parts(const struct job *j, struct jv_part *cv, int max);
+/* j's cadence parts as they are now (for an answer to one host, whatever the period), the
+ * host's first arrivals in the first: their number. */
+int cadparts_parts(const struct cadparts *cp, const struct job *j, struct jv_part *cv, int max);
+/* A cadence part p about to go to host `to`: its arrivals section's clock exchange. */
+void cadparts_stamp(const struct cadparts *cp, const struct mesh_addr *to, uint64_t now,
+		    struct part_packet *p);
+/* arr_remote_fn (agent/cadwatch.h), ctx the cadparts: the first arrivals of j's other hosts
+ * whose clocks are known, in this host's clock, each with its clock's error bound. */
+int cadparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max);
+/* Each host's clock offset and its error bound, into arr: [{node, offset_ms, error_ms}]. */
+void cadparts_clocks_json(const struct cadparts *cp, uint64_t now, struct json_object *arr);
 /* Forget what host a said (it died, left or restarted). */
 void cadparts_forget_host(struct cadparts *cp, const struct mesh_addr *a);
 /* Did host a send j's cadence lately? */

@@ -16,6 +16,7 @@
 #include "agent/jobparts.h"
 #include "agent/mesh.h"
 #include "agent/pystacks.h"
+#include "agent/rasquery.h"
 #include "agent/timersvc.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
@@ -54,6 +55,7 @@ static struct json_object *do_status(struct handlers *h, const struct ctl_reques
 
 			if (h->dc)
 				decide_job_json(h->dc, h->ranks->jobs[j], jo);
+			rasq_job_json(h->vs.rq, jo, h->ranks->jobs[j], now);
 			if (h->jp)
 				json_object_object_add(
 				    jo, "ranks_elsewhere",

@@ -335,6 +335,8 @@ static void send_parts(struct jobparts *jp, const struct mesh_addr *to, const st
 			}
 		}
 		p.part = *c;
+		if (flags & PART_F_CAD) /* the clock exchange with its receiver */
+			cadparts_stamp(jp->cp, to, clock_mono_ns(), &p);
 		len = part_encode(&p, jp->key, buf, sizeof(buf));
 		if (len < 0)
 			continue;
@@ -408,9 +410,21 @@ static uint32_t digest(const struct jv_part *c, int nc)
 	return h;
 }
 
-static uint64_t publish_after(const struct jobparts *jp)
+/* When a job's stall is told to its other hosts: after a quarter of its soft timeout, at least
+ * PUBLISH_MIN; a job whose collectives have a pace, a quarter of what its collective rule may
+ * give (the verdict over every host's ranks is where it applies). */
+static uint64_t publish_after(const struct jobparts *jp, const struct job *j)
 {
-	return jp->o.dp->soft_ns / 4 > PUBLISH_MIN ? jp->o.dp->soft_ns / 4 : PUBLISH_MIN;
+	uint64_t soft = jp->o.dp->soft_ns, coll;
+
+	if (jp->o.dp->soft_auto && j->arr.p99_interval_s > 0) {
+		coll = (uint64_t)(jp->o.dp->auto_k * j->arr.p99_interval_s * 1e9);
+		if (coll < jp->o.dp->auto_floor_ns)
+			coll = jp->o.dp->auto_floor_ns;
+		if (coll < soft)
+			soft = coll;
+	}
+	return soft / 4 > PUBLISH_MIN ? soft / 4 : PUBLISH_MIN;
 }
 
 static struct pub *pub_find(struct jobparts *jp, uint32_t uid, const char *job)
@@ -490,7 +504,7 @@ static void cad_publish(struct jobparts *jp, const struct job *j, struct pub *pb
 	/* hosts new to the job get ours now (unless it just went to the job's hosts, them
 	 * included), not at the next period */
 	if (pb->ncad_ask && !nc) {
-		nc = cadparts_parts(j, cv, MAX_CHUNKS);
+		nc = cadparts_parts(jp->cp, j, cv, MAX_CHUNKS);
 		ttl_ms = (uint32_t)(3 * cad_part_period_ns(pb->cad.hosts) / MS);
 		for (int i = 0; nc && i < pb->ncad_ask; i++)
 			send_parts(jp, &pb->cad_ask[i], cv, nc, PART_F_CAD | PART_F_REPLY, ttl_ms);
@@ -502,6 +516,16 @@ int jobparts_cad_remote(void *ctx, const struct job *j, uint64_t now, struct cad
 			int max)
 {
 	return cadparts_remote(((struct jobparts *)ctx)->cp, j, now, out, max);
+}
+
+int jobparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max)
+{
+	return cadparts_firsts(((struct jobparts *)ctx)->cp, j, now, out, max);
+}
+
+void jobparts_clocks_json(const struct jobparts *jp, struct json_object *arr)
+{
+	cadparts_clocks_json(jp->cp, clock_mono_ns(), arr);
 }
 
 /* ---- the verdict ---- */
@@ -643,6 +667,7 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 {
 	int world = job_world_size(j), spans, stalled, nc, n = 0, nh, edges;
 	struct pub *pb = pub_of(jp, j);
+	struct det_pace pace = {0};
 	struct jv_verdict v;
 
 	if (!pb)
@@ -654,7 +679,7 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 	/* no progress here for a quarter of the soft timeout (at least 1 s): the job's other
 	 * hosts hear of it well before a verdict is due, and a healthy job whose steps wait a
 	 * second on the device says nothing */
-	stalled = (j->res.live && j->res.no_progress_ns >= publish_after(jp)) || j->res.failed;
+	stalled = (j->res.live && j->res.no_progress_ns >= publish_after(jp, j)) || j->res.failed;
 	edges = spans ? stalled || needs_resolution(jp, j)
 		      /* here alone: the graph adds only to weaker evidence than a death or
 		       * NCCL's, and a job too big for our parts is the detector's alone */
@@ -669,7 +694,9 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 	if (!nc)
 		return;
 	nh = hosts_of(jp);
-	if (jobview_eval(jp->parts, n, 0, jp->hosts, nh, now, jp->o.dp, &v) < 0)
+	pace.p99_step_ns = (uint64_t)(j->cad.p99_step_s * 1e9);
+	pace.p99_coll_ns = (uint64_t)(j->arr.p99_interval_s * 1e9);
+	if (jobview_eval(jp->parts, n, 0, jp->hosts, nh, now, jp->o.dp, &pace, &v) < 0)
 		return;
 	if (!spans && !v.graph) { /* this host alone, and the graph adds nothing */
 		j->xv.valid = 0;
@@ -819,11 +846,12 @@ struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struc
 	return arr;
 }
 
-static const char *evidence(const struct jv_verdict *v)
+/* Which evidence named the culprit (or, on_device, why none is). */
+static const char *evidence_of(enum det_rule rule, int graph)
 {
-	if (v->graph)
+	if (graph)
 		return "waits_for";
-	switch (v->rule) {
+	switch (rule) {
 	case DET_RULE_DEAD:
 		return "first_to_die";
 	case DET_RULE_NCCL:
@@ -834,6 +862,10 @@ static const char *evidence(const struct jv_verdict *v)
 		return "only_rank";
 	case DET_RULE_SCORE:
 		return "most_suspicious";
+	case DET_RULE_DEVICE:
+		return "device";
+	case DET_RULE_ON_DEVICE:
+		return "on_device";
 	default:
 		return NULL;
 	}
@@ -847,6 +879,8 @@ void jobparts_job_json(struct json_object *o, const struct job *j)
 
 	if (!v->valid) {
 		jstr(o, "culprit_node", j->res.n_culprits ? v->culprit_node : NULL);
+		jstr(o, "evidence",
+		     j->res.hung || j->res.failed ? evidence_of(j->res.rule, 0) : NULL);
 		return;
 	}
 	cr = json_object_new_array();
@@ -857,7 +891,7 @@ void jobparts_job_json(struct json_object *o, const struct job *j)
 	     (v->hung || v->failed) && v->culprit_node[0] ? v->culprit_node : NULL);
 	jstr(o, "culprit_state", named ? v->culprit_state : NULL);
 	jbool(o, "culprit_here", named && v->culprit_here);
-	jstr(o, "evidence", v->hung || v->failed ? evidence(v) : NULL);
+	jstr(o, "evidence", v->hung || v->failed ? evidence_of(v->rule, v->graph) : NULL);
 	jint(o, "hosts", v->hosts);
 	jint(o, "job_ranks", v->ranks);
 	jint(o, "world_size", v->world);
@@ -872,7 +906,13 @@ struct jobparts *jobparts_new(const struct jobparts_opts *o)
 	if (!jp)
 		return NULL;
 	jp->o = *o;
-	jp->cp = cadparts_new();
+	{
+		/* a test's way to make this host's clock differ from the others' (hosts in
+		 * network namespaces share one CLOCK_MONOTONIC): milliseconds, never for use */
+		const char *skew = getenv("FTBPF_TEST_CLOCK_SKEW_MS");
+
+		jp->cp = cadparts_new(skew ? (int64_t)(atof(skew) * 1e6) : 0);
+	}
 	if (!jp->cp) {
 		free(jp);
 		return NULL;

@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+struct arr_remote;
+
 struct ranks;
 struct job;
 struct mesh;
@@ -44,6 +46,11 @@ void jobparts_tick(struct jobparts *jp, uint64_t now);
 /* A mesh peer changed state (its parts expire when it is dead or gone). */
 void jobparts_peer_event(struct jobparts *jp, const char *type, const struct swim_member *m);
 struct cad_remote;
+/* Other hosts' first arrivals of j's collectives, in this host's clock (arr_remote_fn of
+ * agent/cadwatch.h; ctx the jobparts). */
+int jobparts_firsts(void *ctx, const struct job *j, uint64_t now, struct arr_remote *out, int max);
+/* Each other host's clock against ours, [{node, offset_ms, error_ms}], into arr. */
+void jobparts_clocks_json(const struct jobparts *jp, struct json_object *arr);
 /* The job's ranks on other hosts with their step cadence (cad_remote_fn of agent/cadwatch.h;
  * ctx: the jobparts): fresh, none that this host holds alive. */
 int jobparts_cad_remote(void *ctx, const struct job *j, uint64_t now, struct cad_remote **out,

@@ -93,11 +93,18 @@ static void rank_of(const struct rank *k, uint64_t now, struct jv_rank *r)
 	r->progress_age_ms = ms_since(now, base);
 	r->state_age_ms = ms_since(now, k->d.state_since_ns);
 	r->exit_age_ms = s->exited ? ms_since(now, s->exit_ns) : 0;
-	for (int i = 0; i < s->ncomm; i++)
-		if (s->comm[i].seq && (!c || s->comm[i].last_ns > c->last_ns))
+	/* the job's communicator, the one its collectives are followed on; else the latest */
+	for (int i = 0; i < s->ncomm && k->job && k->job->arr.comm; i++)
+		if (!(s->comm[i].flags & DET_COMM_DEVICE) &&
+		    (s->comm[i].id ? s->comm[i].id : 1) == k->job->arr.comm)
 			c = &s->comm[i];
-	if (c && c->seq < (1ull << 48)) {
-		r->flags |= JV_R_COMM;
+	for (int i = 0; i < s->ncomm && !c; i++)
+		if (s->comm[i].seq && !(s->comm[i].flags & DET_COMM_DEVICE) &&
+		    (!c || s->comm[i].last_ns > c->last_ns))
+			c = &s->comm[i];
+	if (c && c->seq && c->seq < (1ull << 48)) {
+		r->flags |= JV_R_COMM | (c->flags & DET_COMM_MPI ? JV_R_MPI : 0) |
+			    (c->flags & DET_COMM_GRAPH ? JV_R_GRAPH : 0);
 		r->comm_id = c->id;
 		r->comm_seq = c->seq;
 		r->comm_count = c->count;

@@ -32,6 +32,7 @@ struct view_src {
 	struct sampler *sp;	 /* the last task snapshot (threads, GPU ioctls per thread) */
 	const struct timers *tm; /* agent-held countdown timers */
 	struct inspector *ins;	 /* reads Python stacks off the loop; NULL: none */
+	struct rasq *rq;	 /* NCCL RAS answers (agent/rasquery.h); NULL: none */
 };
 
 double view_secs(uint64_t ns);

@@ -103,6 +103,14 @@ static void gpu_call_json(struct json_object *o, const struct rank *k, uint64_t 
 
 		snprintf(id, sizeof(id), "%016llx", (unsigned long long)c->id);
 		jstr(co, "comm", c->id ? id : NULL);
+		/* what the record numbers: NCCL's or MPI's collectives as the host issued them, the
+		 * process's CUDA graph launches, or what its device began (NCCL profiler plugin) */
+		jstr(co, "kind",
+		     c->flags & DET_COMM_DEVICE	 ? "device"
+		     : c->flags & DET_COMM_GRAPH ? "graph"
+		     : c->flags & DET_COMM_MPI	 ? "mpi"
+						 : "nccl");
+		jbool(co, "device", !!(c->flags & DET_COMM_DEVICE));
 		jint(co, "rank", c->rank);
 		jint(co, "nranks", c->nranks);
 		jint(co, "seq", (int64_t)c->seq);
@@ -144,6 +152,16 @@ static void rank_cadence_json(struct json_object *o, const struct rank *k)
 	jdbl(o, "wait_s", v ? st * c->wait_frac : 0);
 	jdbl(o, "read_s", v ? st * c->read_frac : 0);
 	jdbl(o, "wait_frac", v ? c->wait_frac : 0);
+	/* when it issues its job's collectives (lib/arrivals.h): how late, where that time went */
+	v = c->arr.valid && !k->s.exited;
+	jstr(o, "straggler_basis", c->by_arrivals ? "arrivals" : "waits");
+	jdbl(o, "late_s", v ? c->arr.late_s : 0);
+	jdbl(o, "late_err_s", v ? c->arr.err_s : 0);
+	jdbl(o, "late_gpu_s", v ? c->arr.gpu_s : 0);
+	jdbl(o, "late_cpu_s", v ? c->arr.cpu_s : 0);
+	jdbl(o, "late_read_s", v ? c->arr.read_s : 0);
+	jdbl(o, "late_comm_s", v ? c->arr.comm_s : 0);
+	jint(o, "collectives_compared", v ? c->arr.ncoll : 0);
 }
 
 static struct json_object *straggler_at(int rank, const char *node, int here)
@@ -181,6 +199,14 @@ static void job_cadence_json(struct json_object *o, const struct job *j)
 	jdbl(o, "rank_imbalance", j->cad.imbalance);
 	jdbl(o, "soft_timeout_s", view_secs(j->res.soft_ns));
 	jbool(o, "paced", j->res.paced);
+	jstr(o, "paced_by", !j->res.paced ? NULL : j->res.paced_coll ? "collectives" : "steps");
+	/* its collectives (lib/arrivals.h): the pace soft_timeout = auto's collective rule uses */
+	jint(o, "collective_seq", (int64_t)j->arr.latest_seq);
+	jdbl(o, "collective_interval_p50_s", j->arr.p50_interval_s);
+	jdbl(o, "collective_interval_p99_s", j->arr.p99_interval_s);
+	jint(o, "collectives_per_step", j->arr.per_step);
+	jdbl(o, "collective_step_s", j->arr.step_s);
+	jbool(o, "stragglers_by_arrivals", j->cad.by_arrivals);
 	json_object_object_add(o, "stragglers", s);
 }
 
@@ -225,7 +251,8 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 	jdbl(o, "state_for_s",
 	     view_secs(now > k->d.state_since_ns ? now - k->d.state_since_ns : 0));
 	jstr(o, "syscall",
-	     k->d.syscall >= 0 && k->d.state != RS_GPU_SYNC && k->d.state != RS_NCCL
+	     k->d.syscall >= 0 && k->d.state != RS_GPU_SYNC && k->d.state != RS_NCCL &&
+		     k->d.state != RS_MPI
 		 ? syscalls_format(k->d.syscall, nm, sizeof(nm))
 		 : NULL);
 	gpu_call_json(o, k, now);

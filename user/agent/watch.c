@@ -84,7 +84,7 @@ void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct
 	w->dp.soft_auto = cfg->soft_auto;
 	w->dp.auto_k = cfg->soft_timeout_k;
 	w->dp.auto_floor_ns = (uint64_t)(cfg->soft_timeout_floor_s * CLOCK_NS_PER_S);
-	cadwatch_init(&w->cw, el, cfg);
+	cadwatch_init(&w->cw, el, &w->sp, cfg);
 	gpu_majors_setup(w, cfg->gpu_majors);
 }
 
@@ -116,6 +116,10 @@ static int comm_one(void *ctx, const struct ftbpf_comm_key *key, const struct ft
 		return 0;
 	d = &k->s.comm[k->s.ncomm++];
 	d->id = c->flags & FTBPF_COMM_NO_ID ? 0 : c->id;
+	d->flags =
+	    c->flags & (DET_COMM_MPI | DET_COMM_GRAPH | DET_COMM_DEVICE | DET_COMM_UNALIGNED);
+	d->key_kind = key->kind;
+	d->key_comm = key->comm;
 	d->seq = c->seq;
 	d->last_ns = c->last_ns;
 	d->count = c->count;
@@ -238,6 +242,11 @@ static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
 		return;
 	}
 	children_progress(w, k);
+	/* a collective issued (or begun by its device, or a graph launched) is progress, from
+	 * whichever thread */
+	for (int i = 0; i < k->s.ncomm; i++)
+		if (k->s.comm[i].last_ns > k->s.progress_ns && k->s.comm[i].last_ns <= now)
+			k->s.progress_ns = k->s.comm[i].last_ns;
 	if (tracker_thread_get(w->tr, k->pid, &t) == 0) {
 		k->api_calls = t.api_calls;
 		k->syscalls = t.syscalls;

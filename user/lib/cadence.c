@@ -1,5 +1,8 @@
 /*
  * Step cadence and stragglers (see cadence.h). Definitions (also in docs/detection.md):
+ *  by arrivals (a job whose ranks issue collectives, lib/arrivals.h): a straggler arrives at
+ *               them later than the median rank by (threshold - 1) of a step or more, sustained;
+ *               its reason is where that late time went (gpu, data, compute). Otherwise:
  *  own time   = wall time less the time waiting on the peers (or the device): compute + reads.
  *  slowdown   = a rank's own-time fraction over the median of its job's ranks, over a window.
  *  straggler  = slowdown >= threshold while it waits less than the median rank (so the others
@@ -28,7 +31,7 @@ void cad_params_default(struct cad_params *p)
 
 const char *cad_reason_name(enum cad_reason r)
 {
-	return r == CAD_DATA ? "data" : r == CAD_COMPUTE ? "compute" : "";
+	return r == CAD_DATA ? "data" : r == CAD_COMPUTE ? "compute" : r == CAD_GPU ? "gpu" : "";
 }
 
 void cad_rank_reset(struct cad_rank *r)
@@ -234,6 +237,117 @@ static void evidence(struct cad_rank *r, const struct cad_job *j, int n)
 		r->evidence[sizeof(r->evidence) - 1] = 0;
 }
 
+/* The straggler state: entered after `above` held sustain_s, left after `below` held as long. */
+static void sustain(struct cad_rank *k, int above, int below, uint64_t now,
+		    const struct cad_params *p)
+{
+	uint64_t sustain = (uint64_t)(p->sustain_s * NS);
+
+	if (above) {
+		if (!k->above_ns)
+			k->above_ns = now;
+	} else {
+		k->above_ns = 0;
+	}
+	if (!k->straggler && above && now - k->above_ns >= sustain) {
+		k->straggler = 1;
+		k->since_ns = k->above_ns;
+		k->below_ns = 0;
+		k->peak_slowdown = 0;
+	} else if (k->straggler) {
+		if (!below) {
+			k->below_ns = 0;
+		} else if (!k->below_ns) {
+			k->below_ns = now;
+		} else if (now - k->below_ns >= sustain) {
+			k->straggler = 0;
+			k->below_ns = 0;
+		}
+	}
+	if (k->straggler && k->slowdown > k->peak_slowdown)
+		k->peak_slowdown = k->slowdown;
+}
+
+/* Its lateness less the time it waited on its peers meanwhile (not its own doing). */
+static double own_late(const struct cad_rank *r)
+{
+	return fmax(0, r->arr.late_s - r->arr.comm_s);
+}
+
+static enum cad_reason late_reason(const struct cad_rank *r)
+{
+	const struct arr_fig *a = &r->arr;
+
+	if (a->gpu_s >= a->read_s && a->gpu_s >= a->cpu_s && a->gpu_s > 0)
+		return CAD_GPU;
+	if (a->read_s >= a->cpu_s && a->read_s > 0)
+		return CAD_DATA;
+	return CAD_COMPUTE;
+}
+
+/* What shows that the others wait for r: when it arrives at the collectives, and why. */
+static void late_evidence(struct cad_rank *r, const struct cad_job *j, double step, int n)
+{
+	char late[24], med[24], st[24], gpu[24], cpu[24], rd[24], cm[24], err[48] = "";
+
+	ms_text(late, sizeof(late), r->arr.late_s);
+	ms_text(med, sizeof(med), j->median_late);
+	ms_text(st, sizeof(st), step);
+	ms_text(gpu, sizeof(gpu), r->arr.gpu_s);
+	ms_text(cpu, sizeof(cpu), r->arr.cpu_s);
+	ms_text(rd, sizeof(rd), r->arr.read_s);
+	ms_text(cm, sizeof(cm), r->arr.comm_s);
+	if (r->arr.err_s > 0)
+		snprintf(err, sizeof(err), " (+/- %.1f ms: other hosts' clocks)",
+			 r->arr.err_s * 1e3);
+	if (snprintf(
+		r->evidence, sizeof(r->evidence),
+		"arrives %s after the first rank at each collective%s (%d collectives; the "
+		"median of %d ranks %s): %.0f%% of a %s step; of it %s in its own GPU work, %s "
+		"computing on its CPU, %s reading input, %s waiting on peers",
+		late, err, r->arr.ncoll, n, med, (own_late(r) - j->median_late) / step * 100, st,
+		gpu, cpu, rd, cm) >= (int)sizeof(r->evidence))
+		r->evidence[sizeof(r->evidence) - 1] = 0;
+}
+
+/*
+ * Stragglers by arrivals: a rank whose own lateness exceeds the median rank's by at least
+ * (threshold - 1) of a step, beyond the clock error of the comparison, for sustain_s; it recovers
+ * below (recover - 1) of a step. The reason is where its late time went.
+ */
+static void judge_by_arrivals(struct cad_rank *const *r, int n, uint64_t now,
+			      const struct cad_params *p, struct cad_job *j, double step)
+{
+	double late[256];
+	int v = 0;
+
+	for (int i = 0; i < n && v < 256; i++)
+		if (r[i]->arr.valid)
+			late[v++] = own_late(r[i]);
+	j->median_late = arr_quantile(late, v, 0.5);
+	for (int i = 0; i < n; i++) {
+		struct cad_rank *k = r[i];
+		double excess;
+		int above = 0, below = 1;
+
+		k->by_arrivals = 1;
+		k->slowdown = 0;
+		if (k->arr.valid && step > 0) {
+			excess = own_late(k) - j->median_late;
+			k->slowdown = 1 + excess / step;
+			above = excess - k->arr.err_s >= (p->threshold - 1) * step;
+			below = excess < (p->recover - 1) * step;
+			if (above || k->straggler)
+				k->reason = late_reason(k);
+		}
+		sustain(k, above, below, now, p);
+		if (k->arr.valid && step > 0)
+			late_evidence(k, j, step, v);
+		else if (!k->straggler)
+			k->evidence[0] = 0;
+	}
+}
+
 static void push_step(struct cad_job *j, double s)
 {
 	if (s <= 0)
@@ -248,8 +362,7 @@ void cad_job_eval(struct cad_rank *const *r, int n, uint64_t now, const struct c
 		  struct cad_job *j)
 {
 	double own[256], wait[256], rd[256], step[256], tmp[CAD_STEPS], maxp = 0;
-	uint64_t sustain = (uint64_t)(p->sustain_s * NS);
-	int v = 0, ns = 0;
+	int v = 0, ns = 0, va = 0;
 
 	for (int i = 0; i < n && v < 256; i++) {
 		if (!r[i]->valid)
@@ -289,10 +402,22 @@ void cad_job_eval(struct cad_rank *const *r, int n, uint64_t now, const struct c
 		    med > 0 ? (quantile(tmp, j->nsteps, 0.9) - quantile(tmp, j->nsteps, 0.1)) / med
 			    : 0;
 	}
+	/* ranks that arrive at collectives: judged by when they arrive (a GPU rank's waits hold
+	 * its own device's work, an MPI rank's may not show at all) */
+	for (int i = 0; i < n; i++)
+		va += r[i]->arr.valid;
+	j->by_arrivals = va >= 2;
+	if (j->by_arrivals) {
+		/* the longer of the two steps: the collectives' period can be one layer of a step
+		 * that issues hundreds (FSDP), the wait spans' a step's loss synchronisation */
+		judge_by_arrivals(r, n, now, p, j, fmax(j->arr_step_s, j->step_s));
+		return;
+	}
 	for (int i = 0; i < n; i++) {
 		struct cad_rank *k = r[i];
 		int above = 0, below = 1;
 
+		k->by_arrivals = 0;
 		k->slowdown = 0;
 		if (k->valid && v >= 2 && j->median_own >= 0.02) {
 			double excess;
@@ -307,29 +432,7 @@ void cad_job_eval(struct cad_rank *const *r, int n, uint64_t now, const struct c
 					? CAD_DATA
 					: CAD_COMPUTE;
 		}
-		if (above) {
-			if (!k->above_ns)
-				k->above_ns = now;
-		} else {
-			k->above_ns = 0;
-		}
-		if (!k->straggler && above && now - k->above_ns >= sustain) {
-			k->straggler = 1;
-			k->since_ns = k->above_ns;
-			k->below_ns = 0;
-			k->peak_slowdown = 0;
-		} else if (k->straggler) {
-			if (!below) {
-				k->below_ns = 0;
-			} else if (!k->below_ns) {
-				k->below_ns = now;
-			} else if (now - k->below_ns >= sustain) {
-				k->straggler = 0;
-				k->below_ns = 0;
-			}
-		}
-		if (k->straggler && k->slowdown > k->peak_slowdown)
-			k->peak_slowdown = k->slowdown;
+		sustain(k, above, below, now, p);
 		if (k->valid && v >= 2)
 			evidence(k, j, v);
 		else if (!k->straggler)
@@ -344,7 +447,17 @@ void cad_summarize(const struct cad_rank *r, int rank, struct cad_summary *s)
 	if (!r->valid)
 		return;
 	s->flags = CAD_SUM_VALID | (r->straggler ? CAD_SUM_STRAGGLER : 0) |
-		   (r->reason == CAD_DATA ? CAD_SUM_DATA : 0);
+		   (r->reason == CAD_DATA ? CAD_SUM_DATA : 0) |
+		   (r->reason == CAD_GPU ? CAD_SUM_GPU : 0);
+	if (r->arr.valid) {
+		s->flags |= CAD_SUM_ARR;
+		s->late_us = (uint32_t)fmin(r->arr.late_s * 1e6, 4e9);
+		s->err_us = (uint32_t)fmin(r->arr.err_s * 1e6, 4e9);
+		s->gpu_us = (uint32_t)fmin(r->arr.gpu_s * 1e6, 4e9);
+		s->read_us = (uint32_t)fmin(r->arr.read_s * 1e6, 4e9);
+		s->comm_us = (uint32_t)fmin(r->arr.comm_s * 1e6, 4e9);
+		s->ncoll = (uint32_t)r->arr.ncoll;
+	}
 	/* fractions of wall time, whatever rounding made of them */
 	s->own_ppm = (uint32_t)(fmin(fmax(r->own_frac, 0), 1) * 1e6);
 	s->wait_ppm = (uint32_t)(fmin(fmax(r->wait_frac, 0), 1) * 1e6);
@@ -366,6 +479,18 @@ void cad_rank_from_summary(struct cad_rank *r, const struct cad_summary *s)
 	r->step_s = s->step_us / 1e6;
 	r->window_s = s->window_ms / 1e3;
 	r->period_max_s = 0;
+	memset(&r->arr, 0, sizeof(r->arr));
+	if (s->flags & CAD_SUM_ARR) {
+		r->arr.valid = r->valid;
+		r->arr.late_s = s->late_us / 1e6;
+		r->arr.err_s = s->err_us / 1e6;
+		r->arr.gpu_s = s->gpu_us / 1e6;
+		r->arr.read_s = s->read_us / 1e6;
+		r->arr.comm_s = s->comm_us / 1e6;
+		r->arr.ncoll = (int)s->ncoll;
+		r->arr.cpu_s =
+		    fmax(0, r->arr.late_s - r->arr.gpu_s - r->arr.read_s - r->arr.comm_s);
+	}
 }
 
 uint64_t cad_part_period_ns(int hosts)

@@ -16,7 +16,10 @@
 
 #include <stdint.h>
 
+#include "lib/arrivals.h"
+
 #define CAD_SPANS	 32 /* FTBPF_CAD_RING */
+#define CAD_OWN		 64 /* FTBPF_CAD_OWN_RING */
 #define CAD_HIST	 96 /* observations kept per rank (one a scan) */
 #define CAD_STEPS	 128
 #define CAD_REMOTE_NAMED 64 /* a job's stragglers on other hosts listed in its status */
@@ -30,6 +33,9 @@ struct cad_obs {
 	uint64_t steps;	  /* ftbpf_step() value, 0 when the rank does not call it */
 	int nspan;	  /* the last spans, oldest first */
 	uint64_t span_start[CAD_SPANS], span_end[CAD_SPANS];
+	int nown; /* the last closed own spans (enum arr_own), oldest first */
+	uint64_t own_start[CAD_OWN], own_end[CAD_OWN];
+	uint8_t own_kind[CAD_OWN];
 };
 
 struct cad_params {
@@ -39,7 +45,8 @@ struct cad_params {
 	double sustain_s; /* for this long, both ways (10) */
 };
 
-enum cad_reason { CAD_NONE = 0, CAD_COMPUTE, CAD_DATA };
+/* Where a straggler's excess goes: its CPU, its input, its own GPU work. */
+enum cad_reason { CAD_NONE = 0, CAD_COMPUTE, CAD_DATA, CAD_GPU };
 
 /* What a rank's cadence says; one per rank, zero-initialised before first use. */
 struct cad_rank {
@@ -56,6 +63,10 @@ struct cad_rank {
 	int period_spans;		       /* spans per step (the most frequent finding) */
 	int per_votes[9], per_seen;	       /* how often each spans-per-step was found */
 	uint64_t dspans, dsteps;
+	/* how late it arrives at its job's collectives (lib/arrivals.h; the caller's, or from a
+	 * remote rank's summary): when the job has them, stragglers are judged by them */
+	struct arr_fig arr;
+	int by_arrivals; /* judged by its arrivals (else by its wait spans) */
 	/* judged against the job's ranks */
 	double slowdown; /* own time / the job's median, 0 unknown */
 	int straggler;
@@ -75,7 +86,10 @@ struct cad_job {
 	double spread;	  /* of the step time: (p90 - p10) / median of the recent samples */
 	double imbalance; /* (slowest - fastest own time) / median own time, over the ranks */
 	double median_own, median_wait, median_read;
-	double p99_step_s; /* of the recent step samples, 0 too few */
+	double p99_step_s;  /* of the recent step samples, 0 too few */
+	int by_arrivals;    /* stragglers judged by collective arrivals (ranks with them: >= 2) */
+	double arr_step_s;  /* (the caller's) the step from the collectives' period, 0 unknown */
+	double median_late; /* the median rank's own lateness per collective (by arrivals) */
 	int nsteps, head;
 	double steps[CAD_STEPS]; /* recent step-time samples (for the p99) */
 	/* (the caller fills these) this host's name, and the job's stragglers on other hosts as
@@ -101,10 +115,14 @@ struct cad_summary {
 	uint32_t step_us;     /* step time, 0 unknown */
 	uint32_t slowdown_pm; /* slowdown per mille (1000 = the median), 0 unknown */
 	uint32_t window_ms;
+	/* its collective arrivals (CAD_SUM_ARR), per collective, in microseconds */
+	uint32_t late_us, err_us, gpu_us, read_us, comm_us, ncoll;
 };
 #define CAD_SUM_VALID	  0x1u
 #define CAD_SUM_STRAGGLER 0x2u
-#define CAD_SUM_DATA	  0x4u /* its excess time is reading input */
+#define CAD_SUM_DATA	  0x4u	/* its excess time is reading input */
+#define CAD_SUM_GPU	  0x8u	/* its excess time is its own GPU work */
+#define CAD_SUM_ARR	  0x10u /* late_us.. are set: its arrival figures are valid */
 
 /* A rank of a job on another host, as a host that shares the job keeps it: its latest summary,
  * and the straggler state judged here between summaries (cad_rank's, without the history). */

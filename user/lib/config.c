@@ -53,13 +53,15 @@ static const struct key_def keys[] = {
      "seconds without progress on every rank of a job before it is reported hung, or auto: "
      "at the job's own pace (docs/detection.md)"},
     {"soft_timeout_max", "soft-timeout-max", T_DOUBLE, OFF(soft_timeout_max_s), 0, 0.5, 86400,
-     "soft_timeout auto: the longest it gets (a job computing, or of unknown pace)"},
+     "soft_timeout auto: the longest it gets (a job computing, every rank in one "
+     "collective, or of unknown pace)"},
     {"soft_timeout_floor", "soft-timeout-floor", T_DOUBLE, OFF(soft_timeout_floor_s), 0, 0.5, 86400,
      "soft_timeout auto: the shortest it gets"},
     {"soft_timeout_k", "soft-timeout-k", T_DOUBLE, OFF(soft_timeout_k), 0, 1, 1000,
-     "soft_timeout auto: times the job's recent p99 step time"},
+     "soft_timeout auto: times the job's recent p99 step time (or p99 collective interval)"},
     {"straggler_threshold", "straggler-threshold", T_DOUBLE, OFF(straggler_threshold), 0, 1.01, 10,
-     "a rank whose own time per step is this many times its job's median is a straggler"},
+     "a rank whose own time per step is this many times its job's median (or that arrives "
+     "at its collectives this share of a step late, less one) is a straggler"},
     {"straggler_window", "straggler-window", T_DOUBLE, OFF(straggler_window_s), 0, 2, 3600,
      "seconds the straggler figures are measured over, and a straggler must last"},
     {"hard_timeout", "hard-timeout", T_DOUBLE, OFF(hard_timeout_s), 0, 0.5, 604800,

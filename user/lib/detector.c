@@ -8,6 +8,7 @@
  */
 #include "lib/detector.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,6 +46,7 @@ static const struct det_state_info states[RS__N] = {
     [RS_GPU] = {"gpu_driver", 75, DET_WAITS_FOR_OTHERS | DET_SINCE_EVENT},
     [RS_GPU_SYNC] = {"gpu_sync", 20, DET_WAITS_FOR_OTHERS | DET_SINCE_EVENT},
     [RS_NCCL] = {"nccl", 15, DET_WAITS_FOR_OTHERS | DET_SINCE_EVENT},
+    [RS_MPI] = {"mpi", 15, DET_WAITS_FOR_OTHERS | DET_SINCE_EVENT},
 };
 
 const struct det_state_info *det_state_info(enum rank_state s)
@@ -116,7 +118,8 @@ static const struct det_comm *last_comm(const struct det_sample *s)
 	const struct det_comm *c = NULL;
 
 	for (int i = 0; i < s->ncomm; i++)
-		if (s->comm[i].seq && (!c || s->comm[i].last_ns > c->last_ns))
+		if (s->comm[i].seq && !(s->comm[i].flags & DET_COMM_DEVICE) &&
+		    (!c || s->comm[i].last_ns > c->last_ns))
 			c = &s->comm[i];
 	return c;
 }
@@ -137,8 +140,26 @@ static void coll_text(const struct det_comm *c, uint64_t seq, char *buf, size_t 
 		}
 	if (c->id)
 		snprintf(id, sizeof(id), "%016llx", (unsigned long long)c->id);
-	snprintf(buf, len, "%s #%llu (%llu x %s) on comm %s", gpuapi_name(api),
-		 (unsigned long long)seq, (unsigned long long)count, gpuapi_dtype_name(dtype), id);
+	if (c->flags & DET_COMM_GRAPH)
+		snprintf(buf, len, "cuGraphLaunch #%llu", (unsigned long long)seq);
+	else if (c->flags & DET_COMM_MPI)
+		snprintf(buf, len, "%s #%llu (%llu elements) on comm %s", gpuapi_name(api),
+			 (unsigned long long)seq, (unsigned long long)count, id);
+	else if (c->flags & DET_COMM_DEVICE)
+		snprintf(buf, len, "%s #%llu (%llu elements)", gpuapi_name(api),
+			 (unsigned long long)seq, (unsigned long long)count);
+	else
+		snprintf(buf, len, "%s #%llu (%llu x %s) on comm %s", gpuapi_name(api),
+			 (unsigned long long)seq, (unsigned long long)count,
+			 gpuapi_dtype_name(dtype), id);
+}
+
+/* "an NCCL communicator", "an MPI communicator", ... */
+static const char *comm_kind(const struct det_comm *c)
+{
+	return c->flags & DET_COMM_MPI	   ? "an MPI communicator"
+	       : c->flags & DET_COMM_GRAPH ? "its CUDA graphs"
+					   : "an NCCL communicator";
 }
 
 static void api_state(struct det_rank *d, const struct det_sample *s, uint64_t now)
@@ -157,10 +178,12 @@ static void api_state(struct det_rank *d, const struct det_sample *s, uint64_t n
 			 "in a GPU synchronisation (%s) for %.1fs%s%s", gpuapi_name(s->api), secs,
 			 c ? ", after " : "", coll);
 	} else {
-		d->state = RS_NCCL;
+		int mpi = FTBPF_API_IS_MPI(s->api);
+
+		d->state = mpi ? RS_MPI : RS_NCCL;
 		if (FTBPF_API_IS_COLL(s->api) && c)
 			snprintf(d->reason, sizeof(d->reason),
-				 "in NCCL collective #%llu (%s) for %.1fs",
+				 "in %s collective #%llu (%s) for %.1fs", mpi ? "MPI" : "NCCL",
 				 (unsigned long long)s->api_seq, gpuapi_name(s->api), secs);
 		else
 			snprintf(d->reason, sizeof(d->reason), "inside %s for %.1fs",
@@ -276,11 +299,27 @@ static void add_culprit(struct det_job *out, int i)
 		out->culprits[out->n_culprits++] = i;
 }
 
+/* The verdict's words (cut to fit: the evidence comes first). */
+__attribute__((format(printf, 2, 3))) static void why(struct det_job *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(out->why, sizeof(out->why), fmt, ap);
+	va_end(ap);
+}
+
+/* A host record (device 0) or a device's view (device 1)? */
+static int of_view(const struct det_comm *c, int device)
+{
+	return !!(c->flags & DET_COMM_DEVICE) == device;
+}
+
 /* id 0 is a communicator created before the probes were attached (its unique id unseen). */
-static const struct det_comm *comm_of(const struct det_sample *s, uint64_t id)
+static const struct det_comm *comm_of(const struct det_sample *s, uint64_t id, int device)
 {
 	for (int i = 0; i < s->ncomm; i++)
-		if (s->comm[i].id == id)
+		if (s->comm[i].id == id && of_view(&s->comm[i], device))
 			return &s->comm[i];
 	return NULL;
 }
@@ -300,85 +339,241 @@ static int anon_comparable(const struct det_sample *s, int n)
 	return 1;
 }
 
-/* Waiting for something other ranks do: the device, NCCL, or a syscall that is not a sleep. */
+/* Waiting for something other ranks do: the device, NCCL, MPI, or a syscall that is not a
+ * sleep. */
 static int waiting(const struct det_rank *d)
 {
 	return (det_state_info(d->state)->flags & DET_WAITS_FOR_OTHERS) ||
 	       (d->state == RS_BLOCKED && !syscalls_is_sleep(d->syscall));
 }
 
+/* A communicator several live ranks here share: its members, the highest count, how many lag
+ * behind it, one rank at it, and whether the ranks at it all wait. */
+struct comm_view {
+	int members, lag, ahead, all_wait;
+	uint64_t max;
+};
+
+static void comm_look(const struct det_rank *d, const struct det_sample *s, int n, uint64_t id,
+		      int device, struct comm_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->ahead = -1;
+	v->all_wait = 1;
+	for (int j = 0; j < n; j++) {
+		const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id, device);
+
+		if (!cj)
+			continue;
+		v->members++;
+		if (cj->seq > v->max)
+			v->max = cj->seq;
+	}
+	for (int j = 0; j < n; j++) {
+		const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id, device);
+
+		if (!cj)
+			continue;
+		if (cj->seq < v->max) {
+			v->lag++;
+		} else {
+			v->ahead = j;
+			if (d)
+				v->all_wait &= waiting(&d[j]);
+		}
+	}
+}
+
+/* A rank's CUDA graph launches count only while they are what it does (more recent than any
+ * collective it issued itself): replaying a step, not an evaluation on one rank. */
+static int graph_current(const struct det_sample *s, const struct det_comm *g)
+{
+	for (int i = 0; i < s->ncomm; i++)
+		if (!(s->comm[i].flags & (DET_COMM_GRAPH | DET_COMM_DEVICE)) &&
+		    s->comm[i].last_ns > g->last_ns)
+			return 0;
+	return 1;
+}
+
+/* May this record be compared across ranks for the collective rule? */
+static int coll_comparable(const struct det_sample *s, const struct det_comm *x)
+{
+	if (!x->id || (x->flags & DET_COMM_UNALIGNED))
+		return 0;
+	return !(x->flags & DET_COMM_GRAPH) || graph_current(s, x);
+}
+
+/* The lagging rank does work of its own that is not progress: its I/O (uninterruptible, or a
+ * syscall that is not a wait on the others), or another of its threads does (a checkpoint
+ * written by a thread). Not a hang at the collectives' pace: the step rule or the ceiling. */
+static int lag_exempt(const struct det_rank *d, const struct det_sample *s)
+{
+	if (d->others_frac >= 0.2 || s->others_dstate || d->state == RS_DSTATE)
+		return 1;
+	return d->state == RS_BLOCKED && !syscalls_is_sleep(d->syscall) &&
+	       !(syscalls_cadence(d->syscall) & FTBPF_SC_CAD_WAIT) && !s->wait_since_ns;
+}
+
+int det_counts_differ(const struct det_rank *d, const struct det_sample *s, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (s[i].exited)
+			continue;
+		for (int c = 0; c < s[i].ncomm; c++) {
+			const struct det_comm *x = &s[i].comm[c];
+			int device = !!(x->flags & DET_COMM_DEVICE), members = 0, lag = 0,
+			    exempt = 0;
+			uint64_t max = 0;
+
+			if (!coll_comparable(&s[i], x))
+				continue;
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj =
+				    s[j].exited ? NULL : comm_of(&s[j], x->id, device);
+
+				if (cj && coll_comparable(&s[j], cj) && cj->seq > max)
+					max = cj->seq;
+			}
+			for (int j = 0; j < n; j++) {
+				const struct det_comm *cj =
+				    s[j].exited ? NULL : comm_of(&s[j], x->id, device);
+
+				if (!cj || !coll_comparable(&s[j], cj))
+					continue;
+				members++;
+				if (cj->seq < max) {
+					lag++;
+					exempt |= d && lag_exempt(&d[j], &s[j]);
+				}
+			}
+			if (members >= 2 && lag && !exempt)
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /*
- * NCCL evidence: on a communicator that several ranks here share, the ranks that issued fewer
- * collectives than the others, while those others wait (in a GPU synchronisation, in NCCL or in
- * the kernel), never entered the collective the others wait in. Of several such communicators
- * the one with the fewest laggards wins. Returns 1 when culprits were named.
+ * Collective evidence: on a communicator that several ranks here share, the ranks that issued
+ * fewer collectives than the others, while those others wait (in a GPU synchronisation, in
+ * NCCL or MPI, or in the kernel), never entered the collective the others wait in; on a
+ * device's view (the NCCL profiler's), the ranks whose device began fewer. Of several such
+ * communicators the one with the fewest laggards wins. Returns 1 when culprits were named.
  */
-static int nccl_culprits(struct det_rank *d, const struct det_sample *s, int n, struct det_job *out)
+static int comm_culprits(struct det_rank *d, const struct det_sample *s, int n, int device,
+			 struct det_job *out)
 {
 	uint64_t best_id = 0, best_max = 0;
 	int best_lag = 0, best_ahead = -1, anon = anon_comparable(s, n);
+	struct comm_view v;
 
 	for (int i = 0; i < n; i++) {
 		if (s[i].exited)
 			continue;
 		for (int c = 0; c < s[i].ncomm; c++) {
-			uint64_t id = s[i].comm[c].id, max = 0;
-			int members = 0, lag = 0, ahead = -1, all_wait = 1;
+			uint64_t id = s[i].comm[c].id;
 
-			if (!id && !anon)
+			if ((!id && !anon) || !of_view(&s[i].comm[c], device) ||
+			    (s[i].comm[c].flags & DET_COMM_UNALIGNED))
 				continue;
-			for (int j = 0; j < n; j++) {
-				const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id);
-
-				if (!cj)
-					continue;
-				members++;
-				if (cj->seq > max)
-					max = cj->seq;
-			}
-			for (int j = 0; j < n; j++) {
-				const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], id);
-
-				if (!cj)
-					continue;
-				if (cj->seq < max) {
-					lag++;
-				} else {
-					ahead = j;
-					all_wait &= waiting(&d[j]);
-				}
-			}
-			if (members >= 2 && lag && all_wait && (!best_lag || lag < best_lag)) {
+			comm_look(d, s, n, id, device, &v);
+			if (v.members >= 2 && v.lag && v.all_wait &&
+			    (!best_lag || v.lag < best_lag)) {
 				best_id = id;
-				best_max = max;
-				best_lag = lag;
-				best_ahead = ahead;
+				best_max = v.max;
+				best_lag = v.lag;
+				best_ahead = v.ahead;
 			}
 		}
 	}
 	if (!best_lag)
 		return 0;
 	for (int j = 0; j < n; j++) {
-		const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], best_id);
+		const struct det_comm *cj = s[j].exited ? NULL : comm_of(&s[j], best_id, device);
 
 		if (cj && cj->seq < best_max)
 			add_culprit(out, j);
 	}
 	{
 		int k = out->culprits[0];
-		const struct det_comm *ck = comm_of(&s[k], best_id);
-		const struct det_comm *ca = comm_of(&s[best_ahead], best_id);
+		const struct det_comm *ck = comm_of(&s[k], best_id, device);
+		const struct det_comm *ca = comm_of(&s[best_ahead], best_id, device);
 		char coll[128];
 
 		/* the first collective it missed: what the others issued next after its last */
 		coll_text(ca, ck->seq + 1, coll, sizeof(coll));
-		snprintf(
-		    out->why, sizeof(out->why),
-		    "rank %d issued %llu collectives on an NCCL communicator, the others %llu: "
-		    "it never entered %s, the first it missed (they wait in #%llu); it is %s",
-		    s[k].rank, (unsigned long long)ck->seq, (unsigned long long)best_max, coll,
-		    (unsigned long long)best_max, d[k].reason);
+		if (device)
+			why(out,
+			    "rank %d's device began %llu of these collectives, the others' "
+			    "%llu: it never began %s (the NCCL profiler's view of the devices: "
+			    "work before it on that device never ended); every rank issued it "
+			    "and waits; rank %d is %s",
+			    s[k].rank, (unsigned long long)ck->seq, (unsigned long long)best_max,
+			    coll, s[k].rank, d[k].reason);
+		else if (ca->flags & DET_COMM_GRAPH)
+			why(out,
+			    "rank %d launched %llu CUDA graphs, the others %llu: it never "
+			    "launched %s, whose collectives the others wait in; it is %s",
+			    s[k].rank, (unsigned long long)ck->seq, (unsigned long long)best_max,
+			    coll, d[k].reason);
+		else
+			why(out,
+			    "rank %d issued %llu collectives on %s, the others %llu: it never "
+			    "entered %s, the first it missed (they wait in #%llu); it is %s",
+			    s[k].rank, (unsigned long long)ck->seq, comm_kind(ca),
+			    (unsigned long long)best_max, coll, (unsigned long long)best_max,
+			    d[k].reason);
 	}
+	return 1;
+}
+
+/*
+ * Every live rank issued the same collective on a communicator they all share and waits for it
+ * (in a GPU synchronisation or the collective): the host side cannot tell which device or peer
+ * holds it. Says so in why, with the collective; returns 1.
+ */
+static int all_in_one_collective(const struct det_rank *d, const struct det_sample *s, int n,
+				 struct det_job *out)
+{
+	const struct det_comm *c = NULL;
+	int live = 0, device = 0;
+	struct comm_view v;
+	char coll[128];
+
+	for (int i = 0; i < n; i++) {
+		if (s[i].exited)
+			continue;
+		live++;
+		if (d[i].state != RS_GPU_SYNC && d[i].state != RS_NCCL && d[i].state != RS_MPI)
+			return 0;
+		for (int k = 0; k < s[i].ncomm; k++)
+			device |= !!(s[i].comm[k].flags & DET_COMM_DEVICE);
+		if (!c)
+			c = last_comm(&s[i]);
+	}
+	/* every rank of the world is here: none can be elsewhere, not yet in it */
+	if (live < 2 || !c || !c->seq || s[0].world_size != live)
+		return 0;
+	comm_look(d, s, n, c->id, 0, &v);
+	if (v.members != live || v.lag)
+		return 0;
+	coll_text(c, c->seq, coll, sizeof(coll));
+	if (c->flags & DET_COMM_MPI) { /* no device: the network, the library, a starved host */
+		why(out,
+		    "every rank issued %s and waits for it (%s): none is missing from it; the "
+		    "cause is inside the collective (the network, the MPI library, ranks starved "
+		    "of CPU), and the host side cannot tell which rank's",
+		    coll, d[0].reason);
+		return 1;
+	}
+	why(out,
+	    "every rank issued %s and waits for it (%s): the cause is on a device or inside "
+	    "the collective (a kernel that never ends, a device or link fault), and the "
+	    "host side cannot tell which rank's; %s",
+	    coll, d[0].reason,
+	    device ? "the devices' view (NCCL profiler) shows every device began it too"
+		   : "no device-side view names it (NCCL_PROFILER_PLUGIN=the path of "
+		     "libnccl-profiler-ftbpf.so gives one)");
 	return 1;
 }
 
@@ -411,24 +606,44 @@ int det_rank_working(const struct det_rank *d, const struct det_sample *s)
 	}
 }
 
-/* The soft timeout that applies to the job now (see det_job_eval_paced). */
-static uint64_t paced_soft(const struct det_rank *d, const struct det_sample *s, int n,
-			   const struct det_params *p, const struct det_pace *pace, int *paced)
+/* max(auto_k x p99, floor), or 0 when that is not shorter than the ceiling */
+static uint64_t at_pace(const struct det_params *p, uint64_t p99)
 {
-	uint64_t t;
+	uint64_t t = (uint64_t)(p->auto_k * (double)p99);
 
-	*paced = 0;
-	if (!p->soft_auto || !pace || !pace->p99_step_ns || !pace->complete)
-		return p->soft_ns;
-	for (int i = 0; i < n; i++)
-		if (det_rank_working(&d[i], &s[i]))
-			return p->soft_ns;
-	t = (uint64_t)(p->auto_k * (double)pace->p99_step_ns);
 	if (t < p->auto_floor_ns)
 		t = p->auto_floor_ns;
-	if (t >= p->soft_ns)
-		return p->soft_ns;
+	return t < p->soft_ns ? t : 0;
+}
+
+/* The soft timeout that applies to the job now (see det_job_eval_paced). */
+static uint64_t paced_soft(const struct det_rank *d, const struct det_sample *s, int n,
+			   const struct det_params *p, const struct det_pace *pace, int *paced,
+			   int *paced_coll)
+{
+	uint64_t t, coll = 0;
+
+	*paced = 0;
+	*paced_coll = 0;
+	/* collectives: counts that differ and do not advance, whatever the ranks do */
+	if (p->soft_auto && pace && pace->p99_coll_ns && det_counts_differ(d, s, n))
+		coll = at_pace(p, pace->p99_coll_ns);
+	if (coll) {
+		*paced = 1;
+		*paced_coll = 1;
+	}
+	if (!p->soft_auto || !pace || !pace->p99_step_ns || !pace->complete)
+		return coll ? coll : p->soft_ns;
+	for (int i = 0; i < n; i++)
+		if (det_rank_working(&d[i], &s[i]))
+			return coll ? coll : p->soft_ns;
+	t = at_pace(p, pace->p99_step_ns);
+	if (!t)
+		return coll ? coll : p->soft_ns;
 	*paced = 1;
+	if (coll && coll <= t)
+		return coll;
+	*paced_coll = 0;
 	return t;
 }
 
@@ -471,14 +686,18 @@ void det_job_eval_paced(struct det_rank *d, const struct det_sample *s, int n, u
 	if (!out->live)
 		return;
 	out->no_progress_ns = since(now, last);
-	out->soft_ns = paced_soft(d, s, n, p, pace, &out->paced);
+	out->soft_ns = paced_soft(d, s, n, p, pace, &out->paced, &out->paced_coll);
 	out->hard_ns =
 	    p->hard_ns > p->soft_ns ? p->hard_ns - p->soft_ns + out->soft_ns : p->hard_ns;
 	out->hung = out->no_progress_ns >= out->soft_ns;
 	out->hard = out->no_progress_ns >= out->hard_ns;
 
-	if (first_dead < 0 && nccl_culprits(d, s, n, out)) {
+	if (first_dead < 0 && comm_culprits(d, s, n, 0, out)) {
 		out->rule = DET_RULE_NCCL;
+	} else if (first_dead < 0 && comm_culprits(d, s, n, 1, out)) {
+		out->rule = DET_RULE_DEVICE;
+	} else if (first_dead < 0 && all_in_one_collective(d, s, n, out)) {
+		out->rule = DET_RULE_ON_DEVICE;
 	} else if (first_dead < 0) {
 		/* Majority posture among all ranks (an early normal exit is a posture too). */
 		int best_cnt = 0, best_key = -1;

@@ -21,6 +21,7 @@ enum rank_state {
 	RS_GPU,	     /* main thread inside an ioctl on a GPU device file */
 	RS_GPU_SYNC, /* main thread inside a CUDA synchronisation (cuStreamSynchronize...) */
 	RS_NCCL,     /* main thread inside an NCCL call */
+	RS_MPI,	     /* main thread inside a blocking MPI call (a collective, a receive, a wait) */
 	RS__N
 };
 
@@ -38,12 +39,22 @@ struct det_state_info {
 /* The row of state s (a "unknown" row for anything out of range). */
 const struct det_state_info *det_state_info(enum rank_state s);
 
-#define DET_MAX_COMMS 8
-#define DET_COMM_HIST 8 /* FTBPF_COMM_HIST */
+#define DET_MAX_COMMS 16 /* a rank's host records, its graph launches, its device's views */
+#define DET_COMM_HIST 8	 /* FTBPF_COMM_HIST */
 
-/* An NCCL communicator of a rank, as the uprobes saw it. */
+/* A communicator of a rank, as the uprobes saw it: NCCL's or MPI's (what the host issued),
+ * the device's view of an NCCL one (DET_COMM_DEVICE: collectives its device began, from the
+ * NCCL profiler plugin), or its CUDA graph launches (DET_COMM_GRAPH). */
+#define DET_COMM_MPI	   0x2u /* FTBPF_COMM_* */
+#define DET_COMM_GRAPH	   0x4u
+#define DET_COMM_DEVICE	   0x8u
+#define DET_COMM_UNALIGNED 0x10u /* its count may not start where the others' do: not compared */
+
 struct det_comm {
-	uint64_t id;  /* the same on every member rank; 0: unknown (not comparable) */
+	uint64_t id;	   /* the same on every member rank; 0: unknown (not comparable) */
+	unsigned flags;	   /* DET_COMM_* */
+	unsigned key_kind; /* where the kernel keeps it (struct ftbpf_comm_key) */
+	uint64_t key_comm;
 	uint64_t seq; /* collectives issued */
 	uint64_t last_ns;
 	uint64_t count; /* last collective: elements, data type, call */
@@ -109,10 +120,11 @@ struct det_params {
 	uint64_t auto_floor_ns;
 };
 
-/* A job's own pace, for soft_timeout = auto (lib/cadence.c measures it). */
+/* A job's own pace, for soft_timeout = auto (lib/cadence.c and lib/arrivals.c measure it). */
 struct det_pace {
 	uint64_t p99_step_ns; /* 0: unknown (too few steps seen yet) */
 	int complete;	      /* every rank of the job is on this host (its world size is known) */
+	uint64_t p99_coll_ns; /* p99 interval between the job's collectives, 0 unknown */
 };
 
 /* Per-rank memory (between scans) and output. Zero-initialise before first use. */
@@ -147,6 +159,9 @@ enum det_rule {
 	DET_RULE_ONLY,	    /* the job's only rank */
 	DET_RULE_SCORE,	    /* the most suspicious state */
 	DET_RULE_ELSEWHERE, /* every rank waits alike: the cause may be outside */
+	DET_RULE_DEVICE,    /* lagging collectives of a device (the NCCL profiler's view) */
+	DET_RULE_ON_DEVICE, /* every rank issued the same collective and waits on its device:
+			       no host-side evidence names one (no culprit) */
 };
 
 struct det_job {
@@ -155,6 +170,7 @@ struct det_job {
 	uint64_t no_progress_ns;
 	uint64_t soft_ns, hard_ns; /* the timeouts applied (paced: shorter than configured) */
 	int paced;		   /* soft_ns came from the job's pace */
+	int paced_coll;		   /* from its collectives: their counts differ, none advances */
 	int n_culprits;
 	int culprits[DET_MAX_CULPRITS]; /* indices into the rank arrays */
 	enum det_rule rule;
@@ -202,14 +218,24 @@ void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t no
 void det_job_eval(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
 		  uint64_t activity_ns, const struct det_params *p, struct det_job *out);
 /*
- * The same at the job's own pace (pace NULL: det_job_eval). With p->soft_auto, a job with a
- * known pace whose live ranks all wait (on one another, in a sleep, stopped: none computing, in
- * its own I/O or waiting on its GPU) is hung after max(auto_k x p99 step, auto_floor_ns), at
- * most soft_ns; the hard timeout keeps its distance from the soft one.
+ * The same at the job's own pace (pace NULL: det_job_eval). With p->soft_auto:
+ *  - a job whose live ranks' collective counts differ on a communicator they share (host or
+ *    device) is hung after max(auto_k x its p99 collective interval, auto_floor_ns) without
+ *    progress (a collective issued is progress), whatever the posture of the ranks ahead and
+ *    of the laggards but their own I/O (uninterruptible, a syscall not a wait) or another of
+ *    their threads at work;
+ *  - a job with a known step pace whose live ranks all wait (on one another, in a sleep,
+ *    stopped: none computing, in its own I/O or waiting on its GPU) after max(auto_k x p99 step,
+ *    auto_floor_ns);
+ * at most soft_ns; the hard timeout keeps its distance from the soft one.
  */
 void det_job_eval_paced(struct det_rank *d, const struct det_sample *s, int n, uint64_t now,
 			uint64_t activity_ns, const struct det_params *p,
 			const struct det_pace *pace, struct det_job *out);
+/* Do the live ranks' counts differ on a communicator (host or device view) they share, whose
+ * counts are comparable (an id, aligned), the lagging ranks not at work of their own (their
+ * I/O, another thread's: d, updated; NULL: not asked)? */
+int det_counts_differ(const struct det_rank *d, const struct det_sample *s, int n);
 /* Is the rank doing work of its own (computing, its own I/O, its GPU busy), not waiting? */
 int det_rank_working(const struct det_rank *d, const struct det_sample *s);
 const char *det_state_name(enum rank_state s);

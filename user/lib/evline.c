@@ -56,6 +56,7 @@ static const struct {
     {"store_rejected", EVLINE_WARNING},
     {"decision_unavailable", EVLINE_WARNING},
     {"recovered", EVLINE_NOTICE},
+    {"nccl_ras", EVLINE_NOTICE},
     {"action", EVLINE_NOTICE},
     {"timer_expired", EVLINE_NOTICE},
     {"decision", EVLINE_NOTICE},
@@ -75,7 +76,7 @@ static const struct {
 static const char *const fields[] = {
     "state",  "action",	     "signal_name", "exit_code", "sender_comm", "sender_pid",
     "scope",  "enforced_by", "kind",	    "peer",	 "reason",	"slowdown",
-    "result", "how",	     "source",	    "why",	 NULL,
+    "result", "how",	     "source",	    "why",	 "error",	NULL,
 };
 
 int evline_format(struct json_object *ev, char *buf, size_t len)

@@ -10,6 +10,8 @@
 #define LAUNCH(n)       {n, GPUAPI_LIB_CUDA, FTBPF_COOKIE(FTBPF_API_CU_LAUNCH, 0, 0, 0, 0), 1}
 #define NC(n, api, ...) {n, GPUAPI_LIB_NCCL, FTBPF_COOKIE(api, __VA_ARGS__), 0}
 #define NCR(n, api)     {n, GPUAPI_LIB_NCCL, FTBPF_COOKIE(api, 0, 0, 0, 0) | RET, 0}
+#define MB(n, api, comm, count) {n, GPUAPI_LIB_MPI, FTBPF_COOKIE(api, comm, count, 0, 0) | RET, 0}
+#define MI(n, api, comm, count) {n, GPUAPI_LIB_MPI, FTBPF_COOKIE(api, comm, count, 0, 0), 0}
 /* clang-format on */
 
 /*
@@ -57,6 +59,62 @@ const struct gpuapi_sym gpuapi_syms[] = {
     NCR("ncclCommSplit", FTBPF_API_NCCL_COMM_SPLIT),
     NCR("ncclCommAbort", FTBPF_API_NCCL_COMM_ABORT),
     NCR("ncclCommDestroy", FTBPF_API_NCCL_COMM_DESTROY),
+    /* a graph replays its captured collectives without NCCL calls: its launches are numbered */
+    {"cuGraphLaunch", GPUAPI_LIB_CUDA, FTBPF_COOKIE(FTBPF_API_CU_GRAPH_LAUNCH, 0, 0, 0, 0), 0},
+    /* ftbpf's NCCL profiler plugin: (comm hash, collectives begun, call, count, rank, nranks) */
+    {"ftbpf_nccl_device_reached", GPUAPI_LIB_PROF, FTBPF_COOKIE(FTBPF_API_DEV_REACHED, 0, 0, 0, 0),
+     0},
+    /* MPI (mpi.h): exact names; PMPI_ twins share the address. Blocking calls get a return
+     * probe (a return is progress); MPI's datatypes are handles: not kept. (comm, count) */
+    MB("MPI_Allreduce", FTBPF_API_MPI_ALLREDUCE, 6, 3),
+    MB("MPI_Bcast", FTBPF_API_MPI_BCAST, 5, 2),
+    MB("MPI_Reduce", FTBPF_API_MPI_REDUCE, 7, 3),
+    MB("MPI_Allgather", FTBPF_API_MPI_ALLGATHER, 7, 2),
+    MB("MPI_Alltoall", FTBPF_API_MPI_ALLTOALL, 7, 2),
+    MB("MPI_Barrier", FTBPF_API_MPI_BARRIER, 1, 0),
+    MB("MPI_Gather", FTBPF_API_MPI_GATHER, 8, 2),
+    MB("MPI_Scatter", FTBPF_API_MPI_SCATTER, 8, 2),
+    MB("MPI_Reduce_scatter", FTBPF_API_MPI_REDUCE_SCATTER, 6, 0),
+    MB("MPI_Reduce_scatter_block", FTBPF_API_MPI_REDUCE_SCATTER, 6, 3),
+    MB("MPI_Scan", FTBPF_API_MPI_SCAN, 6, 3),
+    MB("MPI_Exscan", FTBPF_API_MPI_COLL, 6, 3),
+    MB("MPI_Allgatherv", FTBPF_API_MPI_COLL, 8, 2),
+    MB("MPI_Alltoallv", FTBPF_API_MPI_COLL, 9, 0),
+    MB("MPI_Gatherv", FTBPF_API_MPI_COLL, 9, 2),
+    MB("MPI_Scatterv", FTBPF_API_MPI_COLL, 9, 6),
+    MI("MPI_Iallreduce", FTBPF_API_MPI_ALLREDUCE, 6, 3),
+    MI("MPI_Ibcast", FTBPF_API_MPI_BCAST, 5, 2),
+    MI("MPI_Ireduce", FTBPF_API_MPI_REDUCE, 7, 3),
+    MI("MPI_Iallgather", FTBPF_API_MPI_ALLGATHER, 7, 2),
+    MI("MPI_Ialltoall", FTBPF_API_MPI_ALLTOALL, 7, 2),
+    MI("MPI_Ibarrier", FTBPF_API_MPI_BARRIER, 1, 0),
+    MB("MPI_Send", FTBPF_API_MPI_SEND, 6, 2),
+    MB("MPI_Ssend", FTBPF_API_MPI_SEND, 6, 2),
+    MB("MPI_Recv", FTBPF_API_MPI_RECV, 6, 2),
+    MB("MPI_Sendrecv", FTBPF_API_MPI_SENDRECV, 11, 2),
+    MI("MPI_Isend", FTBPF_API_MPI_ISEND, 6, 2),
+    MI("MPI_Irecv", FTBPF_API_MPI_IRECV, 6, 2),
+    MB("MPI_Probe", FTBPF_API_MPI_PROBE, 3, 0),
+    /* MPI-4's large-count variants (mpi4py 4 calls them where the library has them) */
+    MB("MPI_Allreduce_c", FTBPF_API_MPI_ALLREDUCE, 6, 3),
+    MB("MPI_Bcast_c", FTBPF_API_MPI_BCAST, 5, 2),
+    MB("MPI_Reduce_c", FTBPF_API_MPI_REDUCE, 7, 3),
+    MB("MPI_Allgather_c", FTBPF_API_MPI_ALLGATHER, 7, 2),
+    MB("MPI_Alltoall_c", FTBPF_API_MPI_ALLTOALL, 7, 2),
+    MB("MPI_Gather_c", FTBPF_API_MPI_GATHER, 8, 2),
+    MB("MPI_Scatter_c", FTBPF_API_MPI_SCATTER, 8, 2),
+    MB("MPI_Send_c", FTBPF_API_MPI_SEND, 6, 2),
+    MB("MPI_Recv_c", FTBPF_API_MPI_RECV, 6, 2),
+    MB("MPI_Sendrecv_c", FTBPF_API_MPI_SENDRECV, 11, 2),
+    MI("MPI_Isend_c", FTBPF_API_MPI_ISEND, 6, 2),
+    MI("MPI_Irecv_c", FTBPF_API_MPI_IRECV, 6, 2),
+    MI("MPI_Iallreduce_c", FTBPF_API_MPI_ALLREDUCE, 6, 3),
+    /* a communicator freed: its record goes */
+    MI("MPI_Comm_free", FTBPF_API_MPI_COMM_FREE, 0, 0),
+    MB("MPI_Wait", FTBPF_API_MPI_WAIT, 0, 0),
+    MB("MPI_Waitall", FTBPF_API_MPI_WAIT, 0, 0),
+    MB("MPI_Waitany", FTBPF_API_MPI_WAIT, 0, 0),
+    MB("MPI_Waitsome", FTBPF_API_MPI_WAIT, 0, 0),
 };
 const size_t gpuapi_nsyms = sizeof(gpuapi_syms) / sizeof(gpuapi_syms[0]);
 
@@ -91,6 +149,49 @@ int gpuapi_match(const char *name, int kind)
 			return (int)k;
 	}
 	return -1;
+}
+
+static const char *mpi_name(unsigned api)
+{
+	switch (api) {
+	case FTBPF_API_MPI_ALLREDUCE:
+		return "MPI_Allreduce";
+	case FTBPF_API_MPI_BCAST:
+		return "MPI_Bcast";
+	case FTBPF_API_MPI_REDUCE:
+		return "MPI_Reduce";
+	case FTBPF_API_MPI_ALLGATHER:
+		return "MPI_Allgather";
+	case FTBPF_API_MPI_ALLTOALL:
+		return "MPI_Alltoall";
+	case FTBPF_API_MPI_BARRIER:
+		return "MPI_Barrier";
+	case FTBPF_API_MPI_GATHER:
+		return "MPI_Gather";
+	case FTBPF_API_MPI_SCATTER:
+		return "MPI_Scatter";
+	case FTBPF_API_MPI_REDUCE_SCATTER:
+		return "MPI_Reduce_scatter";
+	case FTBPF_API_MPI_SCAN:
+		return "MPI_Scan";
+	case FTBPF_API_MPI_COLL:
+		return "an MPI collective";
+	case FTBPF_API_MPI_SEND:
+		return "MPI_Send";
+	case FTBPF_API_MPI_RECV:
+		return "MPI_Recv";
+	case FTBPF_API_MPI_SENDRECV:
+		return "MPI_Sendrecv";
+	case FTBPF_API_MPI_ISEND:
+		return "MPI_Isend";
+	case FTBPF_API_MPI_IRECV:
+		return "MPI_Irecv";
+	case FTBPF_API_MPI_PROBE:
+		return "MPI_Probe";
+	case FTBPF_API_MPI_WAIT:
+		return "MPI_Wait";
+	}
+	return "?";
 }
 
 const char *gpuapi_name(unsigned api)
@@ -134,6 +235,25 @@ const char *gpuapi_name(unsigned api)
 		return "ncclCommAbort";
 	case FTBPF_API_NCCL_COMM_DESTROY:
 		return "ncclCommDestroy";
+	case FTBPF_API_CU_GRAPH_LAUNCH:
+		return "cuGraphLaunch";
+	case FTBPF_API_DEV_REACHED:
+		return "ftbpf_nccl_device_reached";
+	}
+	return mpi_name(api);
+}
+
+const char *gpuapi_lib_name(int kind)
+{
+	switch (kind) {
+	case GPUAPI_LIB_CUDA:
+		return "CUDA";
+	case GPUAPI_LIB_NCCL:
+		return "NCCL";
+	case GPUAPI_LIB_MPI:
+		return "MPI";
+	case GPUAPI_LIB_PROF:
+		return "NCCL profiler";
 	}
 	return "?";
 }
@@ -173,5 +293,9 @@ int gpuapi_lib_of(const char *path)
 	/* NCCL as its own library, or linked statically into PyTorch's CUDA library */
 	if (!strncmp(b, "libnccl.so", 10) || !strncmp(b, "libtorch_cuda.so", 16))
 		return GPUAPI_LIB_NCCL;
+	if (!strncmp(b, "libmpi.so", 9) || !strncmp(b, "libmpich.so", 11))
+		return GPUAPI_LIB_MPI;
+	if (!strncmp(b, "libnccl-profiler-ftbpf.so", 25))
+		return GPUAPI_LIB_PROF;
 	return 0;
 }

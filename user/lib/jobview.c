@@ -76,6 +76,8 @@ static void uni_add(struct uni *u, const struct jv_part *pt, int pi, const struc
 		s->comm[0].api = r->comm_api;
 		s->comm[0].dtype = r->comm_dtype;
 		s->comm[0].count = r->comm_count;
+		s->comm[0].flags = (r->flags & JV_R_MPI ? DET_COMM_MPI : 0) |
+				   (r->flags & JV_R_GRAPH ? DET_COMM_GRAPH : 0);
 	}
 	d->state = r->state < RS__N ? (enum rank_state)r->state : RS_RUNNING;
 	d->syscall = r->syscall;
@@ -272,8 +274,10 @@ static int use_graph(const struct jv_verdict *out, const struct wf_result *wr, i
 }
 
 int jobview_eval(const struct jv_part *parts, int nparts, int self, const struct jv_host *hosts,
-		 int nhosts, uint64_t now, const struct det_params *p, struct jv_verdict *out)
+		 int nhosts, uint64_t now, const struct det_params *p, const struct det_pace *pace,
+		 struct jv_verdict *out)
 {
+	struct det_pace pc = {0};
 	struct uni u = {0};
 	struct wf_edge *e = NULL;
 	uint8_t *how = NULL;
@@ -310,7 +314,11 @@ int jobview_eval(const struct jv_part *parts, int nparts, int self, const struct
 	for (int i = 0; i < u.n; i++)
 		local += u.owner[i] == self;
 	out->ranks = u.n;
-	det_job_eval(u.d, u.s, u.n, now, 0, p, &out->det);
+	if (pace) { /* the step rule only over the whole world, the collective rule as it is */
+		pc = *pace;
+		pc.complete = out->world > 0 && u.n >= out->world;
+	}
+	det_job_eval_paced(u.d, u.s, u.n, now, 0, p, pace ? &pc : NULL, &out->det);
 	out->hung = out->det.hung;
 	out->hard = out->det.hard;
 	out->failed = out->det.failed;

@@ -48,9 +48,11 @@ struct jv_res {
 };
 
 #define JV_R_EXITED  0x1
-#define JV_R_KILLED  0x2 /* ended by its agent's action: never a failure */
-#define JV_R_CULPRIT 0x4 /* its host's own verdict named it */
-#define JV_R_COMM    0x8 /* comm_id/comm_seq are set */
+#define JV_R_KILLED  0x2  /* ended by its agent's action: never a failure */
+#define JV_R_CULPRIT 0x4  /* its host's own verdict named it */
+#define JV_R_COMM    0x8  /* comm_id/comm_seq are set */
+#define JV_R_MPI     0x10 /* ... of an MPI communicator */
+#define JV_R_GRAPH   0x20 /* ... its CUDA graph launches */
 
 struct jv_rank {
 	int32_t rank;
@@ -85,6 +87,9 @@ struct jv_part {
 	/* step cadence of its ranks (a cadence part: ranks, edges and resolutions are empty) */
 	int ncad;
 	struct cad_summary cad[JV_MAX_RANKS];
+	/* a cadence part's collective arrivals: the host's first arrival of each of a run of the
+	 * job's collectives, in the sender's clock (its err_s unused) */
+	struct arr_first first;
 	/* receiver's side */
 	uint64_t at_ns; /* when it was made (this host's part) or arrived (CLOCK_MONOTONIC) */
 	int stale;	/* expired: its ranks count as missing, its host is where they were */
@@ -123,11 +128,13 @@ struct jv_verdict {
 /*
  * The job's verdict from its parts: parts[self] is this host's own (made at now), the others
  * arrived at their at_ns. hosts: the cluster's hosts (for endpoints on a host without a part),
- * may be NULL. Ranks claimed by two parts are taken from the first (the caller orders its own
+ * may be NULL. pace: the job's pace as this host measures it (soft_timeout = auto; NULL none):
+ * its collective rule applies over every host's ranks, its step rule when they are all known. Ranks claimed by two parts are taken from the first (the caller orders its own
  * first and rejected the rest already). Returns 0, or -ENOMEM.
  */
 int jobview_eval(const struct jv_part *parts, int nparts, int self, const struct jv_host *hosts,
-		 int nhosts, uint64_t now, const struct det_params *p, struct jv_verdict *out);
+		 int nhosts, uint64_t now, const struct det_params *p, const struct det_pace *pace,
+		 struct jv_verdict *out);
 
 /* "ranks 4-5, 7" into buf from a sorted list. */
 void jobview_ranges(const int *ranks, int n, char *buf, int len);

@@ -73,6 +73,7 @@ struct rank {
 	int heir_pid;	 /* a wrapper: the child that exec'd with its rank, to take it over */
 	uint64_t heir_start_ns, heir_ns;
 	struct cad_rank cad; /* its step cadence (agent/cadwatch.c) */
+	struct arr_rank arr; /* when it issued its job's collectives (agent/cadwatch.c) */
 };
 
 struct job {
@@ -104,6 +105,7 @@ struct job {
 	int timers_only;      /* its one member registered for timers only */
 	struct jv_verdict xv; /* the verdict over every host's part (agent/jobparts.c) */
 	struct cad_job cad;   /* its step cadence (agent/cadwatch.c) */
+	struct arr_job arr;   /* its collectives' pace and arrivals (agent/cadwatch.c) */
 };
 
 struct ranks {

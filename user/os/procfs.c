@@ -166,6 +166,35 @@ int procfs_creds(int pid, struct proc_creds *ret)
 	return procfs_parse_creds(buf, (size_t)n, ret);
 }
 
+int procfs_nspid(int pid, int *ret)
+{
+	char p[64], buf[4096], *l, *end;
+	ssize_t n;
+	long v = -1;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", pid);
+	n = procfs_read(p, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	l = strstr(buf, "\nNSpid:");
+	if (!l) {
+		*ret = pid; /* no pid namespaces here */
+		return 0;
+	}
+	for (l += 7; *l && *l != '\n'; l = end) { /* the last: the innermost namespace */
+		long x = strtol(l, &end, 10);
+
+		if (end == l)
+			break;
+		v = x;
+	}
+	if (v <= 0)
+		return -EINVAL;
+	*ret = (int)v;
+	return 0;
+}
+
 int procfs_uid(int pid, uid_t *ret)
 {
 	struct proc_creds c;

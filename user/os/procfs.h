@@ -44,6 +44,9 @@ static inline int procfs_creds_elevated(const struct proc_creds *c)
 /* The owner of a process: its real uid (a set-user-ID program run by a user stays that
  * user's, whatever its effective uid; /proc/PID itself is owned by the effective one). */
 int procfs_uid(int pid, uid_t *ret);
+/* pid as its innermost pid namespace numbers it (NSpid's last field: what the process's own
+ * getpid() says). 0 or -errno. */
+int procfs_nspid(int pid, int *ret);
 /* The program a process runs (/proc/PID/exe, NUL-terminated; a deleted one keeps the kernel's
  * " (deleted)" suffix). 0 or -errno (-ENAMETOOLONG when it does not fit). */
 int procfs_exe(int pid, char *buf, size_t len);

@@ -20,10 +20,11 @@
  * Cadence: 0 rank, 4 flags, 5 0 0 0, 8 own_ppm, 12 wait_ppm, 16 read_ppm, 20 step_us,
  * 24 window_ms
  */
-#define PART_MAX_RANK (1 << 24)
-#define PART_MAX_SEQ  (1ull << 48) /* more collectives than a job can issue */
-#define PART_MAX_PPM  1000000u
-#define PART_MAX_WIN  3600000u /* a cadence window of an hour at most */
+#define PART_MAX_RANK	 (1 << 24)
+#define PART_MAX_SEQ	 (1ull << 48) /* more collectives than a job can issue */
+#define PART_MAX_PPM	 1000000u
+#define PART_MAX_WIN	 3600000u  /* a cadence window of an hour at most */
+#define PART_MAX_LATE_US 60000000u /* a lateness at a collective of a minute at most */
 
 static void put16(uint8_t *b, uint16_t v)
 {
@@ -97,6 +98,43 @@ static const char *text_of(const struct part_packet *p)
 	return k >= 0 ? p->part.ranks[k].reason : "";
 }
 
+/* The arrivals section (PART_F_ARR): its head, each cadence record's lateness, the firsts as
+ * microseconds after the earliest known one (0xffffffff: not known there). */
+static void arr_encode(const struct part_packet *p, uint8_t *b)
+{
+	const struct jv_part *pt = &p->part;
+	uint64_t t0 = 0;
+
+	for (int i = 0; i < pt->first.n; i++)
+		if (pt->first.t[i] && (!t0 || pt->first.t[i] < t0))
+			t0 = pt->first.t[i];
+	put64(b, p->mono_ns);
+	put64(b + 8, p->echo_ns);
+	put64(b + 16, p->hold_ns);
+	put64(b + 24, pt->first.n ? pt->first.comm : 0);
+	put64(b + 32, pt->first.n ? pt->first.seq0 : 0);
+	put64(b + 40, t0);
+	put16(b + 48, (uint16_t)pt->first.n);
+	b += PART_ARR_BYTES;
+	for (int i = 0; i < pt->ncad; i++, b += PART_LATE_BYTES) {
+		const struct cad_summary *c = &pt->cad[i];
+
+		put32(b, c->late_us);
+		put32(b + 4, c->err_us);
+		put32(b + 8, c->gpu_us);
+		put32(b + 12, c->read_us);
+		put32(b + 16, c->comm_us);
+		put32(b + 20, c->ncoll);
+	}
+	for (int i = 0; i < pt->first.n; i++, b += 4) {
+		uint64_t us = (pt->first.t[i] - t0) / 1000;
+
+		put32(b, !pt->first.t[i]      ? 0xffffffffu
+			 : us > 0xfffffffeull ? 0xfffffffeu
+					      : (uint32_t)us);
+	}
+}
+
 int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
 		size_t cap)
 {
@@ -108,9 +146,15 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 	    pt->nedges > JV_MAX_EDGES || pt->nres < 0 || pt->nres > JV_MAX_RES || pt->naddrs < 0 ||
 	    pt->naddrs > JV_MAX_ADDRS || pt->ncad < 0 || pt->ncad > JV_MAX_RANKS)
 		return -1;
+	if ((p->flags & PART_F_ARR) &&
+	    (!(p->flags & PART_F_CAD) || pt->first.n < 0 || pt->first.n > ARR_FIRST_N))
+		return -1;
 	len = PART_HDR_BYTES + (size_t)pt->naddrs * 4 + (size_t)pt->nranks * PART_RANK_BYTES +
 	      (size_t)pt->nedges * PART_EDGE_BYTES + (size_t)pt->nres * PART_RES_BYTES +
 	      (size_t)pt->ncad * PART_CAD_BYTES + tl;
+	if (p->flags & PART_F_ARR)
+		len +=
+		    PART_ARR_BYTES + (size_t)pt->ncad * PART_LATE_BYTES + (size_t)pt->first.n * 4;
 	if (len + MESH_MAC_BYTES > cap || len + MESH_MAC_BYTES > PART_MAX_PACKET)
 		return -1;
 	memset(buf, 0, len);
@@ -192,6 +236,9 @@ int part_encode(const struct part_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 		put32(b + 24, c->window_ms);
 	}
 	memcpy(buf + o, text, tl);
+	o += tl;
+	if (p->flags & PART_F_ARR)
+		arr_encode(p, buf + o);
 	crypto_auth_hmacsha256(buf + len, buf, len, key);
 	return (int)(len + MESH_MAC_BYTES);
 }
@@ -222,7 +269,9 @@ static int cad_ok(const struct jv_part *pt)
 
 		if (c->rank < 0 || c->rank >= PART_MAX_RANK ||
 		    (pt->world_size > 0 && c->rank >= pt->world_size) ||
-		    (c->flags & ~(CAD_SUM_VALID | CAD_SUM_STRAGGLER | CAD_SUM_DATA)) ||
+		    (c->flags & ~(CAD_SUM_VALID | CAD_SUM_STRAGGLER | CAD_SUM_DATA | CAD_SUM_GPU |
+				  CAD_SUM_ARR)) ||
+		    ((c->flags & CAD_SUM_DATA) && (c->flags & CAD_SUM_GPU)) ||
 		    c->own_ppm > PART_MAX_PPM || c->wait_ppm > PART_MAX_PPM ||
 		    c->read_ppm > c->own_ppm || c->window_ms > PART_MAX_WIN ||
 		    (!(c->flags & CAD_SUM_VALID) && (c->own_ppm || c->wait_ppm || c->step_us)))
@@ -241,10 +290,12 @@ static int ranks_ok(const struct jv_part *pt)
 
 		if (r->rank < 0 || r->rank >= PART_MAX_RANK ||
 		    (pt->world_size > 0 && r->rank >= pt->world_size) || r->state >= RS__N ||
-		    (r->flags & ~(JV_R_EXITED | JV_R_KILLED | JV_R_CULPRIT | JV_R_COMM)) ||
+		    (r->flags & ~(JV_R_EXITED | JV_R_KILLED | JV_R_CULPRIT | JV_R_COMM | JV_R_MPI |
+				  JV_R_GRAPH)) ||
 		    r->syscall < -1 || r->syscall > 1023 || r->score > 100 ||
 		    r->comm_seq >= PART_MAX_SEQ ||
-		    (!(r->flags & JV_R_COMM) && (r->comm_seq || r->comm_count || r->comm_api)))
+		    (!(r->flags & JV_R_COMM) && (r->comm_seq || r->comm_count || r->comm_api ||
+						 (r->flags & JV_R_MPI) || (r->flags & JV_R_GRAPH))))
 			return 0;
 		for (int k = 0; k < i; k++)
 			if (pt->ranks[k].rank == r->rank)
@@ -264,12 +315,68 @@ static int ranks_ok(const struct jv_part *pt)
 	return cad_ok(pt);
 }
 
+/* The arrivals section: lateness within reason (a minute), its parts within it, the firsts a
+ * run that never goes back in time. */
+static int arr_decode(const uint8_t *b, int nf, struct part_packet *p)
+{
+	struct jv_part *pt = &p->part;
+	uint64_t t0, last = 0;
+
+	if (!(p->flags & PART_F_CAD))
+		return -1;
+	for (int i = 50; i < PART_ARR_BYTES; i++)
+		if (b[i])
+			return -1;
+	p->mono_ns = get64(b);
+	p->echo_ns = get64(b + 8);
+	p->hold_ns = get64(b + 16);
+	pt->first.comm = get64(b + 24);
+	pt->first.seq0 = get64(b + 32);
+	t0 = get64(b + 40);
+	pt->first.n = nf;
+	if (nf && (!pt->first.comm || !pt->first.seq0 || pt->first.seq0 >= PART_MAX_SEQ || !t0))
+		return -1;
+	if (!nf && (pt->first.comm || pt->first.seq0 || t0))
+		return -1;
+	b += PART_ARR_BYTES;
+	for (int i = 0; i < pt->ncad; i++, b += PART_LATE_BYTES) {
+		struct cad_summary *c = &pt->cad[i];
+
+		c->late_us = get32(b);
+		c->err_us = get32(b + 4);
+		c->gpu_us = get32(b + 8);
+		c->read_us = get32(b + 12);
+		c->comm_us = get32(b + 16);
+		c->ncoll = get32(b + 20);
+		if (!(c->flags & CAD_SUM_ARR)) {
+			if (c->late_us || c->err_us || c->gpu_us || c->read_us || c->comm_us ||
+			    c->ncoll)
+				return -1;
+			continue;
+		}
+		if (!(c->flags & CAD_SUM_VALID) || c->late_us > PART_MAX_LATE_US ||
+		    c->err_us > PART_MAX_LATE_US || c->ncoll > ARR_HIST ||
+		    (uint64_t)c->gpu_us + c->read_us + c->comm_us > (uint64_t)c->late_us + 3)
+			return -1;
+	}
+	for (int i = 0; i < nf; i++, b += 4) {
+		uint32_t d = get32(b);
+
+		pt->first.t[i] = d == 0xffffffffu ? 0 : t0 + (uint64_t)d * 1000;
+		if (pt->first.t[i] && pt->first.t[i] < last)
+			return -1;
+		if (pt->first.t[i])
+			last = pt->first.t[i];
+	}
+	return 0;
+}
+
 int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
 		struct part_packet *p)
 {
 	struct jv_part *pt = &p->part;
-	size_t body, o, tl;
-	int nr, ne, nres, na, nc, k;
+	size_t body, o, tl, arr;
+	int nr, ne, nres, na, nc, k, nf = 0;
 
 	if (len < PART_HDR_BYTES + MESH_MAC_BYTES || len > PART_MAX_PACKET)
 		return PART_E_SIZE;
@@ -284,6 +391,15 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 	body = PART_HDR_BYTES + (size_t)na * 4 + (size_t)nr * PART_RANK_BYTES +
 	       (size_t)ne * PART_EDGE_BYTES + (size_t)nres * PART_RES_BYTES +
 	       (size_t)nc * PART_CAD_BYTES + tl;
+	arr = body;
+	if (buf[3] & PART_F_ARR) { /* its own size is in its head */
+		if (arr + PART_ARR_BYTES + MESH_MAC_BYTES > len)
+			return PART_E_SIZE;
+		nf = get16(buf + arr + 48);
+		if (nf > ARR_FIRST_N)
+			return PART_E_SIZE;
+		body += PART_ARR_BYTES + (size_t)nc * PART_LATE_BYTES + (size_t)nf * 4;
+	}
 	if (body + MESH_MAC_BYTES != len)
 		return PART_E_SIZE;
 	if (crypto_auth_hmacsha256_verify(buf + body, buf, body, key) != 0)
@@ -376,5 +492,10 @@ int part_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 			return PART_E_FIELD;
 	if (k >= 0)
 		memcpy(pt->ranks[k].reason, buf + o, tl);
+	if ((p->flags & PART_F_ARR) && arr_decode(buf + arr, nf, p) < 0)
+		return PART_E_FIELD;
+	for (int i = 0; i < nc; i++) /* arrivals only where the section says them */
+		if ((pt->cad[i].flags & CAD_SUM_ARR) && !(p->flags & PART_F_ARR))
+			return PART_E_FIELD;
 	return PART_OK;
 }

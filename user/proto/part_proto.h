@@ -20,6 +20,8 @@
 #define PART_EDGE_BYTES 24
 #define PART_RES_BYTES	12
 #define PART_CAD_BYTES	28
+#define PART_ARR_BYTES	56 /* the arrivals section's head (PART_F_ARR) */
+#define PART_LATE_BYTES 24 /* and its record of each cadence record's arrivals */
 #define PART_MAX_TEXT	JV_TEXT_LEN
 #define PART_MAX_PACKET MESH_MAX_PACKET
 #define PART_TTL_MAX_MS 60000
@@ -30,13 +32,19 @@
 /* a cadence part: the step cadence of the sender's ranks of the job (cad records only), sent
  * every few seconds while the job runs on more hosts than this one, healthy or not */
 #define PART_F_CAD 0x4
+/* with PART_F_CAD: an arrivals section after the text: the clock exchange (the sender's clock
+ * when sent, the receiver's last part echoed and how long it was held), each rank's lateness
+ * at its job's collectives, the host's first arrivals of a run of them */
+#define PART_F_ARR 0x8
 
 struct part_packet {
 	struct mesh_addr from, to;
 	uint64_t boot, seq, to_boot, sent_ms;
 	uint32_t ttl_ms; /* the receiver forgets the part after this long without a newer one */
 	uint8_t flags;
-	int32_t text_rank;   /* whose reason the text is, -1 none */
+	int32_t text_rank; /* whose reason the text is, -1 none */
+	/* PART_F_ARR: the clock exchange (lib/clocksync.h), the sender's CLOCK_MONOTONIC */
+	uint64_t mono_ns, echo_ns, hold_ns;
 	struct jv_part part; /* node, at_ns and stale are the receiver's */
 };
 

@@ -5,6 +5,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,12 +94,14 @@ void gpuprobe_free(struct gpuprobe *g)
 
 struct probe_site {
 	size_t off;
-	int k; /* gpuapi_syms entry */
+	uint64_t vaddr; /* the symbol's st_value (MPI: where a predefined communicator lies) */
+	int k;		/* gpuapi_syms entry */
 };
 
 struct sites_ctx {
 	const struct gpuprobe *g;
 	int kind;
+	uint64_t world; /* MPI: st_value of ompi_mpi_comm_world, 0 none */
 	struct probe_site site[MAX_PROBES];
 	int n;
 };
@@ -110,8 +113,14 @@ static int sites_one(void *ctx, Elf *e, const char *name, const GElf_Sym *sym)
 	size_t off;
 	int k;
 
+	if (c->kind == GPUAPI_LIB_MPI && GELF_ST_TYPE(sym->st_info) == STT_OBJECT &&
+	    sym->st_shndx != SHN_UNDEF && !strcmp(name, "ompi_mpi_comm_world")) {
+		c->world = sym->st_value;
+		return 0;
+	}
 	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF ||
-	    sym->st_shndx >= SHN_LORESERVE || (name[0] != 'c' && name[0] != 'n'))
+	    sym->st_shndx >= SHN_LORESERVE ||
+	    (name[0] != 'c' && name[0] != 'n' && name[0] != 'M' && name[0] != 'f'))
 		return 0;
 	k = gpuapi_match(name, c->kind);
 	if (k < 0 || (gpuapi_syms[k].launch && !c->g->launch) ||
@@ -122,7 +131,7 @@ static int sites_one(void *ctx, Elf *e, const char *name, const GElf_Sym *sym)
 		if (c->site[i].off == off)
 			return 0;
 	if (c->n < MAX_PROBES)
-		c->site[c->n++] = (struct probe_site){off, k};
+		c->site[c->n++] = (struct probe_site){off, sym->st_value, k};
 	return 0;
 }
 
@@ -160,6 +169,15 @@ static int probe_lib(struct gpuprobe *g, struct lib *l, int fd)
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	for (int i = 0; i < c->n; i++) {
 		const struct gpuapi_sym *s = &gpuapi_syms[c->site[i].k];
+		uint64_t cookie = s->cookie;
+
+		/* MPI_COMM_WORLD from the probed function, when it is within 2 GiB of it */
+		if (s->lib == GPUAPI_LIB_MPI && c->world) {
+			int64_t d = (int64_t)(c->world - c->site[i].vaddr);
+
+			if (d > INT32_MIN && d < INT32_MAX)
+				cookie |= (uint64_t)(uint32_t)(int32_t)d << 32;
+		}
 
 		/* The return probe first: a call that begins between the two attachments then
 		 * shows its return alone (ignored), never its entry alone (a call "in flight"
@@ -167,7 +185,7 @@ static int probe_lib(struct gpuprobe *g, struct lib *l, int fd)
 		for (int ret = !!(s->cookie & FTBPF_COOKIE_RET); ret >= 0; ret--) {
 			struct bpf_link *link = NULL;
 
-			r = tracker_uprobe_attach(g->tr, fdpath, c->site[i].off, s->cookie, ret,
+			r = tracker_uprobe_attach(g->tr, fdpath, c->site[i].off, cookie, ret,
 						  &link);
 			if (r < 0) {
 				if (!l->info.err)
@@ -270,9 +288,9 @@ static int scan_one(struct gpuprobe *g, const struct procmem *pm, const struct m
 	/* PyTorch's CUDA library may have NCCL linked in, or not (then NCCL is a library of its
 	 * own): finding nothing there is normal, not worth a warning */
 	log_msg(l.info.probes || strstr(path, "libtorch_cuda") ? LOG_INFO : LOG_WARN,
-		"%s library %s (pid %d, uid %u): %d functions probed%s%s",
-		kind == GPUAPI_LIB_CUDA ? "CUDA" : "NCCL", path, pm->pid, (unsigned)uid,
-		l.info.probes, l.info.err ? ": " : "", l.info.err ? strerror(-l.info.err) : "");
+		"%s library %s (pid %d, uid %u): %d functions probed%s%s", gpuapi_lib_name(kind),
+		path, pm->pid, (unsigned)uid, l.info.probes, l.info.err ? ": " : "",
+		l.info.err ? strerror(-l.info.err) : "");
 	if (!l.info.probes) { /* nothing to keep: remembered, takes no place in the table */
 		free(l.links);
 		remember(g, m);

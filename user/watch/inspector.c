@@ -13,31 +13,38 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os/procfs.h"
+#include "os/rasclient.h"
+#include "proto/ras_proto.h"
 #include "watch/gpuprobe.h"
 #include "watch/pystack.h"
 
 #define PENDING_MAX	256
 #define PENDING_PER_UID 16
 
-enum job_kind { JOB_PY, JOB_GPU, JOB_KINDS };
+enum job_kind { JOB_PY, JOB_GPU, JOB_RAS, JOB_KINDS };
 
 struct job {
 	struct job *next;
 	enum job_kind kind;
 	int pid, pidfd;
 	uid_t uid;
-	uint64_t deadline; /* JOB_PY */
+	uint64_t deadline; /* JOB_PY, JOB_RAS */
 	inspector_py_fn fn;
+	inspector_ras_fn ras_fn;
 	void *ctx;
 	int answered; /* the loop answered it -ETIMEDOUT while the worker ran it */
 	int err;
 	char why[160];
 	struct py_stack *stack;
+	int jpids[INSPECTOR_RAS_PIDS], njpids; /* JOB_RAS: the job's ranks here */
+	struct ras_answer ras;
+	struct ras_report *report;
 };
 
 struct inspector {
-	/* two workers: Python stacks (someone waits for them) never wait behind a long probe
-	 * scan (a 1 GiB libtorch_cuda.so) */
+	/* a worker per kind: Python stacks (someone waits for them) never wait behind a long
+	 * probe scan (a 1 GiB libtorch_cuda.so) or a RAS query (seconds on a stopped server) */
 	pthread_t th[JOB_KINDS];
 	int started[JOB_KINDS];
 	pthread_mutex_t mu;
@@ -67,6 +74,8 @@ static void job_free(struct job *j)
 	if (j->pidfd >= 0)
 		close(j->pidfd);
 	free(j->stack);
+	free(j->ras.text);
+	free(j->report);
 	free(j);
 }
 
@@ -84,8 +93,35 @@ static struct job *take(struct inspector *in, enum job_kind kind)
 	return NULL;
 }
 
+/* NCCL RAS: ask, check who answered, keep what concerns the job. */
+static void run_ras(struct job *j)
+{
+	struct ras_query q = {j->pid, j->pidfd, j->jpids, j->njpids, j->deadline};
+	int nspids[INSPECTOR_RAS_PIDS], n = 0;
+
+	j->err = ras_query(&q, &j->ras, j->why, sizeof(j->why));
+	if (j->err || !j->ras.json)
+		return; /* text (an NCCL before 2.28.7): the caller says so */
+	for (int i = 0; i < j->njpids; i++)
+		if (procfs_nspid(j->jpids[i], &nspids[n]) == 0)
+			n++;
+	j->report = malloc(sizeof(*j->report));
+	if (!j->report) {
+		j->err = -ENOMEM;
+		snprintf(j->why, sizeof(j->why), "out of memory");
+		return;
+	}
+	/* no pid known (all gone): keep nothing rather than every communicator */
+	j->err = ras_json_parse(j->ras.text, j->ras.len, nspids, n ? n : 1, j->report, j->why,
+				sizeof(j->why));
+}
+
 static void run(struct inspector *in, struct job *j)
 {
+	if (j->kind == JOB_RAS) {
+		run_ras(j);
+		return;
+	}
 	if (j->kind == JOB_GPU) {
 		if (in->gp)
 			(void)gpuprobe_scan(in->gp, j->pid, j->pidfd, j->uid);
@@ -192,6 +228,9 @@ static void answer_all(struct job *list, int err, const char *why)
 		if (j->kind == JOB_PY && j->fn)
 			j->fn(j->ctx, j->pid, err ? err : j->err, err ? NULL : j->stack,
 			      err ? why : j->why);
+		if (j->kind == JOB_RAS && j->ras_fn)
+			j->ras_fn(j->ctx, err ? err : j->err, err ? NULL : &j->ras,
+				  err ? NULL : j->report, err ? why : j->why);
 		job_free(j);
 	}
 }
@@ -239,9 +278,10 @@ int inspector_fd(const struct inspector *in)
 
 void inspector_poll(struct inspector *in)
 {
-	struct job *done, *late = NULL, **p, *running_late = NULL;
+	struct job *done, *late = NULL, **p;
 	uint64_t now = mono_ns(), cnt;
-	struct job copy;
+	struct job copy[JOB_KINDS];
+	int nlate = 0;
 
 	if (read(in->efd, &cnt, sizeof(cnt)) < 0)
 		(void)0; /* nothing signalled: a poll for time limits */
@@ -251,7 +291,7 @@ void inspector_poll(struct inspector *in)
 	for (p = &in->queue; *p;) {
 		struct job *j = *p;
 
-		if (j->kind == JOB_PY && now > j->deadline) {
+		if (j->kind != JOB_GPU && now > j->deadline) {
 			in->cnt.timed_out++;
 			*p = j->next;
 			j->next = late;
@@ -260,21 +300,35 @@ void inspector_poll(struct inspector *in)
 			p = &j->next;
 		}
 	}
-	if (in->running[JOB_PY] && !in->running[JOB_PY]->answered &&
-	    now > in->running[JOB_PY]->deadline) {
-		/* the worker is stuck on it (a slow file system, a huge file): answer now; the
-		 * worker frees it when it comes back */
-		in->running[JOB_PY]->answered = 1;
-		copy = *in->running[JOB_PY];
-		running_late = &copy;
+	for (int k = 0; k < JOB_KINDS; k++) {
+		struct job *r = in->running[k];
+
+		if (k == JOB_GPU || !r || r->answered || now <= r->deadline)
+			continue;
+		/* the worker is stuck on it (a slow file system, a huge file, a server that
+		 * never ends its reply): answer now; the worker frees it when it comes back */
+		r->answered = 1;
+		copy[nlate] = *r;
+		copy[nlate].next = NULL;
+		copy[nlate].stack = NULL;
+		copy[nlate].report = NULL;
+		copy[nlate].ras.text = NULL;
+		copy[nlate].pidfd = -1;
+		nlate++;
 	}
-	in->cnt.timed_out += running_late ? 1 : 0;
+	in->cnt.timed_out += (uint64_t)nlate;
 	pthread_mutex_unlock(&in->mu);
 	answer_all(done, 0, NULL);
 	answer_all(late, -ETIMEDOUT, "not read within the time limit (the inspector is busy)");
-	if (running_late && running_late->fn)
-		running_late->fn(running_late->ctx, running_late->pid, -ETIMEDOUT, NULL,
-				 "not read within the time limit");
+	for (int i = 0; i < nlate; i++) {
+		struct job *r = &copy[i];
+
+		if (r->kind == JOB_PY && r->fn)
+			r->fn(r->ctx, r->pid, -ETIMEDOUT, NULL, "not read within the time limit");
+		if (r->kind == JOB_RAS && r->ras_fn)
+			r->ras_fn(r->ctx, -ETIMEDOUT, NULL, NULL,
+				  "no answer within the time limit");
+	}
 }
 
 static int submit(struct inspector *in, struct job *j)
@@ -338,6 +392,21 @@ int inspector_gpuprobe(struct inspector *in, int pid, int pidfd, uid_t uid)
 		return -EOPNOTSUPP;
 	j = job_new(JOB_GPU, pid, pidfd, uid);
 	return j ? submit(in, j) : -ENOMEM;
+}
+
+int inspector_ras(struct inspector *in, int pid, int pidfd, uid_t uid, const int *job_pids,
+		  int njob, double timeout_s, inspector_ras_fn fn, void *ctx)
+{
+	struct job *j = job_new(JOB_RAS, pid, pidfd, uid);
+
+	if (!j)
+		return -ENOMEM;
+	for (int i = 0; i < njob && j->njpids < INSPECTOR_RAS_PIDS; i++)
+		j->jpids[j->njpids++] = job_pids[i];
+	j->deadline = mono_ns() + (uint64_t)(timeout_s * 1e9);
+	j->ras_fn = fn;
+	j->ctx = ctx;
+	return submit(in, j);
 }
 
 struct waiter {

@@ -1,6 +1,6 @@
 /*
- * The inspector: two worker threads (one for Python stacks, one for CUDA/NCCL probe scans, so
- * that a stack never waits behind a long parse) that do, off the event loop, everything that
+ * The inspector: three worker threads (Python stacks, CUDA/NCCL probe scans, NCCL RAS queries:
+ * none waits behind another's long job) that do, off the event loop, everything that
  * reads what a rank names — the files it maps (ELF symbol tables: CUDA/NCCL probe sites, the CPython
  * interpreter) and its memory (Python stacks). The loop never waits for it: it submits a job
  * and gets the answer later through a callback run on its own thread by inspector_poll (when
@@ -16,11 +16,18 @@
 struct inspector;
 struct gpuprobe;
 struct py_stack;
+struct ras_answer;
+struct ras_report;
 
 /* Called on the thread that calls inspector_poll, exactly once per accepted job. s is the
  * result (valid during the call only) when err is 0; why says what went wrong otherwise. */
 typedef void (*inspector_py_fn)(void *ctx, int pid, int err, const struct py_stack *s,
 				const char *why);
+
+/* Called like inspector_py_fn for an NCCL RAS query: a (the connection: who answered, the
+ * reply's format) and rep (what concerns the job; NULL for a text reply) when err is 0. */
+typedef void (*inspector_ras_fn)(void *ctx, int err, const struct ras_answer *a,
+				 const struct ras_report *rep, const char *why);
 
 /* gp (borrowed, may be NULL): CUDA/NCCL probes are attached by the worker. NULL with errno. */
 struct inspector *inspector_new(struct gpuprobe *gp);
@@ -42,6 +49,15 @@ int inspector_pystack_wait(struct inspector *in, int pid, int pidfd, double time
 			   struct py_stack *out, char *why, size_t whylen);
 /* Probe the CUDA/NCCL libraries pid maps (one job per pid at a time; no answer). */
 int inspector_gpuprobe(struct inspector *in, int pid, int pidfd, uid_t uid);
+
+/*
+ * Ask NCCL's RAS (os/rasclient.h) in pid's network namespace, at the address of its
+ * environment, for the job whose live ranks here are job_pids (the server must be one of them;
+ * at most INSPECTOR_RAS_PIDS are kept). 0 when queued, -EAGAIN when too many jobs wait.
+ */
+#define INSPECTOR_RAS_PIDS 64
+int inspector_ras(struct inspector *in, int pid, int pidfd, uid_t uid, const int *job_pids,
+		  int njob, double timeout_s, inspector_ras_fn fn, void *ctx);
 
 struct inspector_counters {
 	uint64_t jobs, timed_out, refused;

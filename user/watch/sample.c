@@ -208,6 +208,18 @@ int sampler_cadence(struct sampler *sp, int pid, uint64_t now, struct cad_obs *o
 		o->span_end[o->nspan] = sp2->end_ns;
 		o->nspan++;
 	}
+	/* the closed own spans, oldest first */
+	for (uint64_t i = c.nown > FTBPF_CAD_OWN_RING ? c.nown - FTBPF_CAD_OWN_RING : 0;
+	     i < c.nown && o->nown < CAD_OWN; i++) {
+		const struct ftbpf_cad_own *w = &c.own[i & (FTBPF_CAD_OWN_RING - 1)];
+
+		if (o->nown > 0 && w->start_ns < o->own_start[o->nown - 1])
+			continue; /* torn by a write during the copy */
+		o->own_start[o->nown] = w->start_ns;
+		o->own_end[o->nown] = w->start_ns + (uint64_t)w->len_us * 1000;
+		o->own_kind[o->nown] = (uint8_t)w->kind;
+		o->nown++;
+	}
 	return 0;
 }
 

@@ -194,6 +194,28 @@ static int attach_and_pin(struct tracker *t, struct bpf_program *prog, const cha
 	return 0;
 }
 
+/*
+ * The communicators an earlier agent left in the pinned map counted nothing while no agent ran,
+ * each rank's for its own time: their counts are no longer comparable across ranks. What a
+ * device began is numbered by NCCL itself (from the profiler plugin): kept.
+ */
+static void comms_unaligned(struct tracker *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.comms);
+	struct ftbpf_comm_key k, next, *prev = NULL;
+	struct ftbpf_comm c;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		k = next;
+		prev = &k;
+		if (k.kind != FTBPF_CK_DEVICE && bpf_map_lookup_elem(fd, &k, &c) == 0 &&
+		    !(c.flags & FTBPF_COMM_UNALIGNED)) {
+			c.flags |= FTBPF_COMM_UNALIGNED;
+			(void)bpf_map_update_elem(fd, &k, &c, BPF_EXIST);
+		}
+	}
+}
+
 struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t errlen)
 {
 	struct tracker *t = calloc(1, sizeof(*t));
@@ -250,6 +272,8 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 	t->skel->rodata->agent_tgid = o->agent_tgid;
 	t->skel->rodata->timer_term_first = !!o->timer_term_first;
 	t->skel->rodata->ioctl_nr = SYS_ioctl;
+	/* make bench's way to measure what the arrival record costs a collective; never for use */
+	t->skel->rodata->arrivals_on = !getenv("FTBPF_BENCH_NO_ARRIVALS");
 	t->skel->rodata->mmap_nr = SYS_mmap;
 	/* uprobes with attach cookies (5.15+); without them no CUDA/NCCL probes, all else works */
 	t->feat.uprobes =
@@ -306,6 +330,7 @@ struct tracker *tracker_open(const struct tracker_opts *o, char *err, size_t err
 
 		bpf_map_update_elem(bpf_map__fd(t->skel->maps.sysclass), &k, &v, BPF_ANY);
 	}
+	comms_unaligned(t);
 
 	/* map the bitmap */
 	t->bits_len = (size_t)t->nwords * sizeof(uint64_t);
@@ -583,8 +608,15 @@ int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx)
 	return map_foreach(t->skel->maps.comms, comm_entry, &w);
 }
 
+int tracker_arrivals_get(const struct tracker *t, const struct ftbpf_comm_key *k,
+			 struct ftbpf_arrivals *ret)
+{
+	return bpf_map_lookup_elem(bpf_map__fd(t->skel->maps.arrivals), k, ret) ? -errno : 0;
+}
+
 int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k)
 {
+	(void)bpf_map_delete_elem(bpf_map__fd(t->skel->maps.arrivals), k);
 	return bpf_map_delete_elem(bpf_map__fd(t->skel->maps.comms), k) ? -errno : 0;
 }
 

@@ -103,7 +103,11 @@ int tracker_cad_get(const struct tracker *t, uint32_t tgid, struct ftbpf_cad *re
 typedef int (*tracker_comm_fn)(void *ctx, const struct ftbpf_comm_key *k,
 			       const struct ftbpf_comm *c);
 int tracker_foreach_comm(const struct tracker *t, tracker_comm_fn fn, void *ctx);
+/* The record and its arrivals go together. */
 int tracker_comm_delete(struct tracker *t, const struct ftbpf_comm_key *k);
+/* When the collectives of a communicator record were issued (struct ftbpf_arrivals). */
+int tracker_arrivals_get(const struct tracker *t, const struct ftbpf_comm_key *k,
+			 struct ftbpf_arrivals *ret);
 
 /* The pinned copy of the timer table. */
 int tracker_timer_put(struct tracker *t, const struct ftbpf_timer_key *k,
