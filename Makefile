@@ -228,8 +228,15 @@ $(BUILD)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/os/elfsym.c | $(BUILD)/
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
 
+# what running needs: the agent, the tools, the library and its binding, the man pages (not the
+# tests or benches), built on every core unless the caller chose -j
+RUN_BINS := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/ftbpf-top $(BUILD)/ftbpf-ci $(BUILD)/libftbpf.so \
+            $(BUILD)/libftbpf.a $(BUILD)/python/ftbpf/__init__.py
+RUN_JOBS := $(if $(filter -j% --jobserver%,$(MAKEFLAGS)),,-j$(shell nproc))
+
 # the agent in the foreground; first, what to type next (the tools are in $(BUILD)/)
-run: deps all
+run: deps
+	@$(MAKE) --no-print-directory $(RUN_JOBS) $(RUN_BINS) man
 	@echo "ftbpfd starts in the foreground with the defaults$(if $(RUN_ARGS), and $(RUN_ARGS)) (Ctrl-C stops it)."
 	@echo "In another terminal (other users: after sudo make install):"
 	@echo "  export PATH=$(abspath $(BUILD)):\$$PATH    # the tools; or: sudo make install"
