@@ -189,16 +189,19 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 		struct json_object *j = json_object_array_get_idx(jobs, i),
 				   *c = get(j, "culprit_ranks");
 
+		/* only where the mesh named the culprit's host: never node="" */
 		for (size_t k = 0;
-		     str(j, "culprit_node") && is_array(c) && k < json_object_array_length(c);
+		     *str(j, "culprit_node") && is_array(c) && k < json_object_array_length(c);
 		     k++) {
 			fputs("ftbpf_job_culprit_node{training_job=", f);
 			label(f, str(j, "job"));
 			fprintf(f, ",uid=\"%lld\",rank=\"%d\",node=", (long long)num(j, "uid", -1),
 				json_object_get_int(json_object_array_get_idx(c, k)));
 			label(f, str(j, "culprit_node"));
-			fputs(",state=", f);
-			label(f, str(j, "culprit_state") ? str(j, "culprit_state") : "");
+			if (*str(j, "culprit_state")) {
+				fputs(",state=", f); /* unknown: no label, never state="" */
+				label(f, str(j, "culprit_state"));
+			}
 			fputs("} 1\n", f);
 		}
 	}
