@@ -190,6 +190,8 @@ $(BUILD)/tests/test_client_fence: tests/unit/test_client_fence.c user/client/lib
 # the cadence parts' rules (an agent module without effects) against the rank table
 $(BUILD)/tests/test_cadparts: tests/unit/test_cadparts.c user/agent/cadparts.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
+$(BUILD)/tests/test_testid: tests/unit/test_testid.c user/ci/testid.c | $(BUILD)/tests
+	$(CC) $(CFLAGS) $^ -o $@ -lcunit
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
