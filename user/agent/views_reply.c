@@ -383,6 +383,7 @@ struct json_object *view_job(const struct job *j)
 	struct json_object *o = json_object_new_object(), *c = json_object_new_array(),
 			   *cr = json_object_new_array();
 	char why[800];
+	int live = 0;
 
 	jstr(o, "job", j->id);
 	jint(o, "uid", j->uid);
@@ -405,9 +406,13 @@ struct json_object *view_job(const struct job *j)
 						      json_object_new_int(j->members[i]->id.rank));
 			}
 	}
+	/* counted now, as the ranks' own entries are: an exit seen since the last scan shows in
+	 * both, never in one (the last scan's res.live lagged the rank series by a scrape) */
+	for (int i = 0; i < j->nmembers; i++)
+		live += !j->members[i]->s.exited;
 	jint(o, "ranks", j->nmembers);
-	jint(o, "live", j->res.live);
-	jint(o, "exited", j->res.exited);
+	jint(o, "live", live);
+	jint(o, "exited", j->nmembers - live);
 	jstr(o, "state", det_job_state_name(j->state));
 	jbool(o, "hung", j->res.hung);
 	jbool(o, "failed", j->state == DJS_FAILED);
