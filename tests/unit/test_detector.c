@@ -536,6 +536,41 @@ static void test_mpi_lagging_rank(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(j.why, "MPI_Allreduce #500"));
 }
 
+/* soft_timeout = auto: every MPI rank inside the same collective, none missing from it, is not
+ * a wait at the steps' pace (a starved host makes one collective long): the ceiling applies. */
+static void test_mpi_one_collective_keeps_ceiling(void)
+{
+	struct det_params p = P;
+	struct det_pace pace = {.p99_step_ns = S / 10, .complete = 1, .p99_coll_ns = S / 40};
+	struct det_rank d[2] = {};
+	struct det_sample s[2] = {in_sync(10, 0, 0xabc, 500, 100 * S),
+				  in_sync(11, 1, 0xabc, 500, 100 * S)};
+	struct det_job j;
+
+	det_params_from_seconds(&p, 60, 600, 5);
+	p.soft_auto = 1;
+	for (int i = 0; i < 2; i++) {
+		s[i].world_size = 2;
+		s[i].api = FTBPF_API_MPI_ALLREDUCE;
+		s[i].api_seq = 500;
+		s[i].comm[0].flags = DET_COMM_MPI;
+		s[i].comm[0].api = FTBPF_API_MPI_ALLREDUCE;
+		s[i].progress_ns = 100 * S;
+		det_rank_update(&d[i], &s[i], 105 * S, &p);
+	}
+	CU_ASSERT_EQUAL(d[0].state, RS_MPI);
+	det_job_eval_paced(d, s, 2, 105 * S, 0, &p, &pace, &j);
+	CU_ASSERT_FALSE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 60 * S);
+	/* one rank missing from it (a lower count): the collective rule, at the floor */
+	s[1].comm[0].seq = 499;
+	s[1].api = 0;
+	det_rank_update(&d[1], &s[1], 105 * S, &p);
+	det_job_eval_paced(d, s, 2, 105 * S, 0, &p, &pace, &j);
+	CU_ASSERT_TRUE(j.hung);
+	CU_ASSERT_EQUAL(j.soft_ns, 4 * S);
+}
+
 static void test_nccl_ahead_rank_not_waiting(void)
 {
 	/* the rank ahead is sleeping, not waiting for the device: not NCCL evidence; the sleeping
@@ -824,6 +859,8 @@ int main(void)
 		    test_all_in_one_collective);
 	CU_add_test(s, "every rank in one MPI collective: no device blamed",
 		    test_all_in_one_mpi_collective);
+	CU_add_test(s, "auto: every MPI rank in one collective keeps the ceiling",
+		    test_mpi_one_collective_keeps_ceiling);
 	CU_add_test(s, "the device view names the rank", test_device_view_names_the_rank);
 	CU_add_test(s, "soft_timeout auto: collective counts", test_paced_by_collectives);
 	CU_add_test(s, "MPI: state mpi, the lagging rank", test_mpi_lagging_rank);

@@ -528,34 +528,45 @@ static int comm_culprits(struct det_rank *d, const struct det_sample *s, int n, 
 }
 
 /*
- * Every live rank issued the same collective on a communicator they all share and waits for it
- * (in a GPU synchronisation or the collective): the host side cannot tell which device or peer
- * holds it. Says so in why, with the collective; returns 1.
+ * Every live rank of the whole world is here, issued the same collective on a communicator they
+ * all share and waits for it (in a GPU synchronisation, NCCL or MPI): the host side cannot tell
+ * which device or peer holds it. Returns that communicator, or NULL.
  */
-static int all_in_one_collective(const struct det_rank *d, const struct det_sample *s, int n,
-				 struct det_job *out)
+static const struct det_comm *one_collective(const struct det_rank *d, const struct det_sample *s,
+					     int n, int *device)
 {
 	const struct det_comm *c = NULL;
-	int live = 0, device = 0;
+	int live = 0;
 	struct comm_view v;
-	char coll[128];
 
+	*device = 0;
 	for (int i = 0; i < n; i++) {
 		if (s[i].exited)
 			continue;
 		live++;
 		if (d[i].state != RS_GPU_SYNC && d[i].state != RS_NCCL && d[i].state != RS_MPI)
-			return 0;
+			return NULL;
 		for (int k = 0; k < s[i].ncomm; k++)
-			device |= !!(s[i].comm[k].flags & DET_COMM_DEVICE);
+			*device |= !!(s[i].comm[k].flags & DET_COMM_DEVICE);
 		if (!c)
 			c = last_comm(&s[i]);
 	}
 	/* every rank of the world is here: none can be elsewhere, not yet in it */
 	if (live < 2 || !c || !c->seq || s[0].world_size != live)
-		return 0;
+		return NULL;
 	comm_look(d, s, n, c->id, 0, &v);
-	if (v.members != live || v.lag)
+	return v.members == live && !v.lag ? c : NULL;
+}
+
+/* The same, said in why with the collective; returns 1. */
+static int all_in_one_collective(const struct det_rank *d, const struct det_sample *s, int n,
+				 struct det_job *out)
+{
+	int device;
+	const struct det_comm *c = one_collective(d, s, n, &device);
+	char coll[128];
+
+	if (!c)
 		return 0;
 	coll_text(c, c->seq, coll, sizeof(coll));
 	if (c->flags & DET_COMM_MPI) { /* no device: the network, the library, a starved host */
@@ -622,6 +633,7 @@ static uint64_t paced_soft(const struct det_rank *d, const struct det_sample *s,
 			   int *paced_coll)
 {
 	uint64_t t, coll = 0;
+	int device;
 
 	*paced = 0;
 	*paced_coll = 0;
@@ -637,6 +649,10 @@ static uint64_t paced_soft(const struct det_rank *d, const struct det_sample *s,
 	for (int i = 0; i < n; i++)
 		if (det_rank_working(&d[i], &s[i]))
 			return coll ? coll : p->soft_ns;
+	/* every rank inside one collective, none missing from it: a long collective looks the
+	 * same (a starved host, a slow link); not a wait at the steps' pace */
+	if (one_collective(d, s, n, &device))
+		return coll ? coll : p->soft_ns;
 	t = at_pace(p, pace->p99_step_ns);
 	if (!t)
 		return coll ? coll : p->soft_ns;
