@@ -26,9 +26,9 @@ CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/tracker_share.c user/watch/gpuprobe.c user/watch/sample.c user/watch/collect.c user/watch/pystack.c \
               user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c \
               user/os/rasclient.c user/os/sockdiag.c
-# ftbpfd's own modules, and the etcd client (libcurl) only it links
+# ftbpfd's own modules, and the etcd client (libcurl) and the journal (libsystemd) only it links
 AGENT_SRCS := $(filter-out user/agent/eventlog.c user/agent/ctl.c,$(wildcard user/agent/*.c)) \
-              user/os/etcdv3.c user/os/peeruid.c
+              user/os/etcdv3.c user/os/peeruid.c user/os/journal.c
 CORE_OBJS  := $(CORE_SRCS:user/%.c=$(BUILD)/obj/%.o)
 WATCH_OBJS := $(WATCH_SRCS:user/%.c=$(BUILD)/obj/%.o)
 AGENT_OBJS := $(AGENT_SRCS:user/%.c=$(BUILD)/obj/%.o)
@@ -190,6 +190,8 @@ $(BUILD)/tests/test_client_fence: tests/unit/test_client_fence.c user/client/lib
 # the cadence parts' rules (an agent module without effects) against the rank table
 $(BUILD)/tests/test_cadparts: tests/unit/test_cadparts.c user/agent/cadparts.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
+$(BUILD)/tests/test_testid: tests/unit/test_testid.c user/ci/testid.c | $(BUILD)/tests
+	$(CC) $(CFLAGS) $^ -o $@ -lcunit
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
@@ -228,8 +230,15 @@ $(BUILD)/fuzz/fuzz_elfsym: tests/fuzz/fuzz_elfsym.c user/os/elfsym.c user/lib/el
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_SRCS) $(BUILD)/syscall_names.h | $(BUILD)/fuzz
 	$(CLANG) $(FUZZ_CFLAGS) $< $(CORE_SRCS) -o $@ $(LDLIBS_JSON) -lsodium -lm
 
+# what running needs: the agent, the tools, the library and its binding, the man pages (not the
+# tests or benches), built on every core unless the caller chose -j
+RUN_BINS := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/ftbpf-top $(BUILD)/ftbpf-ci $(BUILD)/libftbpf.so \
+            $(BUILD)/libftbpf.a $(BUILD)/python/ftbpf/__init__.py
+RUN_JOBS := $(if $(filter -j% --jobserver%,$(MAKEFLAGS)),,-j$(shell nproc))
+
 # the agent in the foreground; first, what to type next (the tools are in $(BUILD)/)
-run: deps all
+run: deps
+	@$(MAKE) --no-print-directory $(RUN_JOBS) $(RUN_BINS) man
 	@echo "ftbpfd starts in the foreground with the defaults$(if $(RUN_ARGS), and $(RUN_ARGS)) (Ctrl-C stops it)."
 	@echo "In another terminal (other users: after sudo make install):"
 	@echo "  export PATH=$(abspath $(BUILD)):\$$PATH    # the tools; or: sudo make install"

@@ -232,13 +232,15 @@ static void print_status(struct json_object *o)
 		struct json_object *f = NULL;
 
 		json_object_object_get_ex(agent, "features", &f);
-		printf("ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %s%gs, hard %gs "
+		char soft[48];
+
+		printf("ftbpfd pid %lld, version %s, up %.0fs, programs %s, soft %s, hard %gs "
 		       "(%s)\n",
 		       (long long)gi(agent, "pid", 0), gs(agent, "version"), gd(agent, "uptime_s"),
 		       f ? gs(f, "programs") : "?",
-		       gb(agent, "soft_timeout_auto") ? "auto, at most " : "",
-		       gd(agent, "soft_timeout_s"), gd(agent, "hard_timeout_s"),
-		       gs(agent, "action"));
+		       config_soft_words(gb(agent, "soft_timeout_auto"),
+					 gd(agent, "soft_timeout_s"), soft, sizeof(soft)),
+		       gd(agent, "hard_timeout_s"), gs(agent, "action"));
 	}
 	if (json_object_object_get_ex(o, "jobs", &jobs) && (n = json_object_array_length(jobs))) {
 		int w = name_width(jobs, 3);
@@ -386,6 +388,47 @@ static void print_python(struct json_object *o)
 	printf("\npython stacks (CPython %s):\n",
 	       gs(o, "python_version") ? gs(o, "python_version") : "?");
 	pyfmt_lines(th, print_line, "  ");
+}
+
+/* ftbpf stacks: each process, every thread's kernel stack, then its Python stacks. */
+static void print_stacks(struct json_object *o)
+{
+	struct json_object *procs, *th;
+
+	if (!json_object_object_get_ex(o, "processes", &procs))
+		return;
+	for (size_t i = 0; i < json_object_array_length(procs); i++) {
+		struct json_object *p = json_object_array_get_idx(procs, i);
+
+		if (i)
+			printf("\n");
+		if (gi(p, "rank", -1) >= 0)
+			printf("rank %lld of job %s, pid %lld (%s): %s, %s\n",
+			       (long long)gi(p, "rank", -1), gs(p, "job"),
+			       (long long)gi(p, "pid", 0), gs(p, "comm"), gs(p, "state"),
+			       gs(p, "reason"));
+		else
+			printf("pid %lld (%s), state %s\n", (long long)gi(p, "pid", 0),
+			       gs(p, "comm"), gs(p, "state"));
+		if (json_object_object_get_ex(p, "threads", &th))
+			for (size_t t = 0; t < json_object_array_length(th); t++) {
+				struct json_object *x = json_object_array_get_idx(th, t), *ks;
+
+				printf("  tid %lld %-15s state %s  syscall %s  wchan %s\n",
+				       (long long)gi(x, "tid", 0), gs(x, "comm"), gs(x, "state"),
+				       gs(x, "syscall") ? gs(x, "syscall") : "-",
+				       gs(x, "wchan") ? gs(x, "wchan") : "-");
+				if (json_object_object_get_ex(x, "kernel_stack", &ks))
+					for (size_t k = 0; k < json_object_array_length(ks); k++)
+						printf("      %s\n",
+						       json_object_get_string(
+							   json_object_array_get_idx(ks, k)));
+			}
+		print_python(p);
+	}
+	if (gi(o, "not_shown", 0) > 0)
+		printf("\n(%lld more ranks not shown: ftbpf stacks PID for one)\n",
+		       (long long)gi(o, "not_shown", 0));
 }
 
 static void print_explain(struct json_object *o)
@@ -654,6 +697,15 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			json_object_object_add(req, "pid", json_object_new_int((int)pid));
+		} else if (info && (info->args & CTL_ARG_TARGET) &&
+			   !json_object_object_get_ex(req, "pid", NULL) &&
+			   !json_object_object_get_ex(req, "job", NULL)) {
+			long pid = strtol(argv[i], &end, 10); /* a number is a pid, else a job */
+
+			if (!*end && pid > 0)
+				json_object_object_add(req, "pid", json_object_new_int((int)pid));
+			else
+				json_object_object_add(req, "job", json_object_new_string(argv[i]));
 		} else if (info && (info->args & CTL_ARG_JOB) &&
 			   !json_object_object_get_ex(req, "job", NULL)) {
 			json_object_object_add(req, "job", json_object_new_string(argv[i]));
@@ -672,6 +724,11 @@ int main(int argc, char **argv)
 	}
 	if ((info->args & CTL_ARG_JOB) && !json_object_object_get_ex(req, "job", NULL)) {
 		fprintf(stderr, "ftbpf: %s needs a JOB\n", cmd);
+		return EXIT_USAGE;
+	}
+	if ((info->args & CTL_ARG_TARGET) && !json_object_object_get_ex(req, "pid", NULL) &&
+	    !json_object_object_get_ex(req, "job", NULL)) {
+		fprintf(stderr, "ftbpf: %s needs a JOB or a PID\n", cmd);
 		return EXIT_USAGE;
 	}
 	if ((info->args & CTL_ARG_SIGNAL) && !json_object_object_get_ex(req, "signal", NULL)) {
@@ -759,6 +816,8 @@ int main(int argc, char **argv)
 		print_explain(o);
 	else if (!strcmp(cmd, "timers"))
 		print_timers(o);
+	else if (!strcmp(cmd, "stacks"))
+		print_stacks(o);
 	else if (!strcmp(cmd, "signal"))
 		printf("sent\n");
 	else if (!strcmp(cmd, "checkpoint"))

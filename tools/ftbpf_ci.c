@@ -616,8 +616,10 @@ int main(int argc, char **argv)
 			terminate_tree(c, SIGTERM);
 		code = exit_code_of(c->root_status);
 	}
-	if (c->o.junit && (r = report_junit(c->o.junit, c->o.argv, verdict, code, rep.text,
-					    (double)(now_ns() - c->start_ns) / NS)) < 0)
+	if (c->o.junit &&
+	    (r = report_junit(c->o.junit, c->o.argv, verdict, code, rep.text,
+			      rep.root ? json_object_object_get(rep.root, "tests") : NULL,
+			      (double)(now_ns() - c->start_ns) / NS)) < 0)
 		fprintf(stderr, "ftbpf-ci: --junit %s: %s\n", c->o.junit, strerror(-r));
 	report_free(&rep);
 	cleanup(c);

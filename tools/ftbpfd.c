@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/fifohold.h"
 #include "lib/config.h"
 #include "lib/nodekeys.h"
 #include "os/log.h"
@@ -35,6 +36,7 @@ static int unpin_all(const struct ftbpf_config *cfg)
 		close(fd);
 		return 1;
 	}
+	fifohold_stop(cfg->state_dir); /* the timer FIFO's holder goes too */
 	r = tracker_unpin_all(cfg->pin_dir);
 	if (fd >= 0)
 		close(fd);
@@ -79,9 +81,12 @@ int main(int argc, char **argv)
 	struct ftbpf_config cfg;
 	const char *config_path = FTBPF_DEFAULT_CONFIG;
 	int explicit_config = 0, reset = 0, print = 0, unpin = 0, r;
-	char err[512];
+	char err[512], soft[48];
 	struct agent *a;
 
+	/* the timer FIFO's holder (agent/fifohold.h), started by an agent: nothing else */
+	if (argc == 4 && !strcmp(argv[1], "--hold-timer-fifo"))
+		return fifohold_main(argv[2], argv[3]);
 	config_defaults(&cfg);
 	/* First pass: --config and the informational flags. */
 	for (int i = 1; i < argc; i++) {
@@ -218,9 +223,10 @@ int main(int argc, char **argv)
 		log_err("start-up failed: %s", err);
 		return 1;
 	}
-	log_info("ftbpfd %s ready on %s (soft %gs, hard %gs, action %s)", FTBPF_VERSION,
-		 cfg.socket_path, cfg.soft_timeout_s, cfg.hard_timeout_s,
-		 config_action_name(cfg.action));
+	log_info("ftbpfd %s ready on %s (soft %s, hard %gs, action %s)", FTBPF_VERSION,
+		 cfg.socket_path,
+		 config_soft_words(cfg.soft_auto, config_soft_ceiling(&cfg), soft, sizeof(soft)),
+		 cfg.hard_timeout_s, config_action_name(cfg.action));
 	r = agent_run(a);
 	agent_free(a);
 	if (r < 0) {

@@ -46,18 +46,27 @@ def test_fine():
 def test_hangs():
     time.sleep(3600)
 PY
-"$CI" --hang-timeout 4 --grace 2 --report "$T/py.json" -- /usr/bin/python3 -m pytest -q -p no:cacheprovider "$T/test_hang.py" >"$T/py.out" 2>"$T/py.err"; rc=$?
+"$CI" --hang-timeout 4 --grace 2 --report "$T/py.json" --junit "$T/py.xml" -- /usr/bin/python3 -m pytest -q -p no:cacheprovider "$T/test_hang.py" >"$T/py.out" 2>"$T/py.err"; rc=$?
 [ $rc -eq 124 ] && pass "pytest: hang detected" || fail "pytest: rc=$rc"
 jq -e "[.processes[] | select(.cause) | .python_stack[0] | .file == \"$T/test_hang.py\" and .line == 9 and .function == \"test_hangs\"] | any" "$T/py.json" >/dev/null &&
 	pass "pytest: Python stack names test_hang.py line 9, test_hangs" || fail "pytest: $(jq -c '[.processes[] | {cause, py: .python_stack[0:2], err: .python_stack_error}]' "$T/py.json")"
 grep -qx "  File \"$T/test_hang.py\", line 9 in test_hangs" "$T/py.err" && pass "pytest: printed in faulthandler's layout" || fail "pytest: text"
-grep -q "^ftbpf-ci: hung test: $T/test_hang.py::test_hangs (line 9)" "$T/py.err" && pass "pytest: the headline names the hung test" || fail "pytest: headline: $(grep 'hung test' "$T/py.err")"
+grep -q "^ftbpf-ci: hung test: test_hang.py::test_hangs (line 9)" "$T/py.err" && pass "pytest: the headline names the hung test" || fail "pytest: headline: $(grep 'hung test' "$T/py.err")"
+# the id is pytest's own (relative to its rootdir), and the JUnit case is the hung test
+ID=$(jq -r '.tests[0].test' "$T/py.json")
+/usr/bin/python3 -m pytest --collect-only -q -p no:cacheprovider "$T/test_hang.py" 2>/dev/null | grep -qxF "$ID" &&
+	pass "pytest: the id is the one pytest collects ($ID)" || fail "pytest: id $ID, pytest's: $(/usr/bin/python3 -m pytest --collect-only -q -p no:cacheprovider "$T/test_hang.py" 2>&1 | head -3)"
+grep -q '<testsuite name="ftbpf-ci" tests="1" failures="1"' "$T/py.xml" &&
+	grep -q '<testcase classname="test_hang" name="test_hangs"' "$T/py.xml" && grep -q '<failure type="hang" message="hang: test_hang.py::test_hangs hung' "$T/py.xml" &&
+	pass "pytest: JUnit's failing case is the hung test, named as pytest's --junitxml names it" || fail "pytest: junit: $(head -c 600 "$T/py.xml")"
 
 # a grandchild that hangs after its parent exits (reparented to ftbpf-ci)
 "$CI" --hang-timeout 3 --grace 2 --report "$T/g.json" -- sh -c 'sh -c "exec sleep 3600" & echo parent-exits' >"$T/g.out" 2>"$T/g.err"; rc=$?
 [ $rc -eq 124 ] && grep -q parent-exits "$T/g.out" && pass "orphaned grandchild: hang detected after its parent exited" || fail "grandchild: rc=$rc"
 jq -e '[.processes[] | select(.cause) | .comm == "sleep" and .syscall == "clock_nanosleep"] | any' "$T/g.json" >/dev/null &&
 	pass "orphaned grandchild: named" || fail "grandchild: $(jq -c '[.processes[] | {pid, ppid, comm, cause}]' "$T/g.json")"
+jq -e '.why | test("^pid [0-9]+, the run.s only process: ")' "$T/g.json" >/dev/null &&
+	pass "orphaned grandchild: the why fits one process: $(jq -r .why "$T/g.json" | cut -c1-80)" || fail "grandchild: why: $(jq -r .why "$T/g.json")"
 pgrep -f 'slee[p] 3600' >/dev/null && fail "grandchild left running" || pass "orphaned grandchild: terminated"
 
 # a busy loop

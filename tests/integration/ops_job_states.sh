@@ -2,21 +2,39 @@
 # time-limit: 150
 # A job's story told right, the same in status, events, metrics and `status --check`: every
 # rank exited 42 (saved, as a preemption asks) is `preempted`, 93 is `stopped`, a crash is
-# `failed` (culprit named), a hang ended by the agent's hard action is `killed` (culprit and
-# why kept, no `recovered` while the ranks stay stuck in SIGTERM's grace); only `failed` sets
-# ftbpf_job_failed; --check looks at live jobs only. A relaunch is a new run: its crash is
+# `failed` (culprit named); a hang stays `hung` with its culprit and why when its ranks are
+# ended: by the agent's hard action (`ended_by` agent, no `recovered` while the ranks stay stuck
+# in SIGTERM's grace), by an operator's /bin/kill (`ended_by` operator, the sender named), by
+# its launcher's SIGTERM (`ended_by` launcher), never a `job_failed` nor ftbpf_job_failed 1;
+# only `failed` sets ftbpf_job_failed; --check looks at live jobs only. A relaunch is a new run: its crash is
 # reported again (job_failed per run), the old run's ranks are no longer listed. Job names are
 # printed in full, and a name copied from the table works as an argument.
 . "$(dirname "$0")/lib.sh"
 MPORT=$((19300 + RANDOM % 500))
 M=http://127.0.0.1:$MPORT/metrics
-start_agent --soft-timeout 3 --hard-timeout 6 --action terminate --grace 3 --decisions off \
+start_agent --soft-timeout 3 --hard-timeout 8 --action terminate --grace 3 --decisions off \
 	--metrics-listen "127.0.0.1:$MPORT" || exit 1
 JP=preempted-job-with-a-name-longer-than-the-old-columns-0123
 ring_job "$JP" 2 --seconds 2 --exit-code 42
 ring_job js 2 --seconds 2 --exit-code 93
 ring_job jf 2 --fault abort --fault-rank 1 --fault-after 2
 ring_job jk 2 --fault sleep-ignore-term --fault-rank 1 --fault-after 1
+# hung jobs ended by hand: an operator's /bin/kill, and the launcher's SIGTERM to its ranks
+ring_job jo 3 --fault sleep --fault-rank 1 --fault-after 1
+mkdir -p "$T/jt"
+FTBPF_JOB=jt FTBPF_WORLD_SIZE=3 RING=$B/workloads/ring D=$T/jt bash -c '
+	for r in 0 1 2; do FTBPF_RANK=$r "$RING" --rank $r --world 3 --dir "$D" \
+		--fault sleep --fault-rank 2 --fault-after 1 & done
+	trap "kill -TERM \$(jobs -p); wait; exit 1" TERM
+	wait' &
+LAUNCHER=$!
+WORKLOAD_PIDS+=($LAUNCHER)
+wait_until 15 has_event hang '.job == "jo"' && pass "jo: hung" || fail "jo: no hang"
+/bin/kill -KILL "$(rank_pid jo 1)"
+sleep 0.5
+/bin/kill -TERM "$(rank_pid jo 0)" "$(rank_pid jo 2)"
+wait_until 15 has_event hang '.job == "jt"' && pass "jt: hung" || fail "jt: no hang"
+kill -TERM $LAUNCHER
 # a job with live ranks (a pair that keeps training) after its third rank crashed
 mkdir -p "$T/jl0" "$T/jl2"
 for r in 0 1; do
@@ -28,7 +46,7 @@ FTBPF_JOB=jl FTBPF_RANK=2 FTBPF_WORLD_SIZE=3 "$B/workloads/ring" --rank 0 --worl
 WORKLOAD_PIDS+=($!); disown $!
 jstate() { status_json | jq -r ".jobs[] | select(.job==\"$1\") | .state"; }
 metric() { curl -s "$M" | grep "^$1{" | grep "\"$2\"" | awk '{print $2}' | head -1; }
-for pair in "$JP:preempted" js:stopped jf:failed jk:killed; do
+for pair in "$JP:preempted" js:stopped jf:failed jk:hung jo:hung jt:hung; do
 	j=${pair%:*}; want=${pair##*:}
 	wait_until 30 has_event job_end ".job == \"$j\"" || { fail "$j: no job_end ($(jstate "$j"))"; continue; }
 	[ "$(jstate "$j")" = "$want" ] && pass "$j: status says $want" || fail "$j: status $(jstate "$j"), want $want"
@@ -48,12 +66,23 @@ for pair in "$JP:preempted" js:stopped jf:failed jk:killed; do
 done
 curl -s "$M" | grep -q '^ftbpf_jobs{state="preempted"} [1-9]' && pass "ftbpf_jobs counts preempted jobs" ||
 	fail "ftbpf_jobs: $(curl -s "$M" | grep '^ftbpf_jobs{')"
-# the killed job: its culprit and why kept; no `recovered` after the SIGTERM
+# the hung jobs ended: their culprit and why kept, who ended them said; no `recovered`
 K=$(status_json | jq -c '.jobs[] | select(.job=="jk")')
-echo "$K" | jq -e '.culprit_ranks == [1] and (.why | test("hard-timeout action: .*rank 1"))' >/dev/null &&
-	pass "killed: culprit rank 1 and why kept: $(echo "$K" | jq -r .why | cut -c1-100)" || fail "killed: $K"
-has_event action ".job == \"jk\" and .signal == 15" && pass "killed: the hard action sent SIGTERM" || fail "no SIGTERM action"
-has_event recovered ".job == \"jk\"" && fail "recovered logged for the killed job" || pass "no recovered for the killed job"
+echo "$K" | jq -e '.culprit_ranks == [1] and .ended_by.by == "agent" and .ended_by.action == "hard_timeout" and
+	(.why | test("^hung, then ended by the agent.s hard-timeout action; .*rank 1"))' >/dev/null &&
+	pass "jk: culprit rank 1 and why kept: $(echo "$K" | jq -r .why | cut -c1-100)" || fail "jk: $K"
+has_event action ".job == \"jk\" and .signal == 15" && pass "jk: the hard action sent SIGTERM" || fail "no SIGTERM action"
+has_event recovered ".job == \"jk\"" && fail "recovered logged for the job the agent ended" || pass "no recovered for the job the agent ended"
+for pair in jo:1:operator:kill:KILL jt:2:launcher:bash:TERM; do
+	IFS=: read -r j c by comm sig <<<"$pair"
+	E=$(events_of job_end | jq -c "select(.job == \"$j\")" | tail -1)
+	echo "$E" | jq -e ".state == \"hung\" and .culprit_ranks == [$c] and .ended_by.by == \"$by\" and
+		.ended_by.sender_comm == \"$comm\" and .ended_by.signal_name == \"$sig\" and
+		(.why | test(\"^hung, then ended by the $by: rank [0-9] .*SIG$sig from $comm .*; .*rank $c\"))" >/dev/null &&
+		pass "$j: job_end hung, culprit rank $c kept, ended by the $by: $(echo "$E" | jq -r .why | cut -c1-140)" ||
+		fail "$j: job_end $(echo "$E" | jq -c '{state, culprit_ranks, ended_by, why}')"
+	has_event recovered ".job == \"$j\"" && fail "$j: recovered logged" || pass "$j: no recovered"
+done
 has_event recovered ".job == \"jf\"" && fail "recovered logged after job_failed" || pass "no recovered after job_failed"
 F=$(status_json | jq -c '.jobs[] | select(.job=="jf")')
 echo "$F" | jq -e '.culprit_ranks == [1] and (.why | test("first to die"))' >/dev/null && pass "failed: culprit rank 1" || fail "failed: $F"

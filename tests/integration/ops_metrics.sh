@@ -5,7 +5,8 @@
 # counter moves; the culprit is a series; other paths 404, other methods 405; every metric the
 # contrib alert rules and Grafana dashboard use exists in a real scrape; `promtool check
 # metrics` finds nothing to say; levels are gauges, every ftbpf_agent_* HELP line is its own;
-# no counter ever decreases across 20 scrapes while jobs come and go.
+# no counter ever decreases across 20 scrapes while jobs come and go; in each scrape a job's live
+# ranks equal its rank series.
 . "$(dirname "$0")/lib.sh"
 MPORT=$((26000 + RANDOM % 1000))
 M=http://127.0.0.1:$MPORT/metrics
@@ -58,6 +59,23 @@ awk -v v="$NP" 'BEGIN {exit !(v >= 4)}' && pass "ftbpf_job_no_progress_seconds $
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d x "$M")" = 405 ] &&
 	pass "other paths 404, POST 405" || fail "paths/methods"
 jq_status '.agent.counters.metrics_scrapes > 5' && pass "status counts the scrapes" || fail "metrics_scrapes"
+# one scrape agrees with itself: as each rank of a job ends, ftbpf_job_live_ranks equals the
+# number of the job's ftbpf_rank_state series in every scrape (10 at once after each kill)
+LJ=()
+for r in 0 1 2 3; do FTBPF_JOB=ljob FTBPF_RANK=$r sleep 100 & LJ+=($!); WORKLOAD_PIDS+=($!); done
+wait_until 10 jq_status '[.ranks[] | select(.job=="ljob" and (.exited | not))] | length == 4' || fail "ljob not adopted"
+sleep 0.5
+rm -f "$T/lj"
+for p in "${LJ[@]}"; do
+	kill "$p"
+	for i in $(seq 10); do
+		curl -s "$M" | awk '/^ftbpf_rank_state\{training_job="ljob"/ {n++} /^ftbpf_job_live_ranks\{training_job="ljob"/ {l = $2} END {print n + 0, l}' >>"$T/lj"
+	done
+done
+BAD=$(awk '$1 != $2' "$T/lj" | sort | uniq -c | paste -sd' ')
+SEEN=$(cut -d' ' -f1 "$T/lj" | sort -u | paste -sd' ')
+[ -z "$BAD" ] && pass "each scrape's ftbpf_job_live_ranks equals its rank series ($(wc -l <"$T/lj") scrapes, live counts seen: $SEEN)" ||
+	fail "live ranks and rank series disagree in a scrape (series, live): $BAD"
 # no counter ever decreases: 20 scrapes while a job's ranks come and go and requests are made
 # (levels and counters of the agent, by name)
 rm -f "$T/scrapes"

@@ -5,7 +5,9 @@
 # prometheus scraping a real agent under a plain `job_name: ftbpf` with the project's rules
 # (`for:` shortened to 2 s): two hung training jobs, and each FtbpfJobHung alert read back
 # from Prometheus' HTTP API names its own training job in its labels and summary, and its own
-# culprit rank in its description; the scrape job stays `job="ftbpf"`.
+# culprit rank in its description; the scrape job stays `job="ftbpf"`. Then the alerts follow a
+# job's story: beta's hang ended by an operator's `kill -KILL` resolves its FtbpfJobHung and
+# never fires FtbpfJobFailed, while a real crash (gamma) fires it.
 . "$(dirname "$0")/lib.sh"
 RULES=$ROOT/contrib/prometheus/ftbpf-alerts.yml
 OUT=$(promtool check rules "$RULES" 2>&1) && pass "promtool check rules: $(echo "$OUT" | grep -o 'SUCCESS.*')" || fail "promtool check rules: $OUT"
@@ -51,4 +53,15 @@ for j in alpha:2 beta:1; do
 		pass "$job: description with its own time and culprit: $(echo "$A" | jq -r .annotations.description)" ||
 		fail "$job description: $(echo "$A" | jq -r .annotations.description)"
 done
+ring_job gamma 2 --fault abort --fault-rank 1 --fault-after 1
+for r in 0 1 2; do /bin/kill -KILL "$(rank_pid beta $r)"; done
+alert_is() { curl -s "$API/alerts" | jq -e "[.data.alerts[] | select(.labels.alertname==\"$1\" and .labels.training_job==\"$2\" and .state==\"firing\")] | length == $3" >/dev/null; }
+wait_until 20 alert_is FtbpfJobFailed gamma 1 && pass "gamma crashed: FtbpfJobFailed fires for it" ||
+	fail "gamma: no FtbpfJobFailed: $(curl -s "$API/alerts" | jq -c '[.data.alerts[] | {a: .labels.alertname, j: .labels.training_job, s: .state}]')"
+wait_until 20 alert_is FtbpfJobHung beta 0 && pass "beta ended by hand: its FtbpfJobHung resolved" || fail "beta still hung in Prometheus"
+sleep 3 # a few more evaluations after the kill
+EVER=$(curl -s "$API/query" --data-urlencode 'query=count_over_time(ALERTS{alertname="FtbpfJobFailed",training_job="beta"}[10m])' | jq -c .data.result)
+[ "$EVER" = "[]" ] && pass "beta: FtbpfJobFailed never fired (a hang ended by hand is no failure)" || fail "beta: FtbpfJobFailed fired: $EVER"
+jq_status '.jobs[] | select(.job == "beta") | .state == "hung" and .ended_by.by == "operator" and .culprit_ranks == [1]' &&
+	pass "beta: status says hung, ended by the operator, culprit rank 1" || fail "beta: $(status_json | jq -c '.jobs[] | select(.job == "beta") | {state, ended_by, culprit_ranks}')"
 finish

@@ -46,4 +46,14 @@ BAD=$(for f in README.md docs/*.md; do
 	done
 done)
 [ -z "$BAD" ] && pass "every relative link in README.md and docs/ resolves" || fail "broken links: $BAD"
+# `make run` builds what running needs, in parallel: from an empty build directory (-n: said,
+# not done) it links the agent and the tools, no test, workload, fuzzer or bench
+RUNPLAN=$(make -n --no-print-directory BUILD="$T/b" run 2>&1)
+if echo "$RUNPLAN" | grep -q -- "-o $T/b/ftbpfd " && echo "$RUNPLAN" | grep -q -- "-o $T/b/ftbpf-top " &&
+	! echo "$RUNPLAN" | grep -qE "$T/b/(tests|workloads|fuzz|bench_)"; then
+	pass "make run builds the agent and the tools, not the tests ($(echo "$RUNPLAN" | grep -c -- ' -o ') outputs)"
+else
+	fail "make run's plan: $(echo "$RUNPLAN" | grep -oE -- "-o $T/b/[^ ]+" | sort | head -20 | paste -sd' ')"
+fi
+echo "$RUNPLAN" | grep -qE "make.* -j[0-9]+ " && pass "make run builds in parallel" || fail "make run is not parallel: $(echo "$RUNPLAN" | grep -m1 make)"
 finish

@@ -79,6 +79,14 @@ static void test_config_cross_checks(void)
 	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout_max", "20", err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(config_check(&c, err, sizeof(err)), 0);
 	CU_ASSERT_DOUBLE_EQUAL(config_soft_ceiling(&c), 20, 1e-9);
+	{ /* one wording of the soft timeout for every tool */
+		char w[48];
+
+		CU_ASSERT_STRING_EQUAL(config_soft_words(1, 60, w, sizeof(w)),
+				       "auto (at most 60s)");
+		CU_ASSERT_STRING_EQUAL(config_soft_words(0, 10, w, sizeof(w)), "10s");
+		CU_ASSERT_STRING_EQUAL(config_soft_words(0, 2.5, w, sizeof(w)), "2.5s");
+	}
 	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout", "sometimes", err, sizeof(err)), -EINVAL);
 	CU_ASSERT_TRUE(c.soft_auto); /* unchanged by a bad value */
 	CU_ASSERT_EQUAL(config_set(&c, "soft_timeout", "10", err, sizeof(err)), 0);

@@ -50,6 +50,41 @@ static void test_ctl_proto(void)
 	CU_ASSERT_EQUAL(ctl_parse_request("x", CTL_MAX_LINE + 1, &r, err, sizeof(err)), -E2BIG);
 }
 
+/* stacks: a job or a pid, exactly one of them. */
+static void test_stacks_request(void)
+{
+	static const struct {
+		const char *line;
+		int rc, pid;
+		const char *job;
+	} cases[] = {
+	    {"{\"v\":1,\"cmd\":\"stacks\",\"job\":\"torch:1.2.3.4:29500\"}", 0, -1,
+	     "torch:1.2.3.4:29500"},
+	    {"{\"v\":1,\"cmd\":\"stacks\",\"pid\":4242}", 0, 4242, ""},
+	    {"{\"v\":1,\"cmd\":\"stacks\"}", -EINVAL, 0, NULL},
+	    {"{\"v\":1,\"cmd\":\"stacks\",\"pid\":1,\"job\":\"j\"}", -EINVAL, 0, NULL},
+	    {"{\"v\":1,\"cmd\":\"stacks\",\"job\":\"\"}", -EINVAL, 0, NULL},
+	    {"{\"v\":1,\"cmd\":\"stacks\",\"job\":7}", -EINVAL, 0, NULL},
+	    {"{\"v\":1,\"cmd\":\"stacks\",\"pid\":0}", -EINVAL, 0, NULL},
+	};
+	struct ctl_request r;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc =
+		    ctl_parse_request(cases[i].line, strlen(cases[i].line), &r, err, sizeof(err));
+
+		CU_ASSERT_EQUAL(rc, cases[i].rc);
+		if (rc == 0) {
+			CU_ASSERT_EQUAL(r.cmd, CTL_CMD_STACKS);
+			CU_ASSERT_EQUAL(r.pid, cases[i].pid);
+			CU_ASSERT_STRING_EQUAL(r.job, cases[i].job);
+		}
+	}
+	CU_ASSERT_PTR_NOT_NULL(ctl_cmd_find("stacks"));
+	CU_ASSERT_PTR_NOT_NULL(ctl_cmd_find("stacks")->synopsis);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -59,6 +94,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("ctl_proto", NULL, NULL);
 	CU_add_test(s, "control requests", test_ctl_proto);
+	CU_add_test(s, "stacks: a job or a pid", test_stacks_request);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -649,7 +649,7 @@ static struct det_sample exited_with(int pid, int rank, int status)
 }
 
 /* The job's state from its ranks: the words a user expects for what happened. */
-static enum det_job_state state_of(struct det_sample *s, int n, int hard_killed, struct det_job *j)
+static enum det_job_state state_of(struct det_sample *s, int n, int hang_end, struct det_job *j)
 {
 	struct det_rank d[4] = {};
 	struct det_params p = P;
@@ -660,7 +660,7 @@ static enum det_job_state state_of(struct det_sample *s, int n, int hard_killed,
 	for (int i = 0; i < n; i++)
 		det_rank_update(&d[i], &s[i], 60 * S, &p);
 	det_job_eval(d, s, n, 60 * S, 0, &p, j);
-	return det_job_state(s, n, j, &p, hard_killed);
+	return det_job_state(s, n, j, &p, hang_end);
 }
 
 static void test_job_states(void)
@@ -690,13 +690,28 @@ static void test_job_states(void)
 	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_FAILED);
 	CU_ASSERT_TRUE(j.failed);
 	CU_ASSERT_EQUAL(j.culprits[0], 1);
-	/* the agent's hard action ended it: killed, whatever the exits say */
+	/* the agent's hard action ended a hung run: still hung, whatever the exits say */
 	for (int i = 0; i < 3; i++) {
 		s[i] = exited_with(10 + i, i, 15);
 		s[i].killed = 1;
 	}
-	CU_ASSERT_EQUAL(state_of(s, 3, 1, &j), DJS_KILLED);
+	CU_ASSERT_EQUAL(state_of(s, 3, DET_HANG_END_AGENT, &j), DJS_HUNG);
 	CU_ASSERT_FALSE(j.failed);
+	/* an operator's SIGKILL ended a hung run: hung, not failed, no first to die */
+	for (int i = 0; i < 3; i++) {
+		s[i] = exited_with(10 + i, i, 9);
+		s[i].ends_hang = 1;
+	}
+	CU_ASSERT_EQUAL(state_of(s, 3, DET_HANG_END_OTHER, &j), DJS_HUNG);
+	CU_ASSERT_FALSE(j.failed);
+	CU_ASSERT_EQUAL(j.n_culprits, 0);
+	/* ... and the same ranks but a decision's stop code: stopped beats it */
+	s[0] = exited_with(10, 0, 93 << 8);
+	CU_ASSERT_EQUAL(state_of(s, 3, DET_HANG_END_OTHER, &j), DJS_STOPPED);
+	for (int i = 0; i < 3; i++) {
+		s[i] = exited_with(10 + i, i, 15);
+		s[i].killed = 1;
+	}
 	/* ... and a decision's end of the survivors (not the hard action): restarting */
 	CU_ASSERT_EQUAL(state_of(s, 3, 0, &j), DJS_RESTARTING);
 	/* a rank of an older generation asked to exit: restarting */
@@ -854,7 +869,8 @@ int main(void)
 	CU_add_test(s, "NCCL: ahead rank not waiting", test_nccl_ahead_rank_not_waiting);
 	CU_add_test(s, "NCCL: unidentified communicators", test_nccl_unidentified_comms);
 	CU_add_test(s, "NCCL: state nccl", test_nccl_state);
-	CU_add_test(s, "job states: preempted, stopped, failed, killed, restarting, finished",
+	CU_add_test(s,
+		    "job states: preempted, stopped, failed, hung and ended, restarting, finished",
 		    test_job_states);
 	CU_add_test(s, "exit 42 without restart codes", test_exit_42_without_codes);
 	CU_add_test(s, "soft_timeout auto: the job's pace", test_paced_soft_timeout);

@@ -80,8 +80,29 @@ static void test_series(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(
 	    t, "ftbpf_rank_timers{training_job=\"j\",uid=\"1000\",rank=\"0\",pid=\"10\"} 1\n"));
 	CU_ASSERT_PTR_NULL(strstr(t, "pid=\"11\"")); /* exited: not a live series */
+	CU_ASSERT_PTR_NULL(strstr(t, "=\"\""));	     /* no empty label */
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_mesh_peers{state=\"alive\"} 2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_decisions_store_reachable 1\n"));
+	free(t);
+}
+
+/* The culprit's host: its state a label only when known, never an empty one. */
+static void test_culprit_node(void)
+{
+	char *t = format(
+	    "{\"ok\":true,\"agent\":{\"version\":\"0.1.0\",\"features\":{\"programs\":\"tp_btf\"}},"
+	    "\"jobs\":[{\"job\":\"x\",\"uid\":0,\"culprit_ranks\":[3],"
+	    "\"culprit_node\":\"10.0.0.2:7946\"},{\"job\":\"y\",\"uid\":0,"
+	    "\"culprit_ranks\":[1],\"culprit_node\":\"10.0.0.3:7946\","
+	    "\"culprit_state\":\"stopped\"}],\"ranks\":[]}");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_job_culprit_node{training_job=\"x\",uid=\"0\","
+					 "rank=\"3\",node=\"10.0.0.2:7946\"} 1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t,
+				      "ftbpf_job_culprit_node{training_job=\"y\",uid=\"0\","
+				      "rank=\"1\",node=\"10.0.0.3:7946\",state=\"stopped\"} 1\n"));
+	CU_ASSERT_PTR_NULL(strstr(t, "=\"\""));
 	free(t);
 }
 
@@ -216,6 +237,7 @@ int main(void)
 	s = CU_add_suite("metrics", NULL, NULL);
 	CU_add_test(s, "every series, labels escaped, exited ranks left out", test_series);
 	CU_add_test(s, "every HELP line is distinct", test_help_distinct);
+	CU_add_test(s, "the culprit's host, no empty state label", test_culprit_node);
 	CU_add_test(s, "not a status: an error", test_not_a_status);
 	CU_add_test(s, "odd shapes: no crash", test_odd_shapes);
 	CU_add_test(s, "a job name that is not UTF-8: the scrape stays UTF-8", test_not_utf8);

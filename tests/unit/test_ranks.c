@@ -38,7 +38,8 @@ static void test_runs(void)
 	/* the run's verdict */
 	j->failed_reported = j->reported = j->hard_killed = j->end_reported = 1;
 	j->state = DJS_FAILED;
-	snprintf(j->kill_why, sizeof(j->kill_why), "old");
+	snprintf(j->hang_why, sizeof(j->hang_why), "old");
+	j->hang_end.by = JOBEND_OPERATOR;
 	/* a relaunch: the old run's ranks go, the verdict is cleared, the run is counted */
 	ranks_job_new_run(&r, j, 99, count_drop, NULL);
 	CU_ASSERT_EQUAL(dropped, 2);
@@ -49,7 +50,8 @@ static void test_runs(void)
 	CU_ASSERT_EQUAL(j->run_start_ns, 99);
 	CU_ASSERT_STRING_EQUAL(j->prev_state, "failed");
 	CU_ASSERT_FALSE(j->failed_reported || j->reported || j->hard_killed || j->end_reported);
-	CU_ASSERT_STRING_EQUAL(j->kill_why, "");
+	CU_ASSERT_STRING_EQUAL(j->hang_why, "");
+	CU_ASSERT_EQUAL(j->hang_end.by, JOBEND_NONE);
 	c = ranks_add(&r, 100, 3, 0, "torch:127.0.0.1:1@n");
 	CU_ASSERT_PTR_EQUAL(c->job, j);
 	CU_ASSERT_PTR_EQUAL(ranks_find(&r, 100), c);
@@ -57,6 +59,21 @@ static void test_runs(void)
 	ranks_job_new_run(&r, j, 100, NULL, NULL);
 	CU_ASSERT_EQUAL(j->nmembers, 1);
 	CU_ASSERT_EQUAL(j->run, 3);
+	/* a hung run that begins to end keeps its verdict: the first end only */
+	c->id.rank = 3;
+	j->res.n_culprits = 1;
+	j->res.culprits[0] = 0;
+	snprintf(j->res.why, sizeof(j->res.why), "rank 3 sleeps");
+	job_keep_hang(j, &(struct jobend){.by = JOBEND_LAUNCHER, .pid = 100, .rank = 3});
+	job_keep_hang(j, &(struct jobend){.by = JOBEND_AGENT});
+	CU_ASSERT_EQUAL(j->hang_end.by, JOBEND_LAUNCHER);
+	CU_ASSERT_EQUAL(job_hang_end(j), DET_HANG_END_OTHER);
+	CU_ASSERT_STRING_EQUAL(j->hang_why, "rank 3 sleeps");
+	CU_ASSERT_EQUAL(j->nhang_culprits, 1);
+	CU_ASSERT_EQUAL(j->hang_culprits[0], 3);
+	c->id.rank = 0;
+	ranks_job_new_run(&r, j, 101, NULL, NULL);
+	CU_ASSERT_EQUAL(job_hang_end(j), DET_HANG_END_NONE);
 	/* another user's job of the same name is another job */
 	CU_ASSERT_PTR_NOT_EQUAL(ranks_add(&r, 200, 4, 1000, "torch:127.0.0.1:1@n")->job, j);
 	ranks_fini(&r);

@@ -104,11 +104,7 @@ static void killed_by_action(struct job *j)
 	if (j->hard_killed)
 		return;
 	j->hard_killed = 1;
-	snprintf(j->kill_why, sizeof(j->kill_why), "%s", j->res.why);
-	j->nkill_culprits = 0;
-	for (int i = 0; i < j->nmembers && j->nkill_culprits < DET_MAX_CULPRITS; i++)
-		if (j->members[i]->d.culprit)
-			j->kill_culprits[j->nkill_culprits++] = j->members[i]->id.rank;
+	job_keep_hang(j, &(struct jobend){.by = JOBEND_AGENT, .pid = -1, .rank = -1});
 }
 
 /* The hard timeout passed: the configured action, once per stall. */
@@ -147,18 +143,19 @@ void actions_job(struct actions *ac, struct job *j, uint64_t now)
 
 	if (!j->watched_ns)
 		j->watched_ns = now;
-	if (j->res.failed && !j->failed_reported && !j->hard_killed && !j->xv.hold)
+	if (j->res.failed && !j->failed_reported && !j->hang_end.by && !j->xv.hold)
 		failed_report(ac, j);
 	if (!j->res.live && j->nmembers && !j->end_reported) {
-		/* the run ended: how, once (preempted, stopped, killed, failed, finished...) */
+		/* the run ended: how, once (preempted, stopped, hung, failed, finished...) */
 		j->end_reported = 1;
 		eventlog_emit(ac->el, view_job_end(j));
 		ac->js->dirty = 1;
 	}
 	if (!j->res.hung) {
-		/* our action is ending the job: a SIGTERM interrupts a stuck syscall, which is no
-		 * progress of the job's; nothing recovered, nothing to act on again */
-		if (j->hard_killed)
+		/* the hung job is being ended (our action, its launcher, an operator): a SIGTERM
+		 * interrupts a stuck syscall, which is no progress of the job's; nothing
+		 * recovered, nothing to act on again */
+		if (j->hang_end.by)
 			return;
 		/* progress resumed; a job whose ranks are all gone did not recover, it ended; one
 		 * that failed did not either */
@@ -218,7 +215,14 @@ void actions_kill_after_grace(struct actions *ac, int pid, int pidfd, uid_t uid,
 	if (!ac->pk)
 		return; /* not open */
 	if (ac->npk == MAX_PENDING || (uid != 0 && ac->npk >= MAX_PENDING - ROOT_PENDING)) {
-		log_warn("pid %d: too many pending SIGKILLs; its SIGTERM stands alone", pid);
+		uint64_t held;
+
+		if (ratelimit_pass(&ac->rl_full, clock_mono_ns(), &held))
+			log_warn(
+			    "pid %d: no SIGKILL will follow its SIGTERM after the grace: the "
+			    "agent's kill queue is full (%d pending, %d kept for root's); %llu "
+			    "more since the last such line",
+			    pid, ac->npk, ROOT_PENDING, (unsigned long long)held);
 		return;
 	}
 	fd = pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -277,6 +281,7 @@ int actions_open(struct actions *ac, struct loop *loop, char *err, size_t errlen
 	int h, r;
 
 	ac->npk = 0;
+	ac->rl_full.interval_ns = 60 * CLOCK_NS_PER_S;
 	ac->kfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (ac->kfd < 0) {
 		r = -errno;

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "agent/views.h"
+#include "lib/ratelimit.h"
 
 struct ftbpf_config;
 struct eventlog;
@@ -37,7 +38,8 @@ struct actions {
 	/* the SIGKILLs waiting for their grace (actions_open) */
 	struct pending_kill *pk; /* owned */
 	int npk;
-	int kfd; /* timerfd armed at the earliest (owned) */
+	int kfd;		  /* timerfd armed at the earliest (owned) */
+	struct ratelimit rl_full; /* the queue-full warning */
 };
 
 /* Open the kill queue (the fields above are set). 0, or -errno with a message in err. */

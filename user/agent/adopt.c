@@ -20,6 +20,7 @@
 #include "lib/shares.h"
 #include "os/clock.h"
 #include "os/log.h"
+#include "lib/ratelimit.h"
 #include "os/pidfd.h"
 #include "os/procfs.h"
 #include "watch/tracker.h"
@@ -46,7 +47,9 @@ struct adopter {
 	uint64_t left;		     /* ranks that exec'd as another user, or with privileges */
 	uint64_t refused_user_full;  /* a user's share of the rank table was full */
 	uint64_t forgotten_at_share; /* ended ranks forgotten for a new one of their user's */
-	char node[64];		     /* this host's name in host-local job ids (ident_scope) */
+	uint64_t refused_table_full; /* the kernel's process table (procs) was full */
+	struct ratelimit rl_malformed, rl_user_full, rl_table_full; /* their warnings */
+	char node[64]; /* this host's name in host-local job ids (ident_scope) */
 	void (*run_end)(void *ctx, struct job *j); /* see adopter_on_run_end */
 	void *run_end_ctx;
 	void (*forget)(void *ctx, struct rank *k); /* see adopter_on_forget */
@@ -66,6 +69,8 @@ struct adopter *adopter_new(struct tracker *tr, struct ranks *ranks, struct even
 	}
 	ad->tr = tr;
 	ad->ranks = ranks;
+	ad->rl_malformed.interval_ns = ad->rl_user_full.interval_ns =
+	    ad->rl_table_full.interval_ns = 60 * CLOCK_NS_PER_S;
 	ad->el = el;
 	snprintf(ad->only_jobs, sizeof(ad->only_jobs), "%s", only_jobs ? only_jobs : "");
 	if (only_netns && procfs_netns(0, &ad->netns) < 0)
@@ -623,6 +628,32 @@ static void drop_old(void *ctx, struct rank *k)
 		(void)tracker_proc_delete(ad->tr, (uint32_t)k->pid); /* gone: fine */
 }
 
+static void retry_later(struct adopter *ad, int pid);
+
+/*
+ * The kernel side could not take rank k: said once a minute at most, with what is full and
+ * where it is counted. A full process table is retried at the next scans (an hour after a
+ * job ends its ranks' entries go, and the rank is adopted then).
+ */
+static void track_failed(struct adopter *ad, const struct rank *k, int r)
+{
+	uint64_t held;
+
+	if (r != -E2BIG && r != -ENOSPC) {
+		log_warn("cannot track pid %d (rank %d of job %s): %s", k->pid, k->id.rank,
+			 k->id.job, strerror(-r));
+		return;
+	}
+	ad->refused_table_full++;
+	retry_later(ad, k->pid);
+	if (ratelimit_pass(&ad->rl_table_full, clock_mono_ns(), &held))
+		log_warn("pid %d (rank %d of job %s) is not watched: the kernel's process table "
+			 "(BPF map procs, %d entries: live ranks, their children, ended ranks kept "
+			 "an hour after their job) is full; counted in adopt_refused_table_full; "
+			 "retried at each scan (%llu more refused since the last such line)",
+			 k->pid, k->id.rank, k->id.job, FTBPF_MAX_PROCS, (unsigned long long)held);
+}
+
 int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *idp, const char *how,
 	     int registered)
 {
@@ -705,7 +736,7 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 	if (r < 0) {
 		/* at its share of the kernel's table (counted there, said by tables.c) */
 		if (r != -EDQUOT)
-			log_warn("cannot track pid %d: %s", pid, strerror(-r));
+			track_failed(ad, k, r);
 		ranks_remove(ad->ranks, k);
 		return r;
 	}
@@ -785,7 +816,7 @@ static int scan_one(void *ctx, int pid)
 	int r = adopt_pid(ad, pid, "scan");
 
 	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM || r == -EAGAIN)
-		retry_later(ad, pid);
+		retry_later(ad, pid); /* a full process table retries itself (track_failed) */
 	return 0;
 }
 
@@ -946,6 +977,7 @@ void adopter_counters(const struct adopter *ad, struct json_object *c)
 	jint(c, "wrapper_handovers", (int64_t)ad->handovers);
 	jint(c, "adopt_refused_elevated", (int64_t)ad->refused_elevated);
 	jint(c, "adopt_refused_user_full", (int64_t)ad->refused_user_full);
+	jint(c, "adopt_refused_table_full", (int64_t)ad->refused_table_full);
 	jint(c, "ranks_forgotten_at_share", (int64_t)ad->forgotten_at_share);
 	if (ad->q) {
 		struct adoptq_counters qc;

@@ -27,6 +27,7 @@
 #include "agent/ctl.h"
 #include "agent/decide.h"
 #include "agent/eventlog.h"
+#include "agent/fifohold.h"
 #include "agent/handlers.h"
 #include "agent/metrics.h"
 
@@ -47,6 +48,7 @@
 #include "lib/ranks.h"
 #include "lib/shares.h"
 #include "os/clock.h"
+#include "os/journal.h"
 #include "os/log.h"
 #include "os/loop.h"
 #include "os/procfs.h"
@@ -684,6 +686,15 @@ static int open_tracker(struct agent *a, int reset_state, char *err, size_t errl
 	return watch_fd(a, tracker_epoll_fd(a->tr), on_ring, 0, err, errlen);
 }
 
+/* An event's line into the journal; a journal that went away gets it on stderr. */
+static void journal_out(void *ctx, int prio, const char *line, const char *json,
+			struct json_object *ev)
+{
+	(void)ctx;
+	if (journal_event(prio, line, json, ev) < 0)
+		log_msg(prio <= 4 ? LOG_WARN : LOG_INFO, "%s", line);
+}
+
 static int open_eventlog(struct agent *a, char *err, size_t errlen)
 {
 	const struct ftbpf_config *cfg = &a->cfg;
@@ -700,6 +711,8 @@ static int open_eventlog(struct agent *a, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	eventlog_load_tail(a->el);
+	if (log_stderr_is_journal()) /* a service: structured entries, the JSON in a field */
+		eventlog_set_out(a->el, journal_out, NULL);
 	return 0;
 }
 
@@ -790,14 +803,17 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	adopter_on_run_end(a->ad, on_run_end, a);
 	adopter_on_forget(a->ad, forget_rank, a, a->tb);
 	{
-		struct timersvc_opts to = {.tr = a->tr,
-					   .el = a->el,
-					   .ranks = &a->ranks,
-					   .loop = a->loop,
-					   .ac = &a->ac, /* opened below, before the loop runs */
-					   .fifo_path = a->cfg.timer_fifo,
-					   .escalate = a->cfg.timer_escalate,
-					   .max_per_user = a->cfg.max_timers_per_user};
+		struct timersvc_opts to = {
+		    .tr = a->tr,
+		    .el = a->el,
+		    .ranks = &a->ranks,
+		    .loop = a->loop,
+		    .ac = &a->ac, /* opened below, before the loop runs */
+		    .fifo_path = a->cfg.timer_fifo,
+		    .fifo_fd = *a->cfg.timer_fifo ? fifohold_inherited(a->cfg.timer_fifo) : -1,
+		    .state_dir = a->cfg.state_dir,
+		    .escalate = a->cfg.timer_escalate,
+		    .max_per_user = a->cfg.max_timers_per_user};
 
 		a->ts = timersvc_new(&to, err, errlen);
 		if (!a->ts)

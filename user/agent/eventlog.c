@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/evline.h"
 #include "os/log.h"
 #include "os/safefs.h"
 
@@ -39,7 +40,8 @@ struct eventlog {
 	uint64_t write_errors;
 	eventlog_sink_fn sink;
 	void *sink_ctx;
-	int human;     /* stderr is a terminal: summaries of what a person acts on, no JSON */
+	eventlog_out_fn out; /* where the events' short lines go; NULL: stderr */
+	void *out_ctx;
 	char err[256]; /* why the last open failed */
 };
 
@@ -87,7 +89,6 @@ struct eventlog *eventlog_new(const struct eventlog_opts *o, char *err, size_t e
 	el->max_bytes = o->max_bytes;
 	el->keep = o->keep;
 	el->fd = -1;
-	el->human = isatty(STDERR_FILENO) && !getenv("JOURNAL_STREAM");
 	el->mode = 0600;
 	el->gid = (gid_t)-1;
 	if (o->group && *o->group) {
@@ -186,52 +187,30 @@ static void store(struct eventlog *el, const char *line, int64_t uid, uint64_t s
 		el->n++;
 }
 
+void eventlog_set_out(struct eventlog *el, eventlog_out_fn fn, void *ctx)
+{
+	el->out = fn;
+	el->out_ctx = ctx;
+}
+
 /*
- * What stderr gets of an event. Not on a terminal (journald, a pipe, a test's log) the JSON
- * line, as the file has it. On a terminal (ftbpfd or make run started by hand, perhaps in the
- * background of a shell) one short line for the events a person acts on (a hang, an action, a
- * failure, a decision, a lost peer); the rest only at debug level. The file and `ftbpf events`
- * have everything.
+ * What stderr (or the journal) gets of an event: one short line (lib/evline.h), never the
+ * JSON, which the file, `ftbpf events --json` and the journal's FTBPF_EVENT_JSON field have.
  */
 static void log_event(const struct eventlog *el, struct json_object *ev, const char *line)
 {
-	static const char *const shown[] = {"hang",	    "recovered",    "job_failed",
-					    "hard_timeout", "action",	    "timer_expired",
-					    "oom_victim",   "decision",	    "fenced",
-					    "peer_dead",    "peer_suspect", NULL};
-	static const char *const fields[] = {"action", "signal_name", "scope", "kind",
-					     "peer",   "result",      "why",   NULL};
-	struct json_object *v;
-	const char *type = "";
-	char buf[768];
-	int n, want = 0;
+	char buf[EVLINE_MAX], safe[4 * EVLINE_MAX];
+	int prio = evline_format(ev, buf, sizeof(buf));
 
-	if (!el->human) {
-		log_info("event %s", line);
+	if (el->out) {
+		log_safe(buf, safe, sizeof(safe));
+		el->out(el->out_ctx, prio, safe, line, ev);
 		return;
 	}
-	if (json_object_object_get_ex(ev, "type", &v))
-		type = json_object_get_string(v);
-	for (int i = 0; shown[i]; i++)
-		want |= !strcmp(type, shown[i]);
-	if (!want) {
-		log_debug("event %s", line);
-		return;
-	}
-	n = snprintf(buf, sizeof(buf), "%s", type);
-	if (json_object_object_get_ex(ev, "job", &v) && n >= 0 && (size_t)n < sizeof(buf))
-		n += snprintf(buf + n, sizeof(buf) - n, " job %s", json_object_get_string(v));
-	if (json_object_object_get_ex(ev, "rank", &v) && n >= 0 && (size_t)n < sizeof(buf))
-		n += snprintf(buf + n, sizeof(buf) - n, " rank %s", json_object_get_string(v));
-	if (json_object_object_get_ex(ev, "pid", &v) && n >= 0 && (size_t)n < sizeof(buf))
-		n += snprintf(buf + n, sizeof(buf) - n, " pid %s", json_object_get_string(v));
-	for (int i = 0, first = 1; fields[i] && n >= 0 && (size_t)n < sizeof(buf); i++)
-		if (json_object_object_get_ex(ev, fields[i], &v) && v) {
-			n += snprintf(buf + n, sizeof(buf) - n, "%s %s", first ? ":" : ",",
-				      json_object_get_string(v));
-			first = 0;
-		}
-	log_info("%s", buf);
+	log_msg(prio <= EVLINE_WARNING ? LOG_WARN
+		: prio >= EVLINE_DEBUG ? LOG_DEBUG
+				       : LOG_INFO,
+		"%s", buf);
 }
 
 uint64_t eventlog_emit(struct eventlog *el, struct json_object *ev)

@@ -29,6 +29,15 @@ int eventlog_load_tail(struct eventlog *el);
 typedef void (*eventlog_sink_fn)(void *ctx, const char *line, uint32_t uid, uint64_t seq);
 void eventlog_set_sink(struct eventlog *el, eventlog_sink_fn fn, void *ctx);
 
+/*
+ * Where each event's short line goes (lib/evline.h: prio is its syslog priority, line the
+ * line made terminal-safe; json and ev the whole event). Without one: stderr, through
+ * os/log.h (debug-priority events only at --verbose 3).
+ */
+typedef void (*eventlog_out_fn)(void *ctx, int prio, const char *line, const char *json,
+				struct json_object *ev);
+void eventlog_set_out(struct eventlog *el, eventlog_out_fn fn, void *ctx);
+
 /* Stamp ev with seq and ts, log it, store it. Takes ownership of ev. Returns seq. */
 uint64_t eventlog_emit(struct eventlog *el, struct json_object *ev);
 

@@ -2,9 +2,11 @@
 #include "agent/handlers.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/adopt.h"
@@ -101,6 +103,142 @@ static struct json_object *do_explain(struct handlers *h, const struct ctl_reque
 				       jobparts_remote_ranks(h->jp, k->job, now));
 	/* the Python stacks are read off the loop: the reply goes out when they are in */
 	if (pystacks_explain(h->vs.ins, h->ctl, k, o))
+		return NULL;
+	return o;
+}
+
+/* A process that is not a rank, for `ftbpf stacks PID`: the peer's own, and wholly so (every
+ * uid and gid of it the same, /proc/PID the peer's: a process that changed its credentials is
+ * not dumpable and /proc shows it as root's). Its pidfd, or -errno (-EPERM: another's). */
+static int own_process(const struct ctl_peer *peer, int pid, unsigned *ret_uid)
+{
+	struct proc_creds c;
+	struct stat st;
+	char p[32];
+	int fd = pidfd_open_pid(pid);
+
+	if (fd < 0)
+		return fd;
+	snprintf(p, sizeof(p), "/proc/%d", pid);
+	if (procfs_creds(pid, &c) < 0 || stat(p, &st) < 0 || pidfd_signal(fd, 0) < 0) {
+		close(fd); /* gone meanwhile: the creds may be another's */
+		return -ESRCH;
+	}
+	if (peer->uid != 0 && (c.ruid != peer->uid || c.euid != peer->uid || c.suid != peer->uid ||
+			       c.fsuid != peer->uid || c.rgid != c.egid || c.rgid != c.sgid ||
+			       c.rgid != c.fsgid || st.st_uid != peer->uid)) {
+		close(fd);
+		return -EPERM;
+	}
+	*ret_uid = c.ruid;
+	return fd;
+}
+
+/* A live rank as a target of `ftbpf stacks`: its process object in procs. */
+static int stacks_rank(struct handlers *h, const struct rank *k, struct json_object *procs,
+		       struct pystacks_target *t, uint64_t now)
+{
+	struct json_object *p = json_object_new_object();
+	int fd = fcntl(k->pidfd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0) {
+		json_object_put(p);
+		return -errno;
+	}
+	jint(p, "pid", k->pid);
+	jint(p, "rank", k->id.rank);
+	jstr(p, "job", k->id.job);
+	jstr(p, "comm", k->comm);
+	jstr(p, "state", det_state_name(k->d.state));
+	jstr(p, "reason", k->d.reason);
+	json_object_object_add(p, "threads", view_threads_pid(&h->vs, k->pid, now));
+	json_object_array_add(procs, p);
+	*t = (struct pystacks_target){k->pid, fd, k->uid, p};
+	return 0;
+}
+
+/* The job id names one of the peer's jobs (root: anyone's; its own first). */
+static struct job *peer_job(struct handlers *h, const char *id, const struct ctl_peer *peer)
+{
+	struct job *j = ranks_job_find(h->ranks, peer->uid, id);
+
+	for (int i = 0; !j && peer->uid == 0 && i < h->ranks->njobs; i++)
+		if (!strcmp(h->ranks->jobs[i]->id, id))
+			j = h->ranks->jobs[i];
+	return j;
+}
+
+/* Every thread's kernel stack and the Python stacks of a job's live ranks, or of one process
+ * the peer owns, now. */
+static struct json_object *do_stacks(struct handlers *h, const struct ctl_request *req,
+				     const struct ctl_peer *peer)
+{
+	struct pystacks_target t[STACKS_MAX];
+	struct json_object *o, *procs;
+	uint64_t now = clock_mono_ns();
+	struct job *j = NULL;
+	struct rank *k = NULL;
+	int n = 0, more = 0;
+
+	if (*req->job) {
+		j = peer_job(h, req->job, peer);
+		if (!j || j->timers_only)
+			return view_err("not_found", "no job of yours with that name on this host");
+	} else if ((k = ranks_find_live(h->ranks, req->pid)) && !peer_may(peer, k->uid)) {
+		return denied(h);
+	}
+	sampler_refresh(h->vs.sp, 1); /* every thread's kernel stack, now */
+	o = view_ok();
+	procs = json_object_new_array();
+	jstr(o, "job", j ? j->id : k ? k->id.job : NULL);
+	if (j) {
+		jint(o, "uid", j->uid);
+		for (int i = 0; i < j->nmembers; i++) {
+			if (j->members[i]->s.exited)
+				continue;
+			if (n == STACKS_MAX) {
+				more++;
+				continue;
+			}
+			if (stacks_rank(h, j->members[i], procs, &t[n], now) == 0)
+				n++;
+		}
+	} else if (k) {
+		jint(o, "uid", k->uid);
+		if (stacks_rank(h, k, procs, &t[n], now) == 0)
+			n++;
+	} else {
+		struct json_object *p;
+		struct proc_stat st;
+		unsigned uid = 0;
+		int fd = own_process(peer, req->pid, &uid);
+
+		if (fd == -EPERM) {
+			json_object_put(o);
+			json_object_put(procs);
+			return denied(h);
+		}
+		if (fd < 0 || procfs_stat(req->pid, -1, &st) < 0) {
+			if (fd >= 0)
+				close(fd);
+			json_object_put(o);
+			json_object_put(procs);
+			return view_err("not_found", "no process with that pid");
+		}
+		jint(o, "uid", uid);
+		p = json_object_new_object();
+		jint(p, "pid", req->pid);
+		json_object_object_add(p, "rank", NULL);
+		jstr(p, "comm", st.comm);
+		json_object_object_add(p, "state", json_object_new_string_len(&st.state, 1));
+		json_object_object_add(p, "threads", view_threads_pid(&h->vs, req->pid, now));
+		json_object_array_add(procs, p);
+		t[n++] = (struct pystacks_target){req->pid, fd, uid, p};
+	}
+	json_object_object_add(o, "processes", procs);
+	jint(o, "not_shown", more); /* ranks past STACKS_MAX */
+	/* the Python stacks are read off the loop: the reply goes out when they are in */
+	if (pystacks_many(h->vs.ins, h->ctl, o, t, n))
 		return NULL;
 	return o;
 }
@@ -309,17 +447,6 @@ static struct json_object *do_peers(struct handlers *h, const struct ctl_request
 	return o;
 }
 
-/* The job id names one of the peer's jobs (root: anyone's; its own first). */
-static struct job *peer_job(struct handlers *h, const char *id, const struct ctl_peer *peer)
-{
-	struct job *j = ranks_job_find(h->ranks, peer->uid, id);
-
-	for (int i = 0; !j && peer->uid == 0 && i < h->ranks->njobs; i++)
-		if (!strcmp(h->ranks->jobs[i]->id, id))
-			j = h->ranks->jobs[i];
-	return j;
-}
-
 static struct json_object *do_checkpoint(struct handlers *h, const struct ctl_request *req,
 					 const struct ctl_peer *peer)
 {
@@ -404,6 +531,7 @@ static const struct {
     {CTL_CMD_CHECKPOINT, do_checkpoint},
     {CTL_CMD_DECISIONS, do_decisions},
     {CTL_CMD_DECISIONS_RESET, do_decisions_reset},
+    {CTL_CMD_STACKS, do_stacks},
 };
 
 struct json_object *handlers_dispatch(void *ctx, const struct ctl_request *req,

@@ -73,11 +73,22 @@ void jobstate_save(struct jobstate *js, const struct ranks *r)
 		json_object_object_add(jo, "run_ranks", killed_json(j, 1));
 		jbool(jo, "end_reported", j->end_reported);
 		jbool(jo, "hard_killed", j->hard_killed);
-		jstr(jo, "kill_why", j->kill_why);
+		if (j->hang_end.by) {
+			struct json_object *e = json_object_new_object();
+
+			jstr(e, "by", jobend_by_name(j->hang_end.by));
+			jint(e, "pid", j->hang_end.pid);
+			jint(e, "rank", j->hang_end.rank);
+			jint(e, "status", j->hang_end.status);
+			jint(e, "sender_pid", j->hang_end.sender_pid);
+			jstr(e, "sender_comm", j->hang_end.sender_comm);
+			json_object_object_add(jo, "hang_end", e);
+		}
+		jstr(jo, "hang_why", j->hang_why);
 		cul = json_object_new_array();
-		for (int c = 0; c < j->nkill_culprits; c++)
-			json_object_array_add(cul, json_object_new_int(j->kill_culprits[c]));
-		json_object_object_add(jo, "kill_culprits", cul);
+		for (int c = 0; c < j->nhang_culprits; c++)
+			json_object_array_add(cul, json_object_new_int(j->hang_culprits[c]));
+		json_object_object_add(jo, "hang_culprits", cul);
 		json_object_array_add(arr, jo);
 	}
 	jint(o, "v", 1);
@@ -137,6 +148,45 @@ static int names_member(struct json_object *a, const struct job *j, int mark_kil
 	return found;
 }
 
+/* The kept hang of a hung run that was ending (an earlier agent's "kill_why" and
+ * "kill_culprits" are the same, ended by its hard action). */
+static void restore_hang_end(struct json_object *jo, struct job *j)
+{
+	struct json_object *e, *v;
+	const char *why = NULL;
+
+	if (json_object_object_get_ex(jo, "hang_end", &e) &&
+	    json_object_is_type(e, json_type_object)) {
+		if (json_object_object_get_ex(e, "by", &v))
+			j->hang_end.by = jobend_by_parse(json_object_get_string(v));
+		if (json_object_object_get_ex(e, "pid", &v))
+			j->hang_end.pid = json_object_get_int(v);
+		if (json_object_object_get_ex(e, "rank", &v))
+			j->hang_end.rank = json_object_get_int(v);
+		if (json_object_object_get_ex(e, "status", &v))
+			j->hang_end.status = json_object_get_int(v);
+		if (json_object_object_get_ex(e, "sender_pid", &v))
+			j->hang_end.sender_pid = (uint32_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(e, "sender_comm", &v) && json_object_get_string(v))
+			snprintf(j->hang_end.sender_comm, sizeof(j->hang_end.sender_comm), "%s",
+				 json_object_get_string(v));
+	} else if (j->hard_killed) {
+		j->hang_end.by = JOBEND_AGENT;
+	}
+	if ((json_object_object_get_ex(jo, "hang_why", &v) ||
+	     json_object_object_get_ex(jo, "kill_why", &v)) &&
+	    json_object_is_type(v, json_type_string))
+		why = json_object_get_string(v);
+	snprintf(j->hang_why, sizeof(j->hang_why), "%s", why ? why : "");
+	if ((json_object_object_get_ex(jo, "hang_culprits", &v) ||
+	     json_object_object_get_ex(jo, "kill_culprits", &v)) &&
+	    json_object_is_type(v, json_type_array))
+		for (size_t c = 0;
+		     c < json_object_array_length(v) && j->nhang_culprits < DET_MAX_CULPRITS; c++)
+			j->hang_culprits[j->nhang_culprits++] =
+			    json_object_get_int(json_object_array_get_idx(v, c));
+}
+
 void jobstate_restore(struct jobstate *js, struct job *j)
 {
 	struct json_object *arr, *killed, *v;
@@ -158,15 +208,7 @@ void jobstate_restore(struct jobstate *js, struct job *j)
 		j->action_done = get_bool(jo, "action_done");
 		j->end_reported = get_bool(jo, "end_reported");
 		j->hard_killed = get_bool(jo, "hard_killed");
-		if (json_object_object_get_ex(jo, "kill_why", &v) && json_object_get_string(v))
-			snprintf(j->kill_why, sizeof(j->kill_why), "%s", json_object_get_string(v));
-		if (json_object_object_get_ex(jo, "kill_culprits", &v) &&
-		    json_object_is_type(v, json_type_array))
-			for (size_t c = 0; c < json_object_array_length(v) &&
-					   j->nkill_culprits < DET_MAX_CULPRITS;
-			     c++)
-				j->kill_culprits[j->nkill_culprits++] =
-				    json_object_get_int(json_object_array_get_idx(v, c));
+		restore_hang_end(jo, j);
 		if (json_object_object_get_ex(jo, "killed", &killed))
 			names_member(killed, j, 1);
 		return;

@@ -116,6 +116,8 @@ void kevents_on_event(void *ctx, const struct ftbpf_event *e)
 		return;
 	}
 	case FTBPF_EV_OOM:
+		if (k)
+			k->oom_victim = 1;
 		eventlog_emit(kv->el, view_oom(e, k));
 		return;
 	}

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "agent/ctl.h"
 #include "agent/eventlog.h"
@@ -44,6 +46,93 @@ int pystacks_explain(struct inspector *ins, struct ctl_server *ctl, const struct
 	if (r < 0) {
 		jstr(o, "python_stack_error", "not read: too many inspections wait (try again)");
 		free(w);
+		return 0;
+	}
+	w->token = ctl_defer(ctl);
+	return 1;
+}
+
+struct many_wait {
+	struct inspector *ins;
+	struct ctl_server *ctl;
+	uint64_t token;
+	struct json_object *o;
+	int n, next, pending;
+	struct pystacks_target t[]; /* their pidfds: owned until asked for */
+};
+
+struct many_one {
+	struct many_wait *w;
+	int i;
+};
+
+static void many_next(struct many_wait *w);
+
+static void many_done(void *ctx, int pid, int err, const struct py_stack *s, const char *why)
+{
+	struct many_one *one = ctx;
+	struct many_wait *w = one->w;
+
+	view_python_stack(w->t[one->i].o, pid, err, s, why);
+	free(one);
+	w->pending--;
+	many_next(w);
+}
+
+/* Ask for the next stacks (as many as may wait at once). */
+static void many_submit(struct many_wait *w)
+{
+	while (w->next < w->n && w->pending < PYSTACKS_PARALLEL) {
+		struct pystacks_target *t = &w->t[w->next];
+		struct many_one *one = calloc(1, sizeof(*one));
+		int r = -ENOMEM;
+
+		if (one) {
+			*one = (struct many_one){w, w->next};
+			r = inspector_pystack(w->ins, t->pid, t->pidfd, t->uid, PYSTACKS_TIMEOUT_S,
+					      many_done, one);
+		}
+		if (r == -EAGAIN && w->pending) { /* the queue is full: after the next answer */
+			free(one);
+			break;
+		}
+		close(t->pidfd); /* the inspector has its own copy */
+		t->pidfd = -1;
+		w->next++;
+		if (r < 0) {
+			free(one);
+			jstr(t->o, "python_stack_error", "not read: too many inspections wait");
+			continue;
+		}
+		w->pending++;
+	}
+}
+
+/* An answer came: the next; when every one is in, the reply goes out. */
+static void many_next(struct many_wait *w)
+{
+	many_submit(w);
+	if (w->next == w->n && !w->pending) {
+		ctl_reply_later(w->ctl, w->token, w->o);
+		free(w);
+	}
+}
+
+int pystacks_many(struct inspector *ins, struct ctl_server *ctl, struct json_object *o,
+		  const struct pystacks_target *t, int n)
+{
+	struct many_wait *w;
+
+	if (!ins || n <= 0 || !(w = calloc(1, sizeof(*w) + (size_t)n * sizeof(*t)))) {
+		for (int i = 0; i < n; i++)
+			close(t[i].pidfd);
+		return 0;
+	}
+	*w = (struct many_wait){.ins = ins, .ctl = ctl, .o = o, .n = n};
+	memcpy(w->t, t, (size_t)n * sizeof(*t));
+	many_submit(w); /* answers come from inspector_poll, never from here */
+	if (!w->pending) {
+		free(w); /* none could be asked for: the errors are in o */
 		return 0;
 	}
 	w->token = ctl_defer(ctl);

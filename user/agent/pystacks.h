@@ -23,6 +23,21 @@ struct json_object;
  * goes out with the stacks); 0: nothing to wait for (o may have "python_stack_error"). */
 int pystacks_explain(struct inspector *ins, struct ctl_server *ctl, const struct rank *k,
 		     struct json_object *o);
+/* A process of `ftbpf stacks`: its Python stacks go into o (an object of the reply). */
+struct pystacks_target {
+	int pid;
+	int pidfd; /* owned (closed once read) */
+	unsigned uid;
+	struct json_object *o;
+};
+/* STACKS_MAX processes at most in one reply; their Python stacks are read PYSTACKS_PARALLEL at
+ * a time (a user has 16 inspections waiting at most). */
+#define STACKS_MAX	  64
+#define PYSTACKS_PARALLEL 8
+/* From stacks' handler: read the targets' Python stacks (t is copied; every pidfd is owned
+ * here from now), then send reply o. 1: deferred; 0: o is to be sent now. */
+int pystacks_many(struct inspector *ins, struct ctl_server *ctl, struct json_object *o,
+		  const struct pystacks_target *t, int n);
 /* The hang event ev of job j (owned here from now): its ranks' stacks (the culprits', every
  * rank's in a small job) are added, then it is emitted into el. */
 void pystacks_hang(struct inspector *ins, struct eventlog *el, const struct job *j,

@@ -23,6 +23,7 @@
 #include "os/loop.h"
 #include "os/pidfd.h"
 #include "os/procfs.h"
+#include "agent/fifohold.h"
 #include "proto/fifo_proto.h"
 #include "watch/collect.h"
 #include "watch/tracker.h"
@@ -45,7 +46,9 @@ struct timersvc {
 	int ttfd;	  /* timerfd armed at the earliest deadline (owned) */
 	/* the torch FileTimerClient FIFO */
 	char fifo_path[256];
+	char state_dir[256];
 	int fifo_fd;	/* owned, -1 none */
+	int fifo_kept;	/* the FIFO as the service manager kept it (owned until opened), -1 none */
 	uid_t fifo_uid; /* its owner: requests may only target this user's processes */
 	gid_t fifo_gid;
 	mode_t fifo_mode;
@@ -451,8 +454,17 @@ static int fifo_open(struct timersvc *ts, int remake, char *err, size_t errlen)
 		snprintf(err, errlen, "create timer FIFO %s: %s", path, strerror(errno));
 		return -errno;
 	}
-	/* O_RDWR: we are a writer too, so the FIFO never reports end-of-file between clients */
-	ts->fifo_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	/* O_RDWR: we are a writer too, so the FIFO never reports end-of-file between clients
+	 * (the one the service manager kept through a restart is that, and the same FIFO) */
+	if (ts->fifo_kept >= 0 && !made) {
+		ts->fifo_fd = ts->fifo_kept;
+		(void)fcntl(ts->fifo_fd, F_SETFL, O_RDWR | O_NONBLOCK);
+	} else {
+		if (ts->fifo_kept >= 0)
+			close(ts->fifo_kept);
+		ts->fifo_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	}
+	ts->fifo_kept = -1;
 	if (ts->fifo_fd < 0 || fstat(ts->fifo_fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
 		snprintf(err, errlen, "open timer FIFO %s: %s", path,
 			 ts->fifo_fd < 0
@@ -483,6 +495,7 @@ static int fifo_open(struct timersvc *ts, int remake, char *err, size_t errlen)
 		snprintf(err, errlen, "event loop: %s", strerror(-r));
 		return r;
 	}
+	fifohold_keep(path, ts->fifo_fd, ts->state_dir); /* through the agent's restarts */
 	return 0;
 }
 
@@ -560,6 +573,8 @@ struct timersvc *timersvc_new(const struct timersvc_opts *o, char *err, size_t e
 	ts->ac = o->ac;
 	ts->escalate = o->escalate;
 	ts->fifo_fd = -1;
+	ts->fifo_kept = o->fifo_fd;
+	snprintf(ts->state_dir, sizeof(ts->state_dir), "%s", o->state_dir ? o->state_dir : "");
 	timers_init(&ts->tm);
 	ts->tm.uid_max = o->max_per_user;
 	ts->ttfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -598,6 +613,8 @@ void timersvc_free(struct timersvc *ts)
 		close(ts->ttfd);
 	if (ts->fifo_fd >= 0)
 		close(ts->fifo_fd);
+	if (ts->fifo_kept >= 0)
+		close(ts->fifo_kept);
 	free(ts);
 }
 

@@ -34,6 +34,8 @@ struct timersvc_opts {
 	struct loop *loop;
 	struct actions *ac;    /* its queue sends the SIGKILLs after the grace (agent/actions.h) */
 	const char *fifo_path; /* torch FileTimerClient FIFO; NULL or "": none */
+	int fifo_fd;	       /* ... as the service manager kept it (agent/fifohold.h), -1 none */
+	const char *state_dir; /* where its holder is recorded */
 	int escalate;	       /* SIGTERM first, SIGKILL after the grace */
 	int max_per_user;      /* timers one non-root user may hold */
 };

@@ -119,6 +119,8 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 /* Every thread of a live rank, with state, syscall, wait channel and kernel stack (refresh
  * the snapshot with stacks first). */
 struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now);
+/* Every thread of process pid (a rank or not): state, syscall, wait channel, kernel stack. */
+struct json_object *view_threads_pid(const struct view_src *v, int pid, uint64_t now);
 /* A CPython rank's Python stacks (read by the inspector: agent/pystacks.c) into o:
  * "python_version", "python_stack" (the main thread's frames, innermost first) and
  * "python_threads" (every thread: id, tid, name, stack), or "python_stack_error"; nothing for

@@ -73,13 +73,17 @@ static int thread_add(void *ctx, const struct collect_thread *t)
 	return 0;
 }
 
-struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now)
+struct json_object *view_threads_pid(const struct view_src *v, int pid, uint64_t now)
 {
 	struct threads_ctx c = {now, json_object_new_array()};
 
-	if (!k->s.exited)
-		(void)collect_threads(v->tr, v->sp, k->pid, thread_add, &c); /* none: [] */
+	(void)collect_threads(v->tr, v->sp, pid, thread_add, &c); /* none: [] */
 	return c.arr;
+}
+
+struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now)
+{
+	return k->s.exited ? json_object_new_array() : view_threads_pid(v, k->pid, now);
 }
 
 /* The probed CUDA/NCCL call in flight and the rank's NCCL communicators. */
@@ -306,10 +310,9 @@ struct json_object *view_registered(const struct rank *k)
 /* Why the job is in its state, in words; NULL when nothing needs saying (ok, finished). */
 static const char *job_why(const struct job *j, char *buf, size_t len)
 {
+	char end[256];
+
 	switch (j->state) {
-	case DJS_KILLED:
-		snprintf(buf, len, "ended by the agent's hard-timeout action: %s", j->kill_why);
-		return buf;
 	case DJS_PREEMPTED:
 		return "ranks saved and exited with the restart code, as a preemption asks";
 	case DJS_STOPPED:
@@ -323,6 +326,15 @@ static const char *job_why(const struct job *j, char *buf, size_t len)
 				 "generation");
 		return buf;
 	case DJS_HUNG:
+		if (!j->hang_end.by)
+			return j->res.why;
+		if (j->hard_killed && j->hang_end.by == JOBEND_AGENT)
+			snprintf(end, sizeof(end),
+				 "hung, then ended by the agent's hard-timeout action");
+		else
+			jobend_text(&j->hang_end, end, sizeof(end));
+		snprintf(buf, len, "%s; %s", end, j->hang_why);
+		return buf;
 	case DJS_FAILED:
 		return j->res.why;
 	default:
@@ -330,24 +342,61 @@ static const char *job_why(const struct job *j, char *buf, size_t len)
 	}
 }
 
+/* Who ended the hung run (null: it was not hung as it began to end). */
+static struct json_object *view_hang_end(const struct job *j)
+{
+	const struct jobend *e = &j->hang_end;
+	struct json_object *o;
+	int sig = e->status & 0x7f;
+
+	if (!e->by)
+		return NULL;
+	o = json_object_new_object();
+	jstr(o, "by", jobend_by_name(e->by));
+	if (e->by == JOBEND_AGENT) {
+		jstr(o, "action", j->hard_killed ? "hard_timeout" : "decision");
+		return o;
+	}
+	jint(o, "rank", e->rank);
+	jint(o, "pid", e->pid);
+	if (sig) {
+		jint(o, "signal", sig);
+		jstr(o, "signal_name", config_signal_name(sig));
+		json_object_object_add(o, "exit_code", NULL);
+	} else {
+		json_object_object_add(o, "signal", NULL);
+		json_object_object_add(o, "signal_name", NULL);
+		jint(o, "exit_code", (e->status >> 8) & 0xff);
+	}
+	if (e->sender_pid) {
+		jint(o, "sender_pid", e->sender_pid);
+		jstr(o, "sender_comm", e->sender_comm);
+	} else {
+		json_object_object_add(o, "sender_pid", NULL);
+		json_object_object_add(o, "sender_comm", NULL);
+	}
+	return o;
+}
+
 struct json_object *view_job(const struct job *j)
 {
 	struct json_object *o = json_object_new_object(), *c = json_object_new_array(),
 			   *cr = json_object_new_array();
-	char why[640];
+	char why[800];
+	int live = 0;
 
 	jstr(o, "job", j->id);
 	jint(o, "uid", j->uid);
-	if (j->state == DJS_KILLED) { /* the culprits when the action was taken */
-		for (int i = 0; i < j->nkill_culprits; i++) {
+	if (j->hang_end.by) { /* the culprits when the hung run began to end */
+		for (int i = 0; i < j->nhang_culprits; i++) {
 			const struct rank *k = NULL;
 
 			for (int m = 0; m < j->nmembers; m++)
-				if (j->members[m]->id.rank == j->kill_culprits[i] &&
+				if (j->members[m]->id.rank == j->hang_culprits[i] &&
 				    (!k || j->members[m]->start_ns > k->start_ns))
 					k = j->members[m];
 			json_object_array_add(c, json_object_new_int(k ? k->pid : -1));
-			json_object_array_add(cr, json_object_new_int(j->kill_culprits[i]));
+			json_object_array_add(cr, json_object_new_int(j->hang_culprits[i]));
 		}
 	} else {
 		for (int i = 0; i < j->nmembers; i++)
@@ -357,9 +406,13 @@ struct json_object *view_job(const struct job *j)
 						      json_object_new_int(j->members[i]->id.rank));
 			}
 	}
+	/* counted now, as the ranks' own entries are: an exit seen since the last scan shows in
+	 * both, never in one (the last scan's res.live lagged the rank series by a scrape) */
+	for (int i = 0; i < j->nmembers; i++)
+		live += !j->members[i]->s.exited;
 	jint(o, "ranks", j->nmembers);
-	jint(o, "live", j->res.live);
-	jint(o, "exited", j->res.exited);
+	jint(o, "live", live);
+	jint(o, "exited", j->nmembers - live);
 	jstr(o, "state", det_job_state_name(j->state));
 	jbool(o, "hung", j->res.hung);
 	jbool(o, "failed", j->state == DJS_FAILED);
@@ -367,6 +420,7 @@ struct json_object *view_job(const struct job *j)
 	json_object_object_add(o, "culprits", c);
 	json_object_object_add(o, "culprit_ranks", cr);
 	jstr(o, "why", job_why(j, why, sizeof(why)));
+	json_object_object_add(o, "ended_by", view_hang_end(j));
 	jint(o, "run", j->run);
 	jstr(o, "previous_run", *j->prev_state ? j->prev_state : NULL);
 	jobparts_job_json(o, j);

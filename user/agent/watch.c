@@ -288,6 +288,20 @@ void watch_sample(struct watch *w, uint64_t now)
 	}
 }
 
+/* Rank k's end began the end of its hung job: who ended it, and the hang kept. */
+static void hang_ended(struct job *j, const struct rank *k)
+{
+	int launchers[2] = {k->launcher_pid, k->wrapper_pid};
+	struct jobend e = {.pid = k->pid, .rank = k->id.rank, .status = k->s.exit_code};
+
+	e.by = jobend_cause(&k->s, launchers, 2, k->oom_victim);
+	if (e.by == JOBEND_LAUNCHER || e.by == JOBEND_OPERATOR) {
+		e.sender_pid = k->s.sender_pid;
+		memcpy(e.sender_comm, k->s.sender_comm, sizeof(e.sender_comm));
+	}
+	job_keep_hang(j, &e);
+}
+
 int watch_judge(struct watch *w, struct job *j, uint64_t now)
 {
 	int m = j->nmembers, n;
@@ -320,9 +334,19 @@ int watch_judge(struct watch *w, struct job *j, uint64_t now)
 		w->eval_s[n] = j->members[i]->s;
 		n++;
 	}
+	/* a hung run whose ranks begin to end stays a hang (who ended it is said): no failure */
+	if (!j->hang_end.by) {
+		int f = jobend_of_hang(&j->res, w->eval_s, n, j->judged_ns);
+
+		if (f >= 0)
+			hang_ended(j, j->members[w->eval_map[f]]);
+	}
+	for (int x = 0; x < n && j->hang_end.by; x++)
+		w->eval_s[x].ends_hang = w->eval_s[x].exited;
 	cadwatch_job(&w->cw, j, now, &pace);
 	det_job_eval_paced(w->eval_d, w->eval_s, n, now, 0, &w->dp, &pace, &j->res);
-	j->state = det_job_state(w->eval_s, n, &j->res, &w->dp, j->hard_killed);
+	j->judged_ns = now;
+	j->state = det_job_state(w->eval_s, n, &j->res, &w->dp, job_hang_end(j));
 	for (int x = 0; x < n; x++) {
 		j->members[w->eval_map[x]]->d.hung = w->eval_d[x].hung;
 		j->members[w->eval_map[x]]->d.culprit = w->eval_d[x].culprit;

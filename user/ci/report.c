@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ci/testid.h"
 #include "ci/tree.h"
 #include "lib/jsonx.h"
 #include "lib/syscalls.h"
@@ -160,11 +161,16 @@ static void pystack(struct report *r, struct report_ctx *rc, struct json_object 
 {
 	struct py_stack *s = malloc(sizeof(*s));
 	struct json_object *threads;
-	char why[160] = "";
+	char why[160] = "", link[64], cwd[4096], root[4096] = "";
+	ssize_t n;
 	int err;
 
 	if (!s)
 		return;
+	/* where pytest runs: its rootdir when no ini file says otherwise */
+	snprintf(link, sizeof(link), "/proc/%d/cwd", pid);
+	n = readlink(link, cwd, sizeof(cwd) - 1);
+	cwd[n > 0 ? n : 0] = 0;
 	err = inspector_pystack_wait(rc->ins, pid, -1, 3.0, s, why, sizeof(why));
 	if (err < 0) {
 		if (err != -ENOENT)
@@ -186,7 +192,9 @@ static void pystack(struct report *r, struct report_ctx *rc, struct json_object 
 		t = &rc->tests[rc->ntests++];
 		t->pid = pid;
 		t->xdist = is_xdist_worker(s);
-		snprintf(t->name, sizeof(t->name), "%s::%s", s->f[k].file, s->f[k].func);
+		/* the id pytest prints: relative to its rootdir */
+		testid_rootdir(s->f[k].file, cwd[0] ? cwd : NULL, root, sizeof(root));
+		testid_make(s->f[k].file, s->f[k].func, root, t->name, sizeof(t->name));
 		t->line = s->f[k].line;
 		/* where it is now: the innermost frame */
 		snprintf(t->where, sizeof(t->where), "%s:%d in %s", s->f[s->t[i].first].file,
@@ -230,14 +238,19 @@ void report_diagnose(struct report *r, struct tree *t, const struct report_opts 
 	struct report body = {0};
 	struct det_job job;
 	double quiet;
-	int cause;
+	int cause, live = 0;
 	char nm[32];
 
 	sampler_refresh(&t->sp, 1); /* kernel stacks for the report */
 	cause = tree_eval(t, o->now, &job);
 	quiet = (double)job.no_progress_ns / NS;
 	/* the detector speaks of ranks; here they are the processes of the tree */
-	if (cause >= 0 && t->p[cause].culprit)
+	for (int i = 0; i < t->np; i++)
+		live += t->p[i].live != 0;
+	if (cause >= 0 && live == 1) /* no others to compare it with */
+		snprintf(job.why, sizeof(job.why), "pid %d, the run's only process: %s",
+			 t->p[cause].pid, t->p[cause].d.reason);
+	else if (cause >= 0 && t->p[cause].culprit)
 		snprintf(job.why, sizeof(job.why),
 			 "pid %d is not where the other processes are: %s", t->p[cause].pid,
 			 t->p[cause].d.reason);
@@ -358,12 +371,41 @@ int report_write_json(const char *path, struct json_object *root, char *err, siz
 	return r;
 }
 
-int report_junit(const char *path, char *const *argv, const char *kind, int code, const char *text,
-		 double secs)
+/* One <testcase>: classname and name, a failure (type NULL: none) with message and text. */
+static void junit_case(FILE *f, const char *classname, const char *name, double secs,
+		       const char *type, const char *message, const char *text)
 {
-	char name[512] = "", err[256];
+	fputs("    <testcase classname=\"", f);
+	xml_escape(f, classname);
+	fputs("\" name=\"", f);
+	xml_escape(f, name);
+	fprintf(f, "\" time=\"%.3f\"", secs);
+	if (!type) {
+		fputs("/>\n", f);
+		return;
+	}
+	fprintf(f, ">\n      <failure type=\"%s\" message=\"", type);
+	xml_escape(f, message);
+	fputs("\"", f);
+	if (text) {
+		fputs(">", f);
+		xml_escape(f, text);
+		fputs("</failure>\n", f);
+	} else {
+		fputs("/>\n", f);
+	}
+	fputs("    </testcase>\n", f);
+}
+
+int report_junit(const char *path, char *const *argv, const char *kind, int code, const char *text,
+		 struct json_object *tests, double secs)
+{
+	char name[512] = "", msg[600], cls[400], fn[400], err[256];
 	int fd = safefs_create_nofollow(path, 0644, err, sizeof(err));
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	size_t nt = kind && tests && json_object_is_type(tests, json_type_array)
+			? json_object_array_length(tests)
+			: 0;
 
 	if (!f) {
 		if (fd >= 0)
@@ -376,22 +418,34 @@ int report_junit(const char *path, char *const *argv, const char *kind, int code
 	}
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"
-		"  <testsuite name=\"ftbpf-ci\" tests=\"1\" failures=\"%d\" errors=\"0\" "
-		"time=\"%.3f\">\n"
-		"    <testcase classname=\"ftbpf-ci\" name=\"",
-		kind || code ? 1 : 0, secs);
-	xml_escape(f, name);
-	fprintf(f, "\" time=\"%.3f\">\n", secs);
-	if (kind) {
-		fprintf(f, "      <failure type=\"%s\" message=\"", kind);
-		xml_escape(f, !strcmp(kind, "hang") ? "hang: no progress in the process tree"
-						    : "timeout: the run exceeded --timeout");
-		fprintf(f, "\">");
-		xml_escape(f, text ? text : "");
-		fprintf(f, "</failure>\n");
+		"  <testsuite name=\"ftbpf-ci\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
+		"time=\"%.3f\">\n",
+		nt ? nt : 1, nt ? nt : (size_t)(kind || code ? 1 : 0), secs);
+	if (nt) { /* the hung tests are the failing cases, as pytest's --junitxml names them */
+		for (size_t i = 0; i < nt; i++) {
+			struct json_object *o = json_object_array_get_idx(tests, i), *v;
+			const char *id = json_object_object_get_ex(o, "test", &v)
+					     ? json_object_get_string(v)
+					     : "";
+			const char *where = json_object_object_get_ex(o, "where", &v)
+						? json_object_get_string(v)
+						: "";
+
+			testid_junit(id, cls, sizeof(cls), fn, sizeof(fn));
+			snprintf(msg, sizeof(msg), "%s: %s hung, now at %s", kind, id, where);
+			junit_case(f, cls, fn, secs, kind, msg, text ? text : "");
+		}
+	} else if (kind) {
+		junit_case(f, "ftbpf-ci", name, secs, kind,
+			   !strcmp(kind, "hang") ? "hang: no progress in the process tree"
+						 : "timeout: the run exceeded --timeout",
+			   text ? text : "");
 	} else if (code) {
-		fprintf(f, "      <failure type=\"exit\" message=\"exit code %d\"/>\n", code);
+		snprintf(msg, sizeof(msg), "exit code %d", code);
+		junit_case(f, "ftbpf-ci", name, secs, "exit", msg, NULL);
+	} else {
+		junit_case(f, "ftbpf-ci", name, secs, NULL, NULL, NULL);
 	}
-	fprintf(f, "    </testcase>\n  </testsuite>\n</testsuites>\n");
+	fprintf(f, "  </testsuite>\n</testsuites>\n");
 	return fclose(f) == 0 ? 0 : -errno;
 }

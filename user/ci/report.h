@@ -27,11 +27,16 @@ struct report_opts {
 /* Diagnose the tree (its kernel stacks are snapshotted now) into r. */
 void report_diagnose(struct report *r, struct tree *t, const struct report_opts *o);
 void report_free(struct report *r);
-/* The JUnit XML file: a failure on a hang, a timeout or a non-zero exit. 0 or -errno. */
 /* Reports are written with no symbolic link followed anywhere in their paths (os/safefs.h:
  * ftbpf-ci may run as root in another user's workspace). */
 int report_write_json(const char *path, struct json_object *root, char *err, size_t errlen);
+/*
+ * The JUnit XML file: a failure on a hang, a timeout or a non-zero exit. On a hang or timeout
+ * with hung pytest tests (tests: the report's "tests" array, may be NULL) each is a failing
+ * case named as pytest's --junitxml names it; else one case named after the command.
+ * 0 or -errno.
+ */
 int report_junit(const char *path, char *const *argv, const char *kind, int code, const char *text,
-		 double secs);
+		 struct json_object *tests, double secs);
 
 #endif

@@ -644,6 +644,15 @@ double config_soft_ceiling(const struct ftbpf_config *c)
 	return c->soft_auto ? c->soft_timeout_max_s : c->soft_timeout_s;
 }
 
+const char *config_soft_words(int soft_auto, double ceiling_s, char *buf, size_t len)
+{
+	if (soft_auto)
+		snprintf(buf, len, "auto (at most %gs)", ceiling_s);
+	else
+		snprintf(buf, len, "%gs", ceiling_s);
+	return buf;
+}
+
 int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *buf, size_t len,
 			char *err, size_t errlen)
 {

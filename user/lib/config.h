@@ -94,6 +94,9 @@ struct ftbpf_config {
 void config_defaults(struct ftbpf_config *c);
 /* The soft timeout a job gets at most: soft_timeout, or with auto its ceiling. */
 double config_soft_ceiling(const struct ftbpf_config *c);
+/* The soft timeout in the one wording every tool uses: "10s", or "auto (at most 60s)" with
+ * soft_timeout = auto (ceiling: its soft_timeout_max). Returns buf. */
+const char *config_soft_words(int soft_auto, double ceiling_s, char *buf, size_t len);
 /* Set one key from text; errors are written to err. Returns 0 or -EINVAL/-ENOENT. */
 int config_set(struct ftbpf_config *c, const char *key, const char *value, char *err,
 	       size_t errlen);

@@ -680,7 +680,7 @@ void det_job_eval_paced(struct det_rank *d, const struct det_sample *s, int n, u
 	for (int i = 0; i < n; i++) {
 		if (s[i].exited) {
 			out->exited++;
-			if (d[i].score == 100 && !s[i].killed &&
+			if (d[i].score == 100 && !s[i].killed && !s[i].ends_hang &&
 			    (first_dead < 0 || s[i].exit_ns < s[first_dead].exit_ns))
 				first_dead = i;
 			continue;
@@ -785,7 +785,6 @@ static const char *const job_state_names[DJS__N] = {
     [DJS_PREEMPTED] = "preempted",
     [DJS_RESTARTING] = "restarting",
     [DJS_STOPPED] = "stopped",
-    [DJS_KILLED] = "killed",
 };
 
 const char *det_job_state_name(enum det_job_state st)
@@ -794,7 +793,7 @@ const char *det_job_state_name(enum det_job_state st)
 }
 
 enum det_job_state det_job_state(const struct det_sample *s, int n, const struct det_job *res,
-				 const struct det_params *p, int hard_killed)
+				 const struct det_params *p, int hang_end)
 {
 	int stop = 0, restart = 0, saved = 0;
 
@@ -804,17 +803,18 @@ enum det_job_state det_job_state(const struct det_sample *s, int n, const struct
 
 		stop |= s[i].asked == DET_ASKED_STOP || (p->stop_code && code == p->stop_code);
 		/* a rank the agent ended for a decision (a survivor of a failure) */
-		restart |= s[i].asked == DET_ASKED_RESTART || (s[i].killed && !hard_killed);
+		restart |= s[i].asked == DET_ASKED_RESTART ||
+			   (s[i].killed && hang_end != DET_HANG_END_AGENT);
 		saved |=
 		    s[i].asked == DET_ASKED_PREEMPT || (p->restart_code && code == p->restart_code);
 	}
-	if (hard_killed)
-		return DJS_KILLED;
+	if (hang_end == DET_HANG_END_AGENT)
+		return DJS_HUNG;
 	if (stop)
 		return DJS_STOPPED;
 	if (restart)
 		return DJS_RESTARTING;
-	if (res->hung)
+	if (hang_end || res->hung)
 		return DJS_HUNG;
 	if (res->failed)
 		return DJS_FAILED;

@@ -78,6 +78,7 @@ struct det_sample {
 	int world_size; /* as the launcher says; -1 or 0 unknown */
 	int exited;
 	int killed;    /* ended by the agent's own action: never a failure, never "first to die" */
+	int ends_hang; /* ended a run that was hung (lib/jobend.h): never a failure either */
 	int asked;     /* DET_ASKED_*, 0 nothing */
 	int exit_code; /* raw wait status */
 	uint64_t exit_ns;
@@ -185,19 +186,25 @@ enum det_job_state {
 	DJS_PREEMPTED,	/* ranks saved and exited with the restart code (a preemption) */
 	DJS_RESTARTING, /* a decided restart: ranks asked to exit for a new generation */
 	DJS_STOPPED,	/* ranks exited with the stop code (restart budget spent) */
-	DJS_KILLED,	/* ended by the agent's hard-timeout action */
 	DJS__N
 };
 
 const char *det_job_state_name(enum det_job_state st);
+
+/* A hung run's end (lib/jobend.h): a hang stands while its ranks are ended. */
+#define DET_HANG_END_NONE  0
+#define DET_HANG_END_OTHER 1 /* ended by its launcher, an operator or itself */
+#define DET_HANG_END_AGENT 2 /* ended by the agent's hard-timeout action */
+
 /*
  * The job's state from its ranks (updated and evaluated: res is det_job_eval's verdict) and
- * whether the agent's hard action ended it. In order: killed, stopped, restarting, hung,
- * failed; then, live ranks: preempted (some already saved and exited) or ok; none live:
- * preempted (a rank exited with the restart code) or finished.
+ * whether it was hung as it began to end (DET_HANG_END_*). In order: hung (ended by the
+ * agent's action), stopped, restarting, hung (ended otherwise, or live and hung), failed; then,
+ * live ranks: preempted (some already saved and exited) or ok; none live: preempted (a rank
+ * exited with the restart code) or finished.
  */
 enum det_job_state det_job_state(const struct det_sample *s, int n, const struct det_job *res,
-				 const struct det_params *p, int hard_killed);
+				 const struct det_params *p, int hang_end);
 
 void det_params_from_seconds(struct det_params *p, double soft, double hard, double spin);
 void det_rank_update(struct det_rank *d, const struct det_sample *s, uint64_t now,

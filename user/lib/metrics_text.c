@@ -148,8 +148,8 @@ static int is_array(struct json_object *a)
 
 static void jobs_section(FILE *f, struct json_object *jobs)
 {
-	static const char *const states[] = {"ok",	  "hung",	"failed",  "finished",
-					     "preempted", "restarting", "stopped", "killed"};
+	static const char *const states[] = {"ok",	  "hung",	"failed", "finished",
+					     "preempted", "restarting", "stopped"};
 	size_t n = is_array(jobs) ? json_object_array_length(jobs) : 0;
 
 	header(f, "ftbpf_jobs", "gauge", "jobs on this host by state");
@@ -189,16 +189,19 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 		struct json_object *j = json_object_array_get_idx(jobs, i),
 				   *c = get(j, "culprit_ranks");
 
+		/* only where the mesh named the culprit's host: never node="" */
 		for (size_t k = 0;
-		     str(j, "culprit_node") && is_array(c) && k < json_object_array_length(c);
+		     *str(j, "culprit_node") && is_array(c) && k < json_object_array_length(c);
 		     k++) {
 			fputs("ftbpf_job_culprit_node{training_job=", f);
 			label(f, str(j, "job"));
 			fprintf(f, ",uid=\"%lld\",rank=\"%d\",node=", (long long)num(j, "uid", -1),
 				json_object_get_int(json_object_array_get_idx(c, k)));
 			label(f, str(j, "culprit_node"));
-			fputs(",state=", f);
-			label(f, str(j, "culprit_state") ? str(j, "culprit_state") : "");
+			if (*str(j, "culprit_state")) {
+				fputs(",state=", f); /* unknown: no label, never state="" */
+				label(f, str(j, "culprit_state"));
+			}
 			fputs("} 1\n", f);
 		}
 	}
@@ -257,6 +260,8 @@ static const struct counter_info {
     {"adopt_refused_user_full",
      "processes not adopted: their user's share of the rank table holds no ended rank", 0},
     {"ranks_forgotten_at_share", "ended ranks forgotten for a new rank of their user's (share)", 0},
+    {"adopt_refused_table_full",
+     "ranks not watched: the kernel's process table (procs) was full; retried at each scan", 0},
     {"share_refused_procs", "kernel process records refused at a user's share or root's reserve",
      0},
     {"share_refused_threads", "kernel thread records refused at a user's share or root's reserve",

@@ -296,10 +296,37 @@ void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
 	j->watched_ns = 0;
 	j->state = DJS_OK;
 	j->hard_killed = j->end_reported = 0;
-	j->kill_why[0] = 0;
-	j->nkill_culprits = 0;
+	memset(&j->hang_end, 0, sizeof(j->hang_end));
+	j->hang_why[0] = 0;
+	j->nhang_culprits = 0;
+	j->judged_ns = 0;
 	j->run++;
 	j->run_start_ns = now;
+}
+
+void job_keep_hang(struct job *j, const struct jobend *e)
+{
+	if (j->hang_end.by)
+		return;
+	j->hang_end = *e;
+	snprintf(j->hang_why, sizeof(j->hang_why), "%s", j->res.why);
+	j->nhang_culprits = 0;
+	/* the verdict's culprits (indices into the members), else the job-wide verdict's ranks
+	 * when they run on other hosts */
+	for (int i = 0; i < j->res.n_culprits && j->nhang_culprits < DET_MAX_CULPRITS; i++)
+		if (j->res.culprits[i] >= 0 && j->res.culprits[i] < j->nmembers)
+			j->hang_culprits[j->nhang_culprits++] =
+			    j->members[j->res.culprits[i]]->id.rank;
+	for (int i = 0;
+	     !j->nhang_culprits && j->xv.valid && i < j->xv.n_culprits && i < DET_MAX_CULPRITS; i++)
+		j->hang_culprits[j->nhang_culprits++] = j->xv.culprit_ranks[i];
+}
+
+int job_hang_end(const struct job *j)
+{
+	if (!j->hang_end.by)
+		return DET_HANG_END_NONE;
+	return j->hang_end.by == JOBEND_AGENT ? DET_HANG_END_AGENT : DET_HANG_END_OTHER;
 }
 
 int rank_asked(const struct rank *k)

@@ -16,6 +16,7 @@
 #include "lib/container.h"
 #include "lib/detector.h"
 #include "lib/ident.h"
+#include "lib/jobend.h"
 #include "lib/jobview.h"
 
 struct ftbpf_slot;
@@ -50,6 +51,7 @@ struct rank {
 	int exit_reported;
 	int exit_judged;     /* a scan judged its job since it exited: its kernel record is freed */
 	int killed_by_agent; /* our hard-timeout action sent it SIGTERM/SIGKILL */
+	int oom_victim;	     /* the kernel's OOM killer chose it */
 	int maps_scanned;    /* its libraries were looked at for CUDA/NCCL probes */
 	uint64_t generation; /* the job's restart generation when it was adopted */
 	uint64_t dec_written;	 /* the decision version last written into its slot */
@@ -96,9 +98,11 @@ struct job {
 	enum det_job_state state;	     /* what happened (det_job_state), each scan */
 	int hard_killed;		     /* the hard-timeout action signalled its ranks */
 	int end_reported;		     /* job_end emitted for this run */
-	char kill_why[512];		     /* the verdict when the hard action killed it */
-	int kill_culprits[DET_MAX_CULPRITS]; /* ... its culprits' ranks */
-	int nkill_culprits;
+	uint64_t judged_ns;		     /* when res was judged */
+	struct jobend hang_end;		     /* it was hung as it began to end: who ended it */
+	char hang_why[512];		     /* ... the hang's verdict then */
+	int hang_culprits[DET_MAX_CULPRITS]; /* ... its culprits' ranks */
+	int nhang_culprits;
 	int timers_only;      /* its one member registered for timers only */
 	struct jv_verdict xv; /* the verdict over every host's part (agent/jobparts.c) */
 	struct cad_job cad;   /* its step cadence (agent/cadwatch.c) */
@@ -152,6 +156,11 @@ int rank_is_stray(const struct job *j, const struct rank *k);
  * twice its size. Returns how many. */
 int ranks_job_drop_replaced(struct ranks *r, struct rank *k,
 			    void (*drop)(void *ctx, struct rank *k), void *ctx);
+/* The run of j was hung as e began to end it: its verdict (j->res: why, culprits) is kept from
+ * now on; the first end only. */
+void job_keep_hang(struct job *j, const struct jobend *e);
+/* DET_HANG_END_* of j, for det_job_state. */
+int job_hang_end(const struct job *j);
 /* What a decision asks of the rank now (its slot): DET_ASKED_*, 0 nothing or no slot. */
 int rank_asked(const struct rank *k);
 

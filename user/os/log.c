@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/textsafe.h"
 
@@ -53,6 +55,25 @@ static void escape(char *in, char *out, size_t cap)
 	out[o.len] = 0;
 }
 
+void log_safe(const char *in, char *out, size_t cap)
+{
+	char tmp[2048];
+
+	snprintf(tmp, sizeof(tmp), "%s", in);
+	escape(tmp, out, cap);
+}
+
+int log_stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
 	static const char *names[] = {"error", "warn", "info", "debug"};
@@ -66,7 +87,7 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
 	escape(raw, buf, sizeof(buf));
-	if (getenv("JOURNAL_STREAM")) {
+	if (log_stderr_is_journal()) {
 		fprintf(stderr, "<%d>%s\n", prio[lvl], buf);
 	} else {
 		struct timespec ts;

@@ -18,7 +18,7 @@ const struct ctl_cmd_info ctl_cmds[] = {
      "every rank on this host: job, rank, pid, state,\n"
      "reason, time in state, hung, culprit; each job's\n"
      "state (ok hung failed finished preempted\n"
-     "restarting stopped killed) and why. JOB: that job\n"
+     "restarting stopped), why, who ended a hung one. JOB:\n"
      "only; --live: live ranks and jobs only; --cluster:\n"
      "then the mesh's view; --check: exit 4 when a live\n"
      "job is hung, 5 when one failed"},
@@ -48,6 +48,10 @@ const struct ctl_cmd_info ctl_cmds[] = {
     {"decisions_reset", CTL_CMD_DECISIONS_RESET, CTL_ARG_JOB, "decisions reset JOB",
      "forget every decision of JOB (yours): its runs,\n"
      "generations, restart budget, stop"},
+    {"stacks", CTL_CMD_STACKS, CTL_ARG_TARGET, "stacks JOB|PID [--json]",
+     "every thread's kernel stack and the Python stacks\n"
+     "of each live rank of JOB, or of process PID (any\n"
+     "process you own), read now"},
     {"timer_acquire", CTL_CMD_TIMER_ACQUIRE, CTL_ARG_SCOPE, NULL, NULL},
     {"timer_release", CTL_CMD_TIMER_RELEASE, CTL_ARG_SCOPE, NULL, NULL},
     {"register", CTL_CMD_REGISTER, 0, NULL, NULL},
@@ -187,7 +191,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, cha
 		}
 		memcpy(r.scope, json_object_get_string(v), json_object_get_string_len(v) + 1);
 	}
-	if (r.cmd == CTL_CMD_REGISTER || (info->args & CTL_ARG_JOB)) {
+	if (r.cmd == CTL_CMD_REGISTER || (info->args & (CTL_ARG_JOB | CTL_ARG_TARGET))) {
 		if ((info->args & CTL_ARG_JOB) && !json_object_object_get_ex(o, "job", NULL)) {
 			snprintf(err, errlen, "'%s' needs 'job'", name);
 			goto out;
@@ -206,6 +210,10 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *ret, cha
 			goto out;
 		else if (json_object_object_get_ex(o, "rank", &v))
 			r.rank = (int)x;
+	}
+	if ((info->args & CTL_ARG_TARGET) && (r.pid > 0) == (*r.job != 0)) {
+		snprintf(err, errlen, "'%s' needs 'job' or 'pid' (one of them)", name);
+		goto out;
 	}
 	if (r.cmd == CTL_CMD_TIMER_ACQUIRE) {
 		if (!json_object_object_get_ex(o, "expires_in", &v) ||

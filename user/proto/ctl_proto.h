@@ -24,6 +24,7 @@ enum ctl_cmd {
 	CTL_CMD_CHECKPOINT,	 /* {"v":1,"cmd":"checkpoint","job":J}: an agreed checkpoint now */
 	CTL_CMD_DECISIONS,	 /* {"v":1,"cmd":"decisions"}: every decision, oldest first */
 	CTL_CMD_DECISIONS_RESET, /* {"v":1,"cmd":"decisions_reset","job":J}: forget J's decisions */
+	CTL_CMD_STACKS,		 /* {"v":1,"cmd":"stacks","job":J} or "pid":P: stacks now */
 };
 
 /*
@@ -35,6 +36,9 @@ enum ctl_cmd {
 #define CTL_ARG_SIGNAL 0x2u /* needs "signal" (the CLI: the argument after the pid) */
 #define CTL_ARG_SCOPE  0x4u /* needs "scope" */
 #define CTL_ARG_JOB    0x8u /* needs "job" (the CLI: its first argument) */
+#define CTL_ARG_TARGET                                                                             \
+	0x10u /* needs "job" or "pid", one of them (the CLI: its first argument, a pid when it is \
+		 a number) */
 
 struct ctl_cmd_info {
 	const char *name;

@@ -314,6 +314,7 @@ int top_model_update(struct top_model *m, struct json_object *status, double now
 	copy_str(m->action, sizeof(m->action), ctl_get_str(agent, "action"));
 	m->uptime_s = ctl_get_dbl(agent, "uptime_s", 0);
 	m->soft_s = ctl_get_dbl(agent, "soft_timeout_s", 0);
+	m->soft_auto = ctl_get_bool(agent, "soft_timeout_auto");
 	m->hard_s = ctl_get_dbl(agent, "hard_timeout_s", 0);
 	health_from_json(m, agent);
 	json_object_object_get_ex(status, "cluster", &cl);

@@ -102,6 +102,7 @@ struct top_model {
 	int agent_pid;
 	char version[32], programs[16], action[24];
 	double uptime_s, soft_s, hard_s;
+	int soft_auto;	  /* soft_timeout = auto: soft_s is its ceiling */
 	char health[160]; /* "ok", or the agent's loss counters that are not zero */
 	/* jobs and ranks; rows owned, view holds indices into rows */
 	struct top_job *jobs;

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "client/ctl_client.h"
+#include "lib/config.h"
 #include "lib/detector.h"
 #include "lib/pyfmt.h"
 
@@ -235,7 +236,7 @@ static enum top_attr row_attr(const struct top_row *r)
 
 static void header_lines(struct top_model *m, struct top_frame *f, const char *socket)
 {
-	char up[16], counts[256] = "";
+	char up[16], counts[256] = "", soft[48];
 	int nc = 0, hung = 0, failed = 0;
 
 	fmt_age(m->uptime_s, up, sizeof(up));
@@ -248,12 +249,13 @@ static void header_lines(struct top_model *m, struct top_frame *f, const char *s
 			      socket ? socket : "?");
 	else
 		top_frame_add(f, strcmp(m->health, "ok") ? TA_WARN : TA_TITLE,
-			      "ftbpf-top  ftbpfd %s pid %d up %s  health %s  programs %s  soft %gs "
+			      "ftbpf-top  ftbpfd %s pid %d up %s  health %s  programs %s  soft %s "
 			      "hard %gs action %s",
-			      m->version, m->agent_pid, up, m->health, m->programs, m->soft_s,
+			      m->version, m->agent_pid, up, m->health, m->programs,
+			      config_soft_words(m->soft_auto, m->soft_s, soft, sizeof(soft)),
 			      m->hard_s, m->action);
 	for (int i = 0; i < m->njobs; i++) {
-		hung += !strcmp(m->jobs[i].state, "hung");
+		hung += !strcmp(m->jobs[i].state, "hung") && m->jobs[i].live > 0;
 		failed += !strcmp(m->jobs[i].state, "failed");
 	}
 	for (int s = 0; s < RS__N; s++) {
@@ -287,8 +289,12 @@ static void header_lines(struct top_model *m, struct top_frame *f, const char *s
 
 		if (strcmp(j->state, "hung") && strcmp(j->state, "failed"))
 			continue;
+		/* a hung job ended since: its why says who ended it */
 		top_frame_add(f, TA_WARN, "%s job %s: %s",
-			      !strcmp(j->state, "hung") ? "HUNG" : "FAILED", j->id, j->why);
+			      strcmp(j->state, "hung") ? "FAILED"
+			      : j->live > 0	       ? "HUNG"
+						       : "ENDED",
+			      j->id, j->why);
 		shown++;
 	}
 }

@@ -59,18 +59,21 @@ int collect_threads(struct tracker *tr, struct sampler *sp, int pid, collect_thr
 		    void *ctx)
 {
 	struct proc_walk w = {tr, sp, pid, fn, ctx};
-	int r = 0;
+	int r = 0, found = 0;
 
 	if (!tracker_features(tr)->task_iter)
 		return procfs_foreach_pid(pid, proc_thread, &w);
 	for (size_t i = 0; i < sp->nsnap && !r; i++) {
 		const struct ftbpf_task_snap *s = &sp->snap[i];
 
-		if (s->tgid == (uint32_t)pid)
+		if (s->tgid == (uint32_t)pid) {
+			found = 1;
 			r = thread_one(tr, sp, pid, (int)s->tid, sampler_state_char(s),
 				       s->utime_ns + s->stime_ns, s->comm, fn, ctx);
+		}
 	}
-	return r;
+	/* a process the kernel side does not track (ftbpf stacks PID): /proc's threads */
+	return found ? r : procfs_foreach_pid(pid, proc_thread, &w);
 }
 
 int collect_kstack(struct sampler *sp, int pid, int tid, struct kstack *ret)

@@ -33,7 +33,7 @@ struct collect_thread {
 
 typedef int (*collect_thread_fn)(void *ctx, const struct collect_thread *t);
 /* Every thread of process pid, in the task snapshot's order (refresh it, with stacks, first),
- * or /proc's without the task iterator. fn's non-zero return ends the walk and is returned;
+ * or /proc's without the task iterator or for a process the snapshot does not hold. fn's non-zero return ends the walk and is returned;
  * else 0, or -errno when /proc could not be listed. */
 int collect_threads(struct tracker *tr, struct sampler *sp, int pid, collect_thread_fn fn,
 		    void *ctx);
