@@ -75,7 +75,13 @@ static uint32_t ms_since(uint64_t now, uint64_t t)
 	return d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 }
 
-static void rank_of(const struct rank *k, uint64_t now, struct jv_rank *r)
+/* rank k ended: its job was hung as it began to end (lib/jobend.h), or the agent ended it */
+static int ended_not_failed(const struct job *j, const struct rank *k)
+{
+	return k->s.exited && (k->s.killed || j->hang_end.by);
+}
+
+static void rank_of(const struct job *j, const struct rank *k, uint64_t now, struct jv_rank *r)
 {
 	const struct det_sample *s = &k->s;
 	uint64_t base = s->progress_ns > s->adopted_ns ? s->progress_ns : s->adopted_ns;
@@ -85,7 +91,7 @@ static void rank_of(const struct rank *k, uint64_t now, struct jv_rank *r)
 	r->rank = k->id.rank;
 	r->pid = (uint32_t)k->pid;
 	r->state = (uint8_t)k->d.state;
-	r->flags = (s->exited ? JV_R_EXITED : 0) | (s->killed ? JV_R_KILLED : 0) |
+	r->flags = (s->exited ? JV_R_EXITED : 0) | (ended_not_failed(j, k) ? JV_R_KILLED : 0) |
 		   (k->d.culprit ? JV_R_CULPRIT : 0);
 	r->syscall = (int16_t)(k->d.syscall >= -1 && k->d.syscall <= 1023 ? k->d.syscall : -1);
 	r->score = (uint8_t)(k->d.score < 0 ? 0 : k->d.score > 100 ? 100 : k->d.score);
@@ -267,7 +273,7 @@ int partlocal_build(struct partlocal *pl, const struct job *j, const char *node,
 			pt->naddrs = pl->naddrs;
 		}
 		pt = &chunks[nc - 1];
-		rank_of(k, now, &pt->ranks[pt->nranks++]);
+		rank_of(j, k, now, &pt->ranks[pt->nranks++]);
 		if (with_edges && !pl->dump_err && waits(k) && pt->nedges < JV_MAX_EDGES)
 			rank_edges(pl, pt, k, now);
 	}

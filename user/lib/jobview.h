@@ -48,7 +48,7 @@ struct jv_res {
 };
 
 #define JV_R_EXITED  0x1
-#define JV_R_KILLED  0x2  /* ended by its agent's action: never a failure */
+#define JV_R_KILLED  0x2  /* ended by its agent's action, or a hung run: never a failure */
 #define JV_R_CULPRIT 0x4  /* its host's own verdict named it */
 #define JV_R_COMM    0x8  /* comm_id/comm_seq are set */
 #define JV_R_MPI     0x10 /* ... of an MPI communicator */
