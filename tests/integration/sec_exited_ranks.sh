@@ -15,27 +15,10 @@ SOFT=4
 N=${ONESHOTS:-3000}
 start_agent --soft-timeout $SOFT --hard-timeout 300 --action report || exit 1
 export FTBPF_SOCKET=$SOCK PYTHONPATH=$B/python
-cat >"$T/probe.py" <<'PY'
-# Ask for status every 200 ms for a while; print the slowest answer in ms and how many.
-import json, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-f = s.makefile("rb")
-worst, n, end = 0.0, 0, time.time() + float(sys.argv[2])
-while time.time() < end:
-    t = time.monotonic()
-    s.sendall(b'{"v":1,"cmd":"status"}\n')
-    reply = json.loads(f.readline())
-    assert reply["ok"], reply
-    worst = max(worst, (time.monotonic() - t) * 1000)
-    n += 1
-    time.sleep(0.2)
-print("%.1f %d" % (worst, n))
-PY
 S0=$(date +%s)
 $NOBODY "$FLOOD" oneshots "$N" 250 1 >"$T/flood.out" 2>&1 &
 FL=$!; WORKLOAD_PIDS+=($FL)
-/usr/bin/python3 "$T/probe.py" "$SOCK" 14 >"$T/probe.out" 2>&1 &
+/usr/bin/python3 "$ROOT/tests/workloads/status_probe.py" "$SOCK" 14 >"$T/probe.out" 2>&1 &
 PROBE=$!
 sleep 3
 ring_job rjob 3 --fault sleep --fault-rank 1 --fault-after 2

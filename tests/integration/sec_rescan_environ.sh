@@ -11,23 +11,6 @@
 N=${SLEEPERS:-10000}
 start_agent --soft-timeout 30 --hard-timeout 300 --action report || exit 1
 export FTBPF_SOCKET=$SOCK PYTHONPATH=$B/python
-cat >"$T/probe.py" <<'PY'
-# Ask for status every 200 ms for a while; print the slowest answer in ms and how many.
-import json, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-f = s.makefile("rb")
-worst, n, end = 0.0, 0, time.time() + float(sys.argv[2])
-while time.time() < end:
-    t = time.monotonic()
-    s.sendall(b'{"v":1,"cmd":"status"}\n')
-    reply = json.loads(f.readline())
-    assert reply["ok"], reply
-    worst = max(worst, (time.monotonic() - t) * 1000)
-    n += 1
-    time.sleep(0.2)
-print("%.1f %d" % (worst, n))
-PY
 # nobody's sleepers: each pid written down, so that only they are ended after
 cat >"$T/sleepers.sh" <<'SH'
 PAD=$(head -c 120000 /dev/zero | tr '\0' x)
@@ -46,7 +29,7 @@ R0=$(status_json | jq '.agent.counters.proc_rescans')
 F0=$(status_json | jq '.agent.counters.exec_events_folded // 0')
 $NOBODY bash -c 'while :; do /bin/true; done' >/dev/null 2>&1 &
 EL=$!; WORKLOAD_PIDS+=($EL)
-/usr/bin/python3 "$T/probe.py" "$SOCK" 16 >"$T/probe.out" 2>&1 &
+/usr/bin/python3 "$ROOT/tests/workloads/status_probe.py" "$SOCK" 16 >"$T/probe.out" 2>&1 &
 PROBE=$!
 sleep 3
 FTBPF_JOB=rtimer FTBPF_RANK=0 /usr/bin/python3 -c '

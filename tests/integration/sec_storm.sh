@@ -11,30 +11,13 @@ SECS=${STORM_SECONDS:-25}
 SOFT=3
 start_agent --soft-timeout $SOFT --hard-timeout 300 --action report || exit 1
 export FTBPF_SOCKET=$SOCK PYTHONPATH=$B/python
-cat >"$T/probe.py" <<'EOF'
-# Ask for status every 200 ms for a while on one connection; print the slowest answer in ms.
-import json, socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-f = s.makefile("rb")
-worst, n, end = 0.0, 0, time.time() + float(sys.argv[2])
-while time.time() < end:
-    t = time.monotonic()
-    s.sendall(b'{"v":1,"cmd":"status"}\n')
-    reply = json.loads(f.readline())
-    assert reply["ok"], reply
-    worst = max(worst, (time.monotonic() - t) * 1000)
-    n += 1
-    time.sleep(0.2)
-print("%.1f %d" % (worst, n))
-EOF
 logbytes() { cat "$LOG"* 2>/dev/null | wc -c; }
 
 for KIND in signals forks execs threads; do
 	B0=$(logbytes); RSSMAX=0; F0=$(status_json | jq '(.agent.counters.events_folded // 0) + (.agent.counters.exec_events_folded // 0)')
 	$NOBODY env FTBPF_JOB=storm-$KIND FTBPF_RANK=0 FTBPF_WORLD_SIZE=1 "$ATT" storm $KIND "$SECS" >"$T/storm.$KIND" 2>&1 &
 	STORM=$!; WORKLOAD_PIDS+=($STORM)
-	/usr/bin/python3 "$T/probe.py" "$SOCK" $((SECS - 2)) >"$T/probe.$KIND" 2>&1 &
+	/usr/bin/python3 "$ROOT/tests/workloads/status_probe.py" "$SOCK" $((SECS - 2)) >"$T/probe.$KIND" 2>&1 &
 	PROBE=$!
 	sleep 2
 	# another job of root's: 3 ranks, rank 1 sleeps 2 s from now
