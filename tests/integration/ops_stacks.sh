@@ -46,6 +46,9 @@ ftbpf stacks $PLAIN --json | jq -e ".processes[0].pid == $PLAIN and .processes[0
 	pass "stacks PID of a process that is no rank: kernel and Python stacks" || fail "plain: $(ftbpf stacks $PLAIN --json | head -c 400)"
 sleep 600 & SL=$!
 WORKLOAD_PIDS+=($SL)
+# the child is bash until it has run exec: ask once it is sleep
+is_sleep() { [ "$(cat /proc/$SL/comm 2>/dev/null)" = sleep ]; }
+wait_until 5 is_sleep || fail "sleep did not start"
 ftbpf stacks $SL --json | jq -e '.processes[0].comm == "sleep" and (.processes[0].threads[0].kernel_stack | length) > 0 and
 	(.processes[0] | has("python_threads") or has("python_stack_error") | not)' >/dev/null &&
 	pass "not CPython (sleep): its kernel stack, no Python stack and no error for it" ||
