@@ -6,6 +6,11 @@ Fails, saying where, on:
     NAME_int.h of a split module counts as the module NAME itself);
   - an include from one layer into another that the "may use" table in docs/architecture.md
     does not allow (the table is read from the doc, so the doc and this check cannot drift);
+  - an I/O header or call (open, read, mmap, a socket, a signal, the clock, randomness...) in a
+    layer the table marks pure (its code takes its inputs as arguments and returns its effects;
+    the owner of a table that holds descriptors releases them through a hook it sets; writing
+    into a stream the caller gives, fprintf/fwrite, is formatting, and allowed);
+  - a link out of the repository (`../`) in docs/architecture.md, which a clone does not have;
   - a C, header or BPF file over 1,000 lines.
 Stdlib only; run from the repository root (or pass it as the first argument).
 """
@@ -16,8 +21,23 @@ import sys
 
 MAX_LINES = 1000
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/([A-Za-z0-9_]+)\.h"')
-# a row of the layer table: | `agent` | `lib`, `os`, ... |  ("nothing" for none)
-RULE_ROW = re.compile(r'^\|\s*`([a-z]+)`\s*\|([^|]*)\|')
+# a row of the layer table: | `agent` | `lib`, `os`, ... | pure? |  ("nothing" for none)
+RULE_ROW = re.compile(r'^\|\s*`([a-z]+)`\s*\|([^|]*)\|(?:\s*(yes|no)\s*\|)?')
+# what a pure layer may not include or call: its inputs come as arguments, its effects go back
+IO_HEADERS = {'unistd.h', 'fcntl.h', 'sys/mman.h', 'sys/socket.h', 'sys/stat.h', 'sys/ioctl.h',
+              'sys/epoll.h', 'sys/timerfd.h', 'sys/signalfd.h', 'sys/file.h', 'dirent.h',
+              'netdb.h', 'sys/random.h', 'time.h', 'sys/time.h', 'poll.h', 'curl/curl.h'}
+IO_CALLS = ('open', 'openat', 'read', 'write', 'pread', 'pwrite', 'close', 'fopen', 'fdopen',
+            'freopen', 'fread', 'fgets', 'mmap', 'munmap', 'socket', 'bind', 'connect',
+            'accept', 'send', 'recv', 'sendto', 'recvfrom', 'sendmsg', 'recvmsg', 'ioctl',
+            'kill', 'raise', 'getpid', 'getuid', 'geteuid', 'stat', 'fstat', 'lstat', 'opendir',
+            'readdir', 'unlink', 'rename', 'fsync', 'clock_gettime', 'time', 'gettimeofday',
+            'getrandom', 'randombytes_buf', 'randombytes_uniform', 'randombytes_random', 'syscall',
+            'usleep', 'nanosleep', 'sleep', 'system', 'popen', 'getenv', 'printf', 'puts')
+IO_CALL = re.compile(r'(?<![\w.>])(%s)\s*\(' % '|'.join(IO_CALLS))
+SYS_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>')
+COMMENT_OR_STRING = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                               re.S)
 SKIP_DIRS = {'.git', 'build'}
 
 
@@ -27,8 +47,9 @@ def module_of(layer, name):
     return layer + '/' + name
 
 
-def read_rules(doc):
-    """The layer table between the markers in docs/architecture.md: layer -> allowed layers."""
+def read_rules(doc, pure=None):
+    """The layer table between the markers in docs/architecture.md: layer -> allowed layers
+    (and, into pure, the layers marked pure)."""
     rules, inside = {}, False
     with open(doc, encoding='utf-8') as f:
         for line in f:
@@ -40,7 +61,39 @@ def read_rules(doc):
                 m = RULE_ROW.match(line)
                 if m:
                     rules[m.group(1)] = set(re.findall(r'`([a-z]+)`', m.group(2)))
+                    if pure is not None and m.group(3) == 'yes':
+                        pure.add(m.group(1))
     return rules
+
+
+def impure(root, layer):
+    """Each I/O include and call in the files of a pure layer: 'file:line: what'."""
+    d = os.path.join(root, 'user', layer)
+    for fn in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not fn.endswith(('.c', '.h')):
+            continue
+        path = os.path.join('user', layer, fn)
+        with open(os.path.join(root, path), encoding='utf-8', errors='replace') as f:
+            text = f.read()
+        for no, line in enumerate(text.split('\n'), 1):
+            m = SYS_INCLUDE.match(line)
+            if m and m.group(1) in IO_HEADERS:
+                yield '%s:%d: includes <%s>' % (path, no, m.group(1))
+        # comments and strings blanked, line breaks kept, so line numbers stay right
+        code = COMMENT_OR_STRING.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text)
+        for no, line in enumerate(code.split('\n'), 1):
+            if line.lstrip().startswith('#'):
+                continue
+            for m in IO_CALL.finditer(line):
+                yield '%s:%d: calls %s()' % (path, no, m.group(1))
+
+
+def outside_links(doc):
+    """Lines of the doc that point out of the repository."""
+    with open(doc, encoding='utf-8') as f:
+        for no, line in enumerate(f, 1):
+            if '../' in line:
+                yield no
 
 
 def scan_user(root):
@@ -139,8 +192,8 @@ def long_files(root):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else '.'
     doc = os.path.join(root, 'docs', 'architecture.md')
-    errors = []
-    rules = read_rules(doc)
+    errors, pure = [], set()
+    rules = read_rules(doc, pure)
     if not rules:
         errors.append('%s: no layer table between <!-- layer-rules:begin --> and '
                       '<!-- layer-rules:end -->' % doc)
@@ -167,6 +220,12 @@ def main():
                                                           'nothing'))
     for comp in cycles({a: {b: '' for b in used} for a, used in rules.items()}):
         errors.append('the layer table in %s has a cycle: %s' % (doc, ' '.join(comp)))
+    for layer in sorted(pure):
+        for where in impure(root, layer):
+            errors.append('%s, in layer %s, which docs/architecture.md marks pure: do the I/O '
+                          'in a layer that may (os, agent) and pass its result in' % (where, layer))
+    for no in outside_links(doc):
+        errors.append('%s:%d: a link out of the repository (a clone does not have it)' % (doc, no))
     for path, n in long_files(root):
         errors.append('%s: %d lines (at most %d: split it by concern)' % (path, n, MAX_LINES))
     for e in errors:
@@ -174,8 +233,9 @@ def main():
     if errors:
         print('check-structure: FAILED (%d problem(s))' % len(errors), file=sys.stderr)
         return 1
-    print('check-structure: ok (%d modules, no include cycle, layers as documented, no file '
-          'over %d lines)' % (len(graph), MAX_LINES))
+    print('check-structure: ok (%d modules, no include cycle, layers as documented, no I/O in '
+          'the pure layers (%s), no file over %d lines)' % (len(graph), ', '.join(sorted(pure)),
+                                                          MAX_LINES))
     return 0
 
 

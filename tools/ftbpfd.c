@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/fifohold.h"
 #include "lib/config.h"
+#include "os/conffile.h"
 #include "lib/nodekeys.h"
 #include "os/log.h"
 #include "os/safefs.h"
@@ -110,7 +111,7 @@ int main(int argc, char **argv)
 			explicit_config = 1;
 		}
 	}
-	r = config_parse_file(&cfg, config_path, err, sizeof(err));
+	r = conffile_config(&cfg, config_path, err, sizeof(err));
 	if (r < 0 && !(r == -ENOENT && !explicit_config)) {
 		fprintf(stderr, "ftbpfd: config: %s\n", err);
 		return 2;
@@ -191,7 +192,7 @@ int main(int argc, char **argv)
 		FILE *f;
 
 		if (sodium_init() < 0 ||
-		    mesh_load_key(cfg.mesh_key_file, key, err, sizeof(err)) < 0) {
+		    conffile_mesh_key(cfg.mesh_key_file, key, err, sizeof(err)) < 0) {
 			fprintf(stderr, "ftbpfd: %s\n", err);
 			return 2;
 		}

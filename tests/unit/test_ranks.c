@@ -185,6 +185,48 @@ static void test_asked(void)
 	s->dec.action = FTBPF_ACT_STOP;
 	CU_ASSERT_EQUAL(rank_asked(k), DET_ASKED_STOP);
 	ranks_fini(&r);
+	munmap(s, sizeof(*s)); /* the table does no I/O: the mapping is ours */
+}
+
+static int released, released_pidfds;
+
+static void count_release(struct rank *k)
+{
+	released++;
+	released_pidfds += k->pidfd >= 0;
+}
+
+/* The table frees ranks but releases nothing itself: each rank it frees (removed, dropped with
+ * its run, or at the end) goes once through the owner's hook, which closes what it put in. */
+static void test_release_hook(void)
+{
+	struct ranks r;
+	struct rank *a, *b, *c;
+
+	ranks_init(&r);
+	r.release = count_release;
+	released = released_pidfds = 0;
+	a = ranks_add(&r, 100, 1, 0, "j");
+	b = ranks_add(&r, 101, 2, 0, "j");
+	c = ranks_add(&r, 102, 3, 0, "j");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	a->pidfd = 7;
+	ranks_remove(&r, a);
+	CU_ASSERT_EQUAL(released, 1);
+	CU_ASSERT_EQUAL(released_pidfds, 1);
+	b->s.exited = 1;
+	ranks_job_new_run(&r, c->job, 10, NULL, NULL);
+	CU_ASSERT_EQUAL(released, 2); /* the ended member of the old run */
+	ranks_fini(&r);
+	CU_ASSERT_EQUAL(released, 3);
+	/* without a hook nothing is released, nothing crashes */
+	ranks_init(&r);
+	a = ranks_add(&r, 100, 1, 0, "j");
+	CU_ASSERT_PTR_NOT_NULL(a);
+	ranks_fini(&r);
+	CU_ASSERT_EQUAL(released, 3);
 }
 
 int main(void)
@@ -200,6 +242,7 @@ int main(void)
 	CU_add_test(s, "a stray started within the rank's clock tick", test_stray_same_tick);
 	CU_add_test(s, "what a decision asked (slot)", test_asked);
 	CU_add_test(s, "a stray with a live rank's variables", test_stray);
+	CU_add_test(s, "every freed rank goes through the owner's release hook", test_release_hook);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -33,6 +33,43 @@ static void test_table(void)
 	timers_fini(&t);
 }
 
+static int closed[8], nclosed;
+
+static void note_close(int fd)
+{
+	if (nclosed < 8)
+		closed[nclosed] = fd;
+	nclosed++;
+}
+
+/* The table closes no descriptor itself: a pidfd it lets go of (replaced by a newer process's,
+ * released, cleared, at the end) goes once to the owner's hook. */
+static void test_close_hook(void)
+{
+	struct timers t;
+
+	timers_init(&t);
+	t.close_fd = note_close;
+	nclosed = 0;
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, 40, 0, "a", 500, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, 40, 0, "a", 600, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(nclosed, 0); /* the same pidfd again: kept */
+	CU_ASSERT_EQUAL(timers_acquire(&t, 10, 41, 0, "a", 700, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(nclosed, 1); /* the newest process at the pid: the old one's goes */
+	CU_ASSERT_EQUAL(closed[0], 40);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 11, 42, 0, "a", 700, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(timers_acquire(&t, 12, 43, 0, "a", 700, 9, TIMER_SRC_CTL, 0), 0);
+	CU_ASSERT_EQUAL(timers_release(&t, 11, "a"), 0);
+	CU_ASSERT_EQUAL(nclosed, 2);
+	CU_ASSERT_EQUAL(closed[1], 42);
+	CU_ASSERT_EQUAL(timers_clear_pid(&t, 10), 1);
+	CU_ASSERT_EQUAL(nclosed, 3);
+	CU_ASSERT_EQUAL(closed[2], 41);
+	timers_fini(&t);
+	CU_ASSERT_EQUAL(nclosed, 4);
+	CU_ASSERT_EQUAL(closed[3], 43);
+}
+
 /* A rank's agent-held timers as its status counts them: how many, and the earliest deadline
  * (lowered from what its slot's timers gave). */
 static void test_of_pid(void)
@@ -165,6 +202,7 @@ int main(void)
 	s = CU_add_suite("timers", NULL, NULL);
 	CU_add_test(s, "table semantics", test_table);
 	CU_add_test(s, "limits", test_limits);
+	CU_add_test(s, "every pidfd let go goes to the owner's close hook", test_close_hook);
 	CU_add_test(s, "a process's timers: count and earliest", test_of_pid);
 	CU_add_test(s, "a slot timer counts while armed", test_slot_armed);
 	CU_add_test(s, "FileTimerClient line parser", test_fifo_parser);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os/conffile.h"
 #include "proto/mesh_proto.h"
 
 static uint64_t now_ms(void)
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
 	char err[256];
 	int len = 0, fd;
 
-	if (argc < 4 || mesh_load_key(argv[1], key, err, sizeof(err)) < 0 ||
+	if (argc < 4 || conffile_mesh_key(argv[1], key, err, sizeof(err)) < 0 ||
 	    mesh_parse_addr(argv[2], &to) < 0) {
 		fprintf(stderr, "usage: mesh_send KEYFILE TARGET "
 				"garbage|forged|replay|oversized|misdirected|stale|old "

@@ -31,6 +31,7 @@
 
 #include <sodium.h>
 
+#include "os/conffile.h"
 #include "lib/nodekeys.h"
 #include "proto/part_proto.h"
 
@@ -54,7 +55,7 @@ int main(int argc, char **argv)
 	uint8_t pk[32], sk[64], seed[32];
 	int len, fd, sends = 1, sign = 0;
 
-	if (argc < 8 || mesh_load_key(argv[1], mk, err, sizeof(err)) < 0 ||
+	if (argc < 8 || conffile_mesh_key(argv[1], mk, err, sizeof(err)) < 0 ||
 	    mesh_parse_addr(argv[2], &p.to) < 0 || mesh_parse_addr(argv[4], &p.from) < 0) {
 		fprintf(stderr, "usage: part_send KEYFILE TARGET garbage|forged|replay|claim|range|"
 				"seq|cadclaim|cadrange FROM JOB WORLD RANK\n");

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -37,6 +38,7 @@
 #include "agent/kevents.h"
 #include "agent/mesh.h"
 #include "agent/nodeid.h"
+#include "os/conffile.h"
 #include "agent/rasquery.h"
 #include "agent/store.h"
 #include "agent/tables.h"
@@ -469,7 +471,7 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 		return 0;
 	node_name(a);
 	if (*cfg->etcd_endpoints) { /* records in etcd are authenticated with the cluster key */
-		if (mesh_load_key(cfg->mesh_key_file, ckey, e2, sizeof(e2)) < 0) {
+		if (conffile_mesh_key(cfg->mesh_key_file, ckey, e2, sizeof(e2)) < 0) {
 			snprintf(err, errlen, "decisions: %s", e2);
 			return -EINVAL;
 		}
@@ -757,6 +759,18 @@ static int open_mesh(struct agent *a, char *err, size_t errlen)
 	return a->mesh ? 0 : -EINVAL;
 }
 
+/* What adoption and the slot server put in a rank: its pidfd, the slot's fd and our mapping
+ * (the kernel side's slot itself is unpinned when the process ends). */
+static void release_rank(struct rank *k)
+{
+	if (k->pidfd >= 0)
+		close(k->pidfd);
+	if (k->slot)
+		munmap(k->slot, sizeof(*k->slot));
+	if (k->slot_fd >= 0)
+		close(k->slot_fd);
+}
+
 struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *err, size_t errlen)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -770,6 +784,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	fd_budget(&a->cfg);
 	a->start_ns = clock_mono_ns();
 	ranks_init(&a->ranks);
+	a->ranks.release = release_rank;
 	if (block_signals(err, errlen) < 0 || lock_state_dir(a, err, errlen) < 0)
 		goto fail;
 	jobstate_open(&a->js, a->cfg.state_dir);

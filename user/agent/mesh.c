@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "os/clock.h"
+#include "os/conffile.h"
 #include "os/log.h"
 #include "os/loop.h"
 #include "proto/part_proto.h"
@@ -166,7 +167,7 @@ struct mesh *mesh_open(const struct mesh_opts *o, char *err, size_t errlen)
 			 "the mesh needs a key file (--key-file): packets are authenticated");
 		goto fail;
 	}
-	if (mesh_load_key(o->key_file, m->key, err, errlen) < 0)
+	if (conffile_mesh_key(o->key_file, m->key, err, errlen) < 0)
 		goto fail;
 	m->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	sa.sin_addr.s_addr = htonl(m->self.ip);

@@ -27,7 +27,7 @@ struct store_opts {
 	const char *cacert, *cert, *key;
 	const char *user, *password; /* etcd authentication ("" none) */
 	double lease_ttl_s;	     /* etcd: this agent's keys vanish this long after it does */
-	const uint8_t *cluster_key;  /* etcd: 32 bytes (mesh_load_key) that authenticate records;
+	const uint8_t *cluster_key; /* etcd: 32 bytes (conffile_mesh_key) that authenticate records;
 				     * NULL: records are not authenticated (tests of the store) */
 	/* etcd: the node keys (lib/nodekeys.h; NULL: the cluster key alone): every record is
 	 * signed by this node (sk, named node) and taken only signed by the node that may write

@@ -154,6 +154,11 @@ static uint64_t slots_next_deadline(const struct timersvc *ts)
 	return d;
 }
 
+static void close_pidfd(int fd)
+{
+	close(fd);
+}
+
 void timersvc_slot_drop(struct timersvc *ts, struct rank *k)
 {
 	if (!k->slot)
@@ -577,6 +582,7 @@ struct timersvc *timersvc_new(const struct timersvc_opts *o, char *err, size_t e
 	snprintf(ts->state_dir, sizeof(ts->state_dir), "%s", o->state_dir ? o->state_dir : "");
 	timers_init(&ts->tm);
 	ts->tm.uid_max = o->max_per_user;
+	ts->tm.close_fd = close_pidfd;
 	ts->ttfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (ts->ttfd < 0) {
 		snprintf(err, errlen, "timerfd: %s", strerror(errno));

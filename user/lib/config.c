@@ -6,15 +6,12 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "lib/meshaddr.h"
 #include "lib/swim_config.h"
@@ -698,47 +695,6 @@ int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *bu
 		}
 	}
 	return 0; /* cross-key checks: config_check, once the flags are applied too */
-}
-
-int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_t errlen)
-{
-	char buf[65536];
-	struct stat st;
-	ssize_t n;
-	int fd, r;
-
-	/* O_NONBLOCK: a FIFO given as the config must not block the start */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return r;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		snprintf(err, errlen, "%s is not a regular file", path);
-		return -EINVAL;
-	}
-	/* the agent runs as root: a config others can write would let them choose its actions */
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_uid != 0 && st.st_uid != geteuid())) {
-		close(fd);
-		snprintf(err, errlen,
-			 "%s can be written by users other than root (owner uid %u, mode %04o): "
-			 "refused",
-			 path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -EIO;
-	}
-	if (n == (ssize_t)sizeof(buf)) {
-		snprintf(err, errlen, "%s: larger than %zu bytes", path, sizeof(buf) - 1);
-		return -EFBIG;
-	}
-	return config_parse_buffer(c, path, buf, (size_t)n, err, errlen);
 }
 
 const char *config_flag_key(const char *flag, int *ret_needs_arg)

@@ -107,7 +107,6 @@ int config_parse_buffer(struct ftbpf_config *c, const char *name, const char *bu
 int config_check(const struct ftbpf_config *c, char *err, size_t errlen);
 /* Parse a "195,226" list into ret (at most max); returns the count or -EINVAL. */
 int config_parse_majors(const char *s, unsigned *ret, int max);
-int config_parse_file(struct ftbpf_config *c, const char *path, char *err, size_t errlen);
 /* Map a command-line flag ("soft-timeout") to its key; NULL if unknown. needs_arg set. */
 const char *config_flag_key(const char *flag, int *ret_needs_arg);
 void config_print_help(FILE *f);

@@ -6,25 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 void ranks_init(struct ranks *r)
 {
 	memset(r, 0, sizeof(*r));
 }
 
-static void rank_free(struct rank *k)
+static void rank_free(struct ranks *r, struct rank *k)
 {
 	if (!k)
 		return;
-	if (k->pidfd >= 0)
-		close(k->pidfd);
-	/* the agent unpins a slot when its process ends; here only our mapping goes */
-	if (k->slot)
-		munmap(k->slot, sizeof(struct ftbpf_slot));
-	if (k->slot_fd >= 0)
-		close(k->slot_fd);
+	if (r->release) /* its pidfd and slot mapping: the owner's, an effect */
+		r->release(k);
 	free(k);
 }
 
@@ -39,7 +32,7 @@ static void job_free(struct job *j)
 void ranks_fini(struct ranks *r)
 {
 	for (int i = 0; i < r->n; i++)
-		rank_free(r->v[i]);
+		rank_free(r, r->v[i]);
 	for (int i = 0; i < r->njobs; i++)
 		job_free(r->jobs[i]);
 	free(r->v);
@@ -222,7 +215,7 @@ void ranks_remove(struct ranks *r, struct rank *k)
 		if (r->v[i] != k)
 			continue;
 		job_leave(r, k);
-		rank_free(k);
+		rank_free(r, k);
 		r->v[i] = r->v[--r->n];
 		return;
 	}
@@ -288,7 +281,7 @@ void ranks_job_new_run(struct ranks *r, struct job *j, uint64_t now,
 				r->v[v] = r->v[--r->n];
 				break;
 			}
-		rank_free(k);
+		rank_free(r, k);
 	}
 	memset(&j->res, 0, sizeof(j->res));
 	j->reported = j->soft_signalled = j->action_done = j->failed_reported = 0;

@@ -114,6 +114,9 @@ struct ranks {
 	int n, cap;
 	struct job **jobs; /* owned */
 	int njobs, jcap;
+	/* Called for each rank before it is freed, to release what the owner put in it (its
+	 * pidfd, its slot mapping): this table does no I/O. NULL: nothing to release. */
+	void (*release)(struct rank *k);
 };
 
 void ranks_init(struct ranks *r);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ftbpf/slot.h"
 
@@ -13,11 +12,17 @@ void timers_init(struct timers *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* A pidfd the table held: the owner closes it (an effect; this table does none). */
+static void close_fd(struct timers *t, int fd)
+{
+	if (fd >= 0 && t->close_fd)
+		t->close_fd(fd);
+}
+
 void timers_fini(struct timers *t)
 {
 	for (int i = 0; i < t->n; i++)
-		if (t->v[i].pidfd >= 0)
-			close(t->v[i].pidfd);
+		close_fd(t, t->v[i].pidfd);
 	free(t->v);
 	memset(t, 0, sizeof(*t));
 }
@@ -80,8 +85,7 @@ int timers_acquire(struct timers *t, int pid, int pidfd, uid_t uid, const char *
 	} else {
 		e = &t->v[i];
 		if (pidfd >= 0 && pidfd != e->pidfd) { /* the newest process at the pid */
-			if (e->pidfd >= 0)
-				close(e->pidfd);
+			close_fd(t, e->pidfd);
 			e->pidfd = pidfd;
 		}
 	}
@@ -96,8 +100,7 @@ int timers_acquire(struct timers *t, int pid, int pidfd, uid_t uid, const char *
 
 static void remove_at(struct timers *t, int i)
 {
-	if (t->v[i].pidfd >= 0)
-		close(t->v[i].pidfd);
+	close_fd(t, t->v[i].pidfd);
 	t->v[i] = t->v[--t->n];
 }
 

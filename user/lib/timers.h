@@ -32,6 +32,8 @@ struct timers {
 	int n, cap;
 	int uid_max; /* timers of one non-root user; 0: no limit */
 	uint64_t acquired, released, expired, rejected_full, rejected_user;
+	/* Closes a pidfd the table lets go of (the owner's effect); NULL: none is closed. */
+	void (*close_fd)(int fd);
 };
 
 void timers_init(struct timers *t);

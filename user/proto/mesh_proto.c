@@ -1,10 +1,7 @@
 #include "proto/mesh_proto.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,45 +224,7 @@ int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq)
 	return MESH_OK;
 }
 
-int mesh_load_key(const char *path, uint8_t key[MESH_KEY_BYTES], char *err, size_t errlen)
+void mesh_key_derive(const uint8_t *secret, size_t len, uint8_t key[MESH_KEY_BYTES])
 {
-	uint8_t buf[4096];
-	struct stat st;
-	ssize_t n;
-	/* O_NONBLOCK: a FIFO named as the key must not block the start; no symlinks */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-
-	if (fd < 0) {
-		snprintf(err, errlen, "key file %s: %s", path,
-			 errno == ELOOP ? "a symbolic link: refused" : strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "key file %s is not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_mode & 0077) {
-		snprintf(err, errlen,
-			 "key file %s is readable or writable by others (mode %04o): "
-			 "chmod 600 it",
-			 path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
-	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		snprintf(err, errlen, "key file %s belongs to uid %u, not to root", path,
-			 (unsigned)st.st_uid);
-		close(fd);
-		return -1;
-	}
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n < 16) {
-		snprintf(err, errlen, "key file %s: needs at least 16 bytes of secret", path);
-		return -1;
-	}
-	crypto_generichash(key, MESH_KEY_BYTES, buf, (size_t)n, NULL, 0);
-	sodium_memzero(buf, sizeof(buf));
-	return 0;
+	crypto_generichash(key, MESH_KEY_BYTES, secret, len, NULL, 0);
 }

@@ -108,9 +108,8 @@ struct mesh_replay {
 /* MESH_OK (and records it) or MESH_E_REPLAY. */
 int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq);
 
-/* The cluster key from a file: any secret of 16+ bytes, hashed (BLAKE2b) to the MAC key. The
- * file must be a regular file of root's (or ours) that nobody else can read or write. 0, or -1
- * with a message in err. */
-int mesh_load_key(const char *path, uint8_t key[MESH_KEY_BYTES], char *err, size_t errlen);
+/* The cluster key from its secret (any 16+ bytes, os/conffile.h reads the file): the secret
+ * hashed (BLAKE2b) to the MAC key. */
+void mesh_key_derive(const uint8_t *secret, size_t len, uint8_t key[MESH_KEY_BYTES]);
 
 #endif

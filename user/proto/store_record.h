@@ -16,7 +16,7 @@
 /* A stored value's size limit: records are small JSON objects. */
 #define STORE_RECORD_MAX 65536
 
-/* The records' key from the cluster key (32 bytes, as mesh_load_key gives it). */
+/* The records' key from the cluster key (32 bytes, as conffile_mesh_key gives it). */
 void store_record_key(const uint8_t cluster_key[32], uint8_t ret[STORE_RECORD_KEY_BYTES]);
 /* The stored form of value under key (without the prefix), in *ret (the caller frees).
  * 0 or -ENOMEM / -E2BIG. */
