@@ -327,6 +327,70 @@ static void test_run_choose(void)
 	CU_ASSERT_FALSE(fresh);
 }
 
+/* A live rank of this node's job, launched by launcher L (pid, start), rank number n. */
+static struct dp_launch_rank lr(int n, int lpid, int written)
+{
+	struct dp_launch_rank x = {.rank = n,
+				   .launcher_pid = lpid,
+				   .launcher_start_ns = (uint64_t)lpid * 1000000000ull,
+				   .dec_written = written,
+				   .alive = 1,
+				   .launcher_alive = lpid > 0};
+	return x;
+}
+
+/* rule: the run choice - does a rank of the job's current launch live here, so that a newly
+ * seen rank k joins the current run (dp_other_live)? Each case a scenario the integration
+ * suite hit once (docs/decisions.md, "Job and run"). */
+static void test_other_live(void)
+{
+	struct dp_launch_rank o[3] = {{0}}, k = lr(1, 100, 0);
+
+	/* alone on the node: a choice from the store's records, not from here */
+	CU_ASSERT_FALSE(dp_other_live(o, 0, &k));
+	/* a rank of k's own launcher, of the run (a decision in its slot): the same run */
+	o[0] = lr(0, 100, 1);
+	CU_ASSERT_TRUE(dp_other_live(o, 1, &k));
+	/* not of the run yet (no decision written): it says nothing */
+	o[0].dec_written = 0;
+	CU_ASSERT_FALSE(dp_other_live(o, 1, &k));
+	/* its exit seen, or dead in fact though its exit is not seen yet (a launcher relaunched
+	 * at once, before the old ranks' exits were read): not the current launch */
+	o[0] = lr(0, 100, 1);
+	o[0].exited = 1;
+	o[0].alive = 0;
+	CU_ASSERT_FALSE(dp_other_live(o, 1, &k));
+	o[0].exited = 0;
+	CU_ASSERT_FALSE(dp_other_live(o, 1, &k));
+	/* a rank of another launcher that is gone (the old launch's orphan): k is a relaunch */
+	o[0] = lr(0, 200, 1);
+	o[0].launcher_alive = 0;
+	CU_ASSERT_FALSE(dp_other_live(o, 1, &k));
+	/* another launcher still alive, k under a number of its own: a rank started by hand beside
+	 * a live launch joins its run */
+	o[0].launcher_alive = 1;
+	CU_ASSERT_TRUE(dp_other_live(o, 1, &k));
+	/* ... but k takes the place of a live rank of that launcher (the same number): a relaunch
+	 * while the launch it replaces winds down, a new run */
+	o[1] = lr(1, 200, 1);
+	CU_ASSERT_FALSE(dp_other_live(o, 2, &k));
+	/* a rank of k's own launcher among them still makes it the same run */
+	o[2] = lr(2, 100, 1);
+	CU_ASSERT_TRUE(dp_other_live(o, 3, &k));
+	/* the same launcher pid at another start time is another launcher (pid reuse) */
+	o[2].launcher_start_ns += 1000000000ull;
+	CU_ASSERT_FALSE(dp_other_live(o, 3, &k));
+	/* within /proc's clock tick it is the same */
+	o[2].launcher_start_ns = k.launcher_start_ns + 10000000ull;
+	CU_ASSERT_TRUE(dp_other_live(o, 3, &k));
+	/* k with no launcher known (an agent restarted, a rank adopted late): any live rank of
+	 * the run keeps it in the run */
+	k.launcher_pid = 0;
+	o[0] = lr(5, 300, 1);
+	o[0].launcher_alive = 0;
+	CU_ASSERT_TRUE(dp_other_live(o, 1, &k));
+}
+
 /* rule I1: a job local to its host (torchrun's defaults: master 127.0.0.1:29500 on every
  * host) never shares decisions with another host's */
 static void test_job_key(void)
@@ -365,6 +429,7 @@ int main(void)
 	CU_add_test(s, "I5: preemptions not lost", test_preemption_pending);
 	CU_add_test(s, "one fault, one generation", test_one_fault_one_generation);
 	CU_add_test(s, "runs", test_run_choose);
+	CU_add_test(s, "runs: a live rank of the current launch here", test_other_live);
 	CU_add_test(s, "I1: host-local jobs", test_job_key);
 	CU_basic_set_mode(CU_BRM_NORMAL);
 	CU_basic_run_tests();

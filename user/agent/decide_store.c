@@ -402,42 +402,36 @@ static int alive_in_fact(int pid, uint64_t start_ns)
 	       procfs_same_start(st.start_ns, start_ns) && st.state != 'Z' && st.state != 'X';
 }
 
-static int same_launcher(const struct rank *a, const struct rank *b)
+/* The facts the run choice needs about a rank here (dp_other_live), liveness read from /proc. */
+static void launch_facts(const struct rank *r, struct dp_launch_rank *x)
 {
-	return a->launcher_pid == b->launcher_pid &&
-	       procfs_same_start(a->launcher_start_ns, b->launcher_start_ns);
+	x->rank = r->id.rank;
+	x->launcher_pid = r->launcher_pid;
+	x->launcher_start_ns = r->launcher_start_ns;
+	x->exited = r->s.exited;
+	x->dec_written = r->dec_written != 0;
+	x->alive = !r->s.exited && alive_in_fact(r->pid, r->start_ns);
+	x->launcher_alive =
+	    r->launcher_pid > 0 && alive_in_fact(r->launcher_pid, r->launcher_start_ns);
 }
 
-/* Does a rank of the job's current launch live here? Alive in fact, not only as far as the
- * agent knows (a launcher relaunched at once after its ranks ended, before their exits were
- * seen, joined the run that had ended: decide_faults' cut_all on a loaded host, the new
- * launch's ranks in the old run, its preemption never agreed, the next run's checkpoint
- * counted as the old one's), and of k's own launcher, or of another launcher still alive
- * unless k takes the place of one of that launcher's live ranks (the same rank number: a
- * relaunch while the launch it replaces still winds down). A rank started by hand beside a
- * live launch, under a number of its own, joins that launch's run (decide_failure's Python
- * rank, started from a shell younger than the launch). */
+/* Does a rank of the job's current launch live here (dp_other_live)? */
 static int other_live(const struct job *j, const struct rank *k)
 {
-	int replaces = 0;
+	struct dp_launch_rank me, *o;
+	int n = 0, r;
 
-	for (int i = 0; j && i < j->nmembers && k->launcher_pid > 0; i++) {
-		const struct rank *o = j->members[i];
-
-		replaces |= o != k && !o->s.exited && o->id.rank == k->id.rank &&
-			    !same_launcher(o, k) && alive_in_fact(o->pid, o->start_ns);
-	}
-	for (int i = 0; j && i < j->nmembers; i++) {
-		const struct rank *o = j->members[i];
-
-		if (o == k || o->s.exited || !o->dec_written || !alive_in_fact(o->pid, o->start_ns))
-			continue;
-		if (k->launcher_pid > 0 && !same_launcher(o, k) &&
-		    (replaces || !alive_in_fact(o->launcher_pid, o->launcher_start_ns)))
-			continue;
-		return 1;
-	}
-	return 0;
+	if (!j || j->nmembers <= 1)
+		return 0;
+	if (!(o = calloc((size_t)j->nmembers, sizeof(*o))))
+		return 0; /* no memory: a new run is the safe side of a wrong choice */
+	launch_facts(k, &me);
+	for (int i = 0; i < j->nmembers; i++)
+		if (j->members[i] != k)
+			launch_facts(j->members[i], &o[n++]);
+	r = dp_other_live(o, n, &me);
+	free(o);
+	return r;
 }
 
 void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, const struct rank *k)

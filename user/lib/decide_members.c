@@ -158,3 +158,36 @@ void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 		i++;
 	}
 }
+
+/* The same process start, as /proc gives it (clock ticks of 10 ms, rounded). */
+static int same_start(uint64_t x, uint64_t y)
+{
+	return (x > y ? x - y : y - x) < 20000000ull;
+}
+
+static int same_launcher(const struct dp_launch_rank *a, const struct dp_launch_rank *b)
+{
+	return a->launcher_pid == b->launcher_pid &&
+	       same_start(a->launcher_start_ns, b->launcher_start_ns);
+}
+
+int dp_other_live(const struct dp_launch_rank *others, int n, const struct dp_launch_rank *k)
+{
+	int replaces = 0;
+
+	for (int i = 0; i < n && k->launcher_pid > 0; i++) {
+		const struct dp_launch_rank *o = &others[i];
+
+		replaces |= !o->exited && o->rank == k->rank && !same_launcher(o, k) && o->alive;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct dp_launch_rank *o = &others[i];
+
+		if (o->exited || !o->dec_written || !o->alive)
+			continue;
+		if (k->launcher_pid > 0 && !same_launcher(o, k) && (replaces || !o->launcher_alive))
+			continue;
+		return 1;
+	}
+	return 0;
+}

@@ -272,6 +272,28 @@ int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const st
  * SLURM_RESTART_COUNT (-1 unknown). Returns the run; *ret_new 1 when it is a new one to claim. */
 uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
 		       int restart_count, int *ret_new);
+/* A rank of the job on this node as the run choice sees it: the agent's view and, read from
+ * /proc just before the choice, whether it and its launcher are alive in fact. */
+struct dp_launch_rank {
+	int rank;	  /* its rank number */
+	int launcher_pid; /* 0: none known */
+	uint64_t launcher_start_ns;
+	int exited;	    /* as far as the agent knows */
+	int dec_written;    /* a decision was written into its slot: a rank of the run */
+	int alive;	    /* its process, at its start time, alive and not a zombie */
+	int launcher_alive; /* the same for its launcher */
+};
+/*
+ * Does a rank of the job's current launch live here, so that k (a newly seen rank of the job)
+ * joins the current run? others: the job's other ranks on this node. A rank counts when it is
+ * alive in fact, not only as far as the agent knows (a launcher relaunched at once after its
+ * ranks ended, before their exits were seen, must not join the ended run), and is of k's own
+ * launcher, or of another launcher still alive unless k takes the place of one of that
+ * launcher's live ranks (the same rank number: a relaunch while the launch it replaces still
+ * winds down). A rank started by hand beside a live launch, under a number of its own, joins
+ * that launch's run. 1 yes, 0 no.
+ */
+int dp_other_live(const struct dp_launch_rank *others, int n, const struct dp_launch_rank *k);
 /* Who a new generation leaves out (into g): the lost node, other lost nodes after
  * recovery_wait, nodes that failed their health check, a node at node_fault_limit faults. */
 void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
