@@ -25,8 +25,42 @@ log() { echo "[$NAME] $*"; }
 fail() { echo "[$NAME] FAIL: $*"; FAILS=$((FAILS + 1)); }
 pass() { echo "[$NAME] ok: $*"; }
 
+# FTBPF_AGENT_MEMORY_MAX=BYTES: the agent runs in a memory cgroup of its own with that limit
+# (what the systemd unit's MemoryMax and the DaemonSet's limit give it), made here (v1 or v2);
+# cleanup fails the test when the kernel killed the agent there for memory, and says its peak.
+AGENT_CG=
+agent_cgroup() {
+	local rel base
+	[ -n "$AGENT_CG" ] && return 0
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		rel=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup); base=/sys/fs/cgroup${rel%/}
+		# v2: no process may sit in an inner node; the test's own cgroup's parent holds ours
+		[ -f "$base/memory.max" ] || base=${base%/*}
+		AGENT_CG=$base/ftbpf-it-$NAME-${T##*.}
+		mkdir "$AGENT_CG" && echo "$FTBPF_AGENT_MEMORY_MAX" >"$AGENT_CG/memory.max" &&
+			echo 0 >"$AGENT_CG/memory.swap.max" 2>/dev/null
+	else
+		rel=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
+		AGENT_CG=/sys/fs/cgroup/memory${rel%/}/ftbpf-it-$NAME-${T##*.}
+		mkdir "$AGENT_CG" && echo "$FTBPF_AGENT_MEMORY_MAX" >"$AGENT_CG/memory.limit_in_bytes"
+	fi || { echo "[$NAME] FAIL: no memory cgroup to run the agent in ($AGENT_CG)"; AGENT_CG=; return 1; }
+}
+# the agent's peak memory (bytes) and how often the kernel killed a process there for memory
+agent_cgroup_peak() { cat "$AGENT_CG/memory.peak" 2>/dev/null || cat "$AGENT_CG/memory.max_usage_in_bytes"; }
+agent_cgroup_ooms() {
+	local f=$AGENT_CG/memory.events
+	[ -f "$f" ] || f=$AGENT_CG/memory.oom_control
+	awk '$1 == "oom_kill" {print $2; n = 1} END {if (!n) print 0}' "$f" 2>/dev/null
+}
+
 start_agent() {
-	"$FTBPFD" --socket "$SOCK" --state-dir "$T/state" --pin-dir "$PIN" --log-file "$LOG" \
+	local in_cg=()
+	if [ -n "${FTBPF_AGENT_MEMORY_MAX:-}" ]; then
+		agent_cgroup || return 1
+		# the agent starts in it: its maps and buffers are charged there from the first byte
+		in_cg=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$AGENT_CG")
+	fi
+	"${in_cg[@]}" "$FTBPFD" --socket "$SOCK" --state-dir "$T/state" --pin-dir "$PIN" --log-file "$LOG" \
 		--verbose 1 "$@" >>"$T/agent.out" 2>&1 &
 	AGENT_PID=$!
 	for _ in $(seq 100); do
@@ -85,6 +119,13 @@ cleanup() {
 	for p in "${WORKLOAD_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
 	stop_agent
 	rm -rf "$PIN"
+	if [ -n "$AGENT_CG" ]; then
+		local ooms
+		ooms=$(agent_cgroup_ooms)
+		echo "[$NAME] the agent's memory cgroup: limit $FTBPF_AGENT_MEMORY_MAX bytes, peak $(agent_cgroup_peak) bytes, oom kills ${ooms:-?}"
+		[ "${ooms:-0}" = 0 ] || { echo "[$NAME] FAIL: the kernel killed the agent for memory"; FAILS=$((FAILS + 1)); san=1; }
+		rmdir "$AGENT_CG" 2>/dev/null
+	fi
 	# a sanitizer build reports memory errors, leaks and undefined behaviour on its stderr
 	if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$T/agent.out" 2>/dev/null; then
 		echo "[$NAME] FAIL: the agent's sanitizer reported:"
