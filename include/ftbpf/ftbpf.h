@@ -72,13 +72,15 @@ int ftbpf_slot_timers_in_use(const struct ftbpf *h);
  * lock). With no agent (h NULL: ftbpf_open failed) they answer "nothing requested".
  *
  *	for (step = resume; ; step++) {
- *		uint64_t gen;
+ *		uint64_t gen, token;
  *
  *		train_one_step();
  *		if (ftbpf_should_save_gen(h, step, &gen) == 1) {
+ *			ftbpf_save_ticket(h, step, NULL, &token);
  *			save_checkpoint(step);                  // into step-N.tmp/
  *			if (ftbpf_saved_gen(h, step, gen) == 0)
- *				commit_checkpoint(step, gen);   // rename + COMMIT marker
+ *				commit_checkpoint(step, token); // rename + COMMIT marker
+ *				// with the token, refused if the storage has a newer one
  *		}
  *		if (ftbpf_action(h) != FTBPF_ACTION_NONE)
  *			exit(ftbpf_exit_code(h));   // 42: restart (requeue), 93: do not requeue
@@ -100,8 +102,8 @@ int ftbpf_checkpoint_requested(const struct ftbpf *h);
  * default) until it is agreed: no rank runs past the step every rank will save.
  */
 int ftbpf_should_save(struct ftbpf *h, int64_t step);
-/* ftbpf_should_save_gen - the same; on 1, *@ret_generation is the fencing token: the
- * generation the save belongs to (pass it to ftbpf_saved_gen). */
+/* ftbpf_should_save_gen - the same; on 1, *@ret_generation is the generation the save belongs
+ * to (pass it to ftbpf_saved_gen); its fencing token, for the storage: ftbpf_save_ticket. */
 int ftbpf_should_save_gen(struct ftbpf *h, int64_t step, uint64_t *ret_generation);
 
 /*
