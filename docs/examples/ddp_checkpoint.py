@@ -50,8 +50,8 @@ def main():
             reader=torch.load, step=info["resume_step"])
         model.module.load_state_dict(state["model"])
         token = meta["token"]
-    log.write("START pid %d generation %d from step %d token %d\n" %
-              (os.getpid(), info["generation"], start, token))
+    log.write("START pid %d generation %d from step %d token %d fence %d\n" %
+              (os.getpid(), info["generation"], start, token, ftbpf.fence_token()))
     with open(os.path.join(a.dir, "pid.%d" % rank), "w") as f:
         f.write("%d\n" % os.getpid())
     for step in range(start, a.steps):

@@ -92,13 +92,11 @@ wait_until 60 bash -c "[ \$(grep -c START '$D/log.0') -ge 2 ] && [ \$(grep -c ST
 grep START "$D/log.0" | tail -1 | grep -q "from step $((PRE + 1))" &&
 	pass "relaunched ranks resume from step $((PRE + 1)): $(grep START "$D/log.1" | tail -1)" ||
 	fail "resume: $(grep START "$D/log.0" | tail -1) (agreed step $PRE)"
-grep START "$D/log.1" | tail -1 | grep -q "token $TOK\$" &&
+grep START "$D/log.1" | tail -1 | grep -q "token $TOK fence" &&
 	pass "resume verified the checkpoint's metadata and token $TOK" || fail "resume token: $(grep START "$D/log.1" | tail -1)"
-wait_until 30 ftbpf checkpoint "$JOB" >"$T/ck2.out" 2>&1 || fail "checkpoint after the relaunch: $(cat "$T/ck2.out")"
-wait_until 30 bash -c "grep -q '^SAVED' <(sed -n '/START.*from step $((PRE + 1))/,\$p' '$D/log.0')" &&
-	NEWTOK=$(sed -n "/START.*from step $((PRE + 1))/,\$p" "$D/log.0" | awk '/^SAVED/ {t=$4} END {print t}') &&
-	[ "$NEWTOK" -gt "$TOK" ] && pass "the relaunch's checkpoint has a newer token: $NEWTOK > $TOK" ||
-	fail "token after the relaunch: $(tail -3 "$D/log.0"); $(cat "$T/ck2.out")"
+NEWTOK=$(grep START "$D/log.0" | tail -1 | awk '{print $NF}')
+[ "$NEWTOK" -gt "$TOK" ] 2>/dev/null && pass "the relaunched ranks' own fencing token is newer: $NEWTOK > $TOK" ||
+	fail "token after the relaunch: $(grep START "$D/log.0" | tail -1)"
 wait_until 10 bash -c "[ \$(jq -s '[.[] | select(.type==\"decision_record_refused\")] | length' '$LOG') -ge 3 ]" &&
 	pass "damaged records refused and logged once each: $(events_of decision_record_refused | jq -r .why | sort | uniq -c | tr -s ' ' | tr '\n' ';') (records_refused $(status_json | jq .agent.decisions.counters.records_refused))" ||
 	fail "damaged records: $(events_of decision_record_refused | head -3)"
