@@ -142,6 +142,7 @@ def save_file(path, data, ticket, report=True):
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         size = os.path.getsize(tmp)
+        _check_fence(directory, token)  # a stale save is not reported to the agents either
         if report and not ftbpf.saved(step, ticket):
             raise StaleTokenError(errno.ESTALE, "the agents refused the save of step %d in "
                                   "generation %d (a newer generation was decided, or this "

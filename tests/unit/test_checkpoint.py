@@ -60,9 +60,12 @@ class PlainFile(unittest.TestCase):
 
     def test_stale_token_refused(self):
         ck.save_file(self.path(20), b"new", ticket(20, 3))
-        # a rank of generation 2 wakes up late and tries to commit: refused, nothing written
+        # a rank of generation 2 wakes up late and tries to commit: refused, nothing written,
+        # and its save not reported to the agents as done
+        ftbpf.saved.reset_mock()
         with self.assertRaises(ck.StaleTokenError):
             ck.save_file(self.path(15), b"old", ticket(15, 2))
+        ftbpf.saved.assert_not_called()
         self.assertFalse(os.path.exists(self.path(15)))
         with self.assertRaises(ck.StaleTokenError):  # nor over the newer checkpoint
             ck.save_file(self.path(20), b"old", ticket(20, 2))
