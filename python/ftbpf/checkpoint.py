@@ -236,12 +236,23 @@ def _dcp():
                      "use save_file/load_file" % "; ".join(errs))
 
 
-def _fenced_writer(dcp, path, ticket, fence_dir):
+def _fenced_writer(dcp, path, ticket, fence_dir, report):
     step, gen, token = _ticket_fields(ticket)
 
     class FencedWriter(dcp.FileSystemWriter):
-        """Writes the token into DCP's metadata; the coordinator refuses a stale commit before
-        the metadata (DCP's own commit) is written."""
+        """Each rank reports its save once its data is written (a refused one fails the save:
+        DCP never commits it); the coordinator refuses a stale token before DCP's metadata
+        (DCP's own commit) is written, and writes the token into it."""
+
+        def write_data(self, plan, planner):
+            fut = super(FencedWriter, self).write_data(plan, planner)
+            if report:
+                fut.wait()
+                if not ftbpf.saved(step, ticket):
+                    raise StaleTokenError(errno.ESTALE, "the agents refused the save of step "
+                                          "%d in generation %d: %s not committed"
+                                          % (step, gen, path))
+            return fut
 
         def finish(self, metadata, results):
             with _DirLock(fence_dir):
@@ -264,19 +275,19 @@ def _fenced_writer(dcp, path, ticket, fence_dir):
 def save_dcp(state_dict, path, ticket, fence_dir=None, report=True, **kwargs):
     """Save `state_dict` with torch.distributed.checkpoint into the directory `path`, fenced by
     `ticket`: the token goes into DCP's metadata and into path/ftbpf.ftbpf.json, and the commit
-    is refused (StaleTokenError, raised on the coordinator) when a newer token was committed in
-    fence_dir (default: the parent of path, where every step's checkpoint directory lives).
-    report: first tell the agents this rank saved (ftbpf.saved); a save they refuse raises.
+    is refused (StaleTokenError) when a newer token was committed in fence_dir (default: the
+    parent of path, where every step's checkpoint directory lives).
+    report: once its data is written, each rank tells the agents it saved (ftbpf.saved); a
+    save they refuse raises before DCP commits.
     kwargs go to DCP's save_state_dict (process_group, coordinator_rank, no_dist)."""
     dcp = _dcp()
     step, gen, _ = _ticket_fields(ticket)
     path = os.path.abspath(path)
     fence_dir = os.path.abspath(fence_dir or os.path.dirname(path))
     os.makedirs(path, exist_ok=True)
-    if report and not ftbpf.saved(step, ticket):
-        raise StaleTokenError(errno.ESTALE, "the agents refused the save of step %d in "
-                              "generation %d: %s not committed" % (step, gen, path))
-    dcp.save_state_dict(state_dict, _fenced_writer(dcp, path, ticket, fence_dir), **kwargs)
+    _check_fence(fence_dir, _ticket_fields(ticket)[2])  # stale: not even written
+    dcp.save_state_dict(state_dict, _fenced_writer(dcp, path, ticket, fence_dir, report),
+                        **kwargs)
     return _read_meta(os.path.join(path, "ftbpf"))
 
 

@@ -161,6 +161,11 @@ class FakeDCP(object):
         def __init__(self, path):
             self.path = path
 
+        def write_data(self, plan, planner):
+            with open(os.path.join(self.path, "data"), "w") as f:
+                json.dump(plan, f)
+            return types.SimpleNamespace(wait=lambda: None, value=lambda: [])
+
         def finish(self, metadata, results):
             import pickle
             with open(os.path.join(self.path, ".metadata"), "wb") as f:
@@ -177,8 +182,7 @@ class FakeDCP(object):
 
     @staticmethod
     def save_state_dict(state_dict, writer, **kw):
-        with open(os.path.join(writer.path, "data"), "w") as f:
-            json.dump(state_dict, f)
+        writer.write_data(state_dict, None)
         writer.finish(FakeDCP.Metadata(), [])
 
     @staticmethod
@@ -219,6 +223,14 @@ class DCP(unittest.TestCase):
             ck.load_dcp({}, old)
         with self.assertRaises(ck.StaleTokenError):
             ck.load_dcp({}, p, max_token=RUN1 | 1)
+        # the agents refuse this rank's save: reported after its data, DCP never commits
+        refused = os.path.join(self.d, "step-12")
+        with mock.patch.object(ftbpf, "saved", return_value=False) as saved:
+            with self.assertRaises(ck.StaleTokenError):
+                ck.save_dcp({"w": 2}, refused, ticket(12, 2))
+            saved.assert_called_once()
+        self.assertTrue(os.path.exists(os.path.join(refused, "data")))
+        self.assertFalse(os.path.exists(os.path.join(refused, ".metadata")))
 
 
 if __name__ == "__main__":
