@@ -161,9 +161,10 @@ $(BUILD)/libnccl-profiler-ftbpf.so: user/plugin/ncclprof.c user/plugin/ncclprof_
 	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden $< -o $@
 
 # the Python binding, importable with PYTHONPATH=$(BUILD)/python (the library next to it)
-$(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py $(BUILD)/libftbpf.so
+$(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py python/ftbpf/checkpoint.py $(BUILD)/libftbpf.so
 	mkdir -p $(dir $@)
 	cp $(BUILD)/libftbpf.so $(dir $@)libftbpf.so
+	cp python/ftbpf/checkpoint.py $(dir $@)checkpoint.py
 	cp $< $@
 
 $(BUILD)/bench_timers: tools/bench_timers.c $(BUILD)/libftbpf.a tools/bench_util.h
@@ -248,8 +249,10 @@ run: deps
 	@echo "  man -l $(BUILD)/man/ftbpf.1   # and ftbpfd.8, ftbpfd.conf.5, ftbpf-top.1, ftbpf-ci.1"
 	./$(BUILD)/ftbpfd $(RUN_ARGS)
 
+# the Python binding's pure parts (stdlib unittest, no agent): tests/unit/test_*.py
+PY_UNIT_TESTS := $(wildcard tests/unit/test_*.py)
 unit: $(UNIT_TESTS)
-	@tests/run-unit.sh $(UNIT_TESTS)
+	@tests/run-unit.sh $(UNIT_TESTS) $(PY_UNIT_TESTS)
 
 bpf-test: $(BPF_TESTS)
 	@tests/run-unit.sh $(BPF_TESTS)
@@ -349,7 +352,7 @@ COMPDIR := $(PREFIX)/share/bash-completion/completions
 MAN_INSTALLED = $(foreach m,$(notdir $(MAN_PAGES)),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m))
 INSTALLED_FILES = $(PREFIX)/sbin/ftbpfd $(PREFIX)/bin/ftbpf $(PREFIX)/bin/ftbpf-ci $(PREFIX)/bin/ftbpf-top \
 	$(PREFIX)/lib/libftbpf.so.0 $(PREFIX)/lib/libftbpf.so $(PREFIX)/lib/libftbpf.a \
-	$(PREFIX)/lib/libnccl-profiler-ftbpf.so $(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py \
+	$(PREFIX)/lib/libnccl-profiler-ftbpf.so $(PREFIX)/include/ftbpf/ftbpf.h $(PREFIX)/include/ftbpf/slot.h $(PYSITE)/ftbpf/__init__.py $(PYSITE)/ftbpf/checkpoint.py \
 	$(MAN_INSTALLED) $(COMPDIR)/ftbpf /etc/systemd/system/ftbpfd.service
 install: all
 	@test -n "$(PYSITE)" || { echo "install: cannot tell python3's site-packages"; exit 1; }
@@ -364,6 +367,7 @@ install: all
 	install -D -m 0644 include/ftbpf/ftbpf.h $(DESTDIR)$(PREFIX)/include/ftbpf/ftbpf.h
 	install -D -m 0644 include/ftbpf/slot.h $(DESTDIR)$(PREFIX)/include/ftbpf/slot.h
 	install -D -m 0644 python/ftbpf/__init__.py $(DESTDIR)$(PYSITE)/ftbpf/__init__.py
+	install -D -m 0644 python/ftbpf/checkpoint.py $(DESTDIR)$(PYSITE)/ftbpf/checkpoint.py
 	for m in $(notdir $(MAN_PAGES)); do \
 		s=$${m##*.}; sed 's|/usr/local/|$(PREFIX)/|g' $(BUILD)/man/$$m > $(BUILD)/man/$$m.inst && \
 		install -D -m 0644 $(BUILD)/man/$$m.inst $(DESTDIR)$(MANDIR)/man$$s/$$m && rm -f $(BUILD)/man/$$m.inst || exit 1; \

@@ -8,9 +8,11 @@
  * every rank saves DIR/ckpt.R.STEP and waits until all have; then it exits with the code the
  * agents decided (42: restart, 93: do not requeue), or goes on after an operator's checkpoint.
  * After a restart it resumes from the last complete checkpoint. --crash-at makes it abort at
- * that step (a failure). A save is committed with the generation it was made in (the fencing
- * token): DIR/ckpt.R.STEP is written, then DIR/commit.R.STEP names its generation, only when
- * ftbpf_saved_gen() says the generation is still the job's. --peers FILE (tests): in the
+ * that step (a failure). A save is committed with the fencing token of its ticket: DIR/ckpt.R.STEP
+ * is written, then DIR/commit.R.STEP ({"step", "generation", "token"}) only when
+ * ftbpf_saved_gen() says the generation is still the job's and no newer token was committed in
+ * DIR (DIR/fence holds the newest: a rank of a generation or run left behind commits nothing).
+ * --peers FILE (tests): in the
  * launcher's first start of the rank, exit 1 as soon as a pid listed in FILE is gone, as a rank
  * whose collective lost a peer does. Run by tests/integration/decide_*.sh.
  *
@@ -26,6 +28,40 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t preempted;
+
+/* Commit the save of step with its fencing token, unless dir holds a newer one: the commit
+ * marker, then the newest token (written to a temporary file and renamed). 0, -ESTALE. */
+static int commit(const char *dir, long rank, long step, uint64_t gen, uint64_t token)
+{
+	unsigned long long newest = 0;
+	char p[512], t[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/fence", dir);
+	if ((f = fopen(p, "r"))) {
+		if (fscanf(f, "%llu", &newest) != 1)
+			newest = 0;
+		fclose(f);
+	}
+	if (token < newest)
+		return -ESTALE;
+	snprintf(p, sizeof(p), "%s/commit.%ld.%ld", dir, rank, step);
+	if ((f = fopen(p, "w"))) {
+		fprintf(f, "{\"step\": %ld, \"generation\": %llu, \"token\": %llu}\n", step,
+			(unsigned long long)gen, (unsigned long long)token);
+		fclose(f);
+	}
+	if (token > newest) {
+		snprintf(t, sizeof(t), "%s/fence.%ld.tmp", dir, rank);
+		snprintf(p, sizeof(p), "%s/fence", dir);
+		if ((f = fopen(t, "w"))) {
+			fprintf(f, "%llu\n", (unsigned long long)token);
+			fclose(f);
+			rename(t, p);
+		}
+	}
+	return 0;
+}
 
 /* Is a process listed in file (pids, blank separated) gone? */
 static int peer_gone(const char *file)
@@ -101,7 +137,7 @@ int main(int argc, char **argv)
 	struct ftbpf_restart_info ri;
 	struct ftbpf *h = NULL;
 	long long seen = -1;
-	uint64_t gen = 0;
+	uint64_t gen = 0, token = 0;
 	int first_launch;
 	struct sigaction sa = {.sa_handler = on_term};
 	char p[512];
@@ -163,19 +199,14 @@ int main(int argc, char **argv)
 		if (ftbpf_should_save_gen(h, step, &gen) == 1) {
 			snprintf(p, sizeof(p), "%s/ckpt.%ld.%ld", dir, rank, step);
 			fclose(fopen(p, "w"));
-			if (ftbpf_saved_gen(h, step, gen) == 0) { /* the commit marker */
-				FILE *c;
-
-				snprintf(p, sizeof(p), "%s/commit.%ld.%ld", dir, rank, step);
-				if ((c = fopen(p, "w"))) {
-					fprintf(c, "%llu\n", (unsigned long long)gen);
-					fclose(c);
-				}
-				fprintf(log, "SAVED %ld generation %llu\n", step,
-					(unsigned long long)gen);
+			ftbpf_save_ticket(h, step, NULL, &token);
+			if (ftbpf_saved_gen(h, step, gen) == 0 &&
+			    commit(dir, rank, step, gen, token) == 0) {
+				fprintf(log, "SAVED %ld generation %llu token %llu\n", step,
+					(unsigned long long)gen, (unsigned long long)token);
 			} else {
-				fprintf(log, "STALE %ld generation %llu\n", step,
-					(unsigned long long)gen);
+				fprintf(log, "STALE %ld generation %llu token %llu\n", step,
+					(unsigned long long)gen, (unsigned long long)token);
 			}
 			/* wait until every rank saved it (all wait at this step) */
 			for (int i = 0; i < 60000 && ftbpf_checkpoint_requested(h) &&

@@ -7,6 +7,12 @@ all have, and exits with 42 (the scheduler requeues the job). After a failure th
 decide a new generation: the survivors exit for the restart, and the restarted ranks resume from
 the last complete checkpoint. Run by tests/integration/decide_local.sh.
 
+Each rank commits its checkpoint with ftbpf.checkpoint.save_file: the save ticket's fencing
+token goes into the checkpoint's metadata (ckpt.STEP.RANK.pt.ftbpf.json), and a commit whose
+token is older than the newest committed in the directory is refused (a rank of a generation
+the job has left behind). Resume loads the file only if it was committed and is no newer than
+this process's own token.
+
     python3 ddp_checkpoint.py --dir /shared/ckpt [--steps N] [--step-seconds S]
 """
 import argparse
@@ -19,6 +25,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import ftbpf
+import ftbpf.checkpoint
 
 
 def main():
@@ -36,11 +43,15 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     info = ftbpf.restart_info()
     start = info["resume_step"] + 1
+    token = -1
     if info["resume_step"] >= 0:                # resume from the last agreed checkpoint
-        state = torch.load(os.path.join(a.dir, "ckpt.%d.pt" % info["resume_step"]))
+        state, meta = ftbpf.checkpoint.load_file(   # committed, intact, not from a newer run
+            os.path.join(a.dir, "ckpt.%d.%d.pt" % (info["resume_step"], rank)),
+            reader=torch.load, step=info["resume_step"])
         model.module.load_state_dict(state["model"])
-    log.write("START pid %d generation %d from step %d\n" %
-              (os.getpid(), info["generation"], start))
+        token = meta["token"]
+    log.write("START pid %d generation %d from step %d token %d fence %d\n" %
+              (os.getpid(), info["generation"], start, token, ftbpf.fence_token()))
     with open(os.path.join(a.dir, "pid.%d" % rank), "w") as f:
         f.write("%d\n" % os.getpid())
     for step in range(start, a.steps):
@@ -51,16 +62,14 @@ def main():
         time.sleep(a.step_seconds)
         ticket = ftbpf.should_save(step)       # the agreed step: every rank saves it
         if ticket:
-            if rank == 0:
-                tmp = os.path.join(a.dir, "ckpt.%d.pt.tmp" % step)
-                torch.save({"model": model.module.state_dict(), "step": step}, tmp)
-                os.replace(tmp, os.path.join(a.dir, "ckpt.%d.pt" % step))
-            if ftbpf.saved(step, ticket):       # still this generation's: commit it
-                with open(os.path.join(a.dir, "commit.%d.%d" % (rank, step)), "w") as f:
-                    f.write("%d\n" % ticket.generation)
-                log.write("SAVED %d\n" % step)
-            else:                               # a newer generation was decided: not ours
-                log.write("STALE %d\n" % step)
+            try:                                # write, tell the agents, commit if still ours
+                ftbpf.checkpoint.save_file(
+                    os.path.join(a.dir, "ckpt.%d.%d.pt" % (step, rank)),
+                    lambda f: torch.save({"model": model.module.state_dict(), "step": step}, f),
+                    ticket)
+                log.write("SAVED %d token %d\n" % (step, ticket.token))
+            except ftbpf.StaleTokenError as e:  # a newer generation was decided: not ours
+                log.write("STALE %d: %s\n" % (step, e))
             if ftbpf.await_checkpoint() != "none":
                 log.write("EXIT %d after step %d\n" %
                           (ftbpf.restart_info()["exit_code"], step))

@@ -72,13 +72,15 @@ int ftbpf_slot_timers_in_use(const struct ftbpf *h);
  * lock). With no agent (h NULL: ftbpf_open failed) they answer "nothing requested".
  *
  *	for (step = resume; ; step++) {
- *		uint64_t gen;
+ *		uint64_t gen, token;
  *
  *		train_one_step();
  *		if (ftbpf_should_save_gen(h, step, &gen) == 1) {
+ *			ftbpf_save_ticket(h, step, NULL, &token);
  *			save_checkpoint(step);                  // into step-N.tmp/
  *			if (ftbpf_saved_gen(h, step, gen) == 0)
- *				commit_checkpoint(step, gen);   // rename + COMMIT marker
+ *				commit_checkpoint(step, token); // rename + COMMIT marker
+ *				// with the token, refused if the storage has a newer one
  *		}
  *		if (ftbpf_action(h) != FTBPF_ACTION_NONE)
  *			exit(ftbpf_exit_code(h));   // 42: restart (requeue), 93: do not requeue
@@ -100,11 +102,29 @@ int ftbpf_checkpoint_requested(const struct ftbpf *h);
  * default) until it is agreed: no rank runs past the step every rank will save.
  */
 int ftbpf_should_save(struct ftbpf *h, int64_t step);
-/* ftbpf_should_save_gen - the same; on 1, *@ret_generation is the fencing token: the
- * generation the save belongs to (pass it to ftbpf_saved_gen). */
+/* ftbpf_should_save_gen - the same; on 1, *@ret_generation is the generation the save belongs
+ * to (pass it to ftbpf_saved_gen); its fencing token, for the storage: ftbpf_save_ticket. */
 int ftbpf_should_save_gen(struct ftbpf *h, int64_t step, uint64_t *ret_generation);
 
-/* ftbpf_saved - this rank saved its checkpoint of @step. -EINVAL for a negative step. */
+/*
+ * ftbpf_save_ticket - the save ticket should_save last handed out, if it was for @step: its
+ * generation and its fencing token (*@ret_token: run << 32 | generation, growing across the
+ * job's runs; write it into the checkpoint's metadata, and let the storage refuse a commit whose
+ * token is older than the newest it holds). 0, -ENOENT when no ticket of @step (or no agent),
+ * -EINVAL for a negative step.
+ */
+int ftbpf_save_ticket(const struct ftbpf *h, int64_t step, uint64_t *ret_generation,
+		      uint64_t *ret_token);
+
+/* ftbpf_fence_token - the fencing token of the generation this process runs in (0: no agent,
+ * or an agent that does not give one). A checkpoint to resume from has a token no newer. */
+uint64_t ftbpf_fence_token(const struct ftbpf *h);
+
+/*
+ * ftbpf_saved - this rank saved its checkpoint of @step: fenced with the ticket should_save gave
+ * for @step, as ftbpf_saved_gen. 0 (also with no agent), -ESTALE (do not commit), -ENOENT when
+ * should_save handed out no ticket for @step (nothing is counted), -EINVAL for a negative step.
+ */
 int ftbpf_saved(struct ftbpf *h, int64_t step);
 /*
  * ftbpf_saved_gen - this rank saved @step in @generation (the token should_save_gen gave). 0:

@@ -102,6 +102,9 @@ struct ftbpf_slot {
 				   nothing may be agreed, and other nodes may soon act without us) */
 	__u32 settling;	      /* agent: a generation is being decided here (a rank failed): what the
 			   slot says may change in a moment (restart_info waits for it) */
+	/* appended (an older agent leaves it 0: no token) */
+	__u64 fence_token; /* agent: the fencing token of own_generation (run << 32 | generation:
+			      it grows across runs of the job; docs/decisions.md) */
 };
 
 #endif

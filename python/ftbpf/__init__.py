@@ -33,12 +33,18 @@ from contextlib import contextmanager
 
 __all__ = ["expires", "acquire", "release", "ping", "step", "TimerClient", "FtbpfError",
            "install_preemption_handler", "checkpoint_requested", "should_save", "saved", "SaveTicket",
+           "StaleTokenError", "fence_token",
            "generation", "restart_info", "action", "await_checkpoint", "exit_for_restart",
            "job_status", "agent_available"]
 
 
 class FtbpfError(OSError):
     pass
+
+
+class StaleTokenError(FtbpfError):
+    """A save may not be committed: its fencing token is older than the newest the job (or the
+    checkpoint's storage) has seen. The checkpoint is not the job's: leave it uncommitted."""
 
 
 def _find_library():
@@ -97,6 +103,11 @@ def _h():
             lib.ftbpf_should_save_gen.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                                   ctypes.POINTER(ctypes.c_uint64)]
             lib.ftbpf_saved_gen.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64]
+            lib.ftbpf_save_ticket.argtypes = [ctypes.c_void_p, ctypes.c_int64,
+                                              ctypes.POINTER(ctypes.c_uint64),
+                                              ctypes.POINTER(ctypes.c_uint64)]
+            lib.ftbpf_fence_token.argtypes = [ctypes.c_void_p]
+            lib.ftbpf_fence_token.restype = ctypes.c_uint64
             lib.ftbpf_generation.argtypes = [ctypes.c_void_p]
             lib.ftbpf_generation.restype = ctypes.c_uint64
             lib.ftbpf_action.argtypes = [ctypes.c_void_p]
@@ -272,19 +283,25 @@ def checkpoint_requested():
 
 
 class SaveTicket(object):
-    """What should_save() returns at the agreed step (true): the step and the generation it
-    belongs to (the fencing token). Pass it to saved(); write the generation into the commit
-    marker of the checkpoint (docs/decisions.md)."""
-    __slots__ = ("step", "generation")
+    """What should_save() returns at the agreed step (true): the step, the generation it belongs
+    to, and its fencing token (run << 32 | generation: it grows across the job's runs, not only
+    within one). Pass it to saved(); write the token into the checkpoint's metadata, as
+    ftbpf.checkpoint does, so that the storage refuses a commit older than the newest it holds
+    (docs/decisions.md)."""
+    __slots__ = ("step", "generation", "token")
 
-    def __init__(self, step, generation):
-        self.step, self.generation = step, generation
+    def __init__(self, step, generation, token=0):
+        self.step, self.generation, self.token = step, generation, token
 
     def __bool__(self):
         return True
 
     def __repr__(self):
-        return "SaveTicket(step=%d, generation=%d)" % (self.step, self.generation)
+        return "SaveTicket(step=%d, generation=%d, token=%d)" % (
+            self.step, self.generation, self.token)
+
+
+_last_ticket = None
 
 
 def should_save(step):
@@ -292,6 +309,7 @@ def should_save(step):
     SaveTicket (true) only at the step the agents agreed on, once; else False. While the step is
     being agreed, the first boundary acknowledges the request and the next one waits until it is
     agreed (FTBPF_ACK_TIMEOUT seconds at most)."""
+    global _last_ticket
     step = int(step)
     if step < 0:
         raise ValueError("should_save: step must be >= 0, not %d" % step)
@@ -301,13 +319,19 @@ def should_save(step):
     gen = ctypes.c_uint64(0)
     if _lib.ftbpf_should_save_gen(h, step, ctypes.byref(gen)) != 1:
         return False
-    return SaveTicket(step, int(gen.value))
+    token = ctypes.c_uint64(0)
+    if _lib.ftbpf_save_ticket(h, step, None, ctypes.byref(token)) != 0:
+        token.value = 0
+    _last_ticket = SaveTicket(step, int(gen.value), int(token.value))
+    return _last_ticket
 
 
 def saved(step, ticket=None):
-    """This rank saved its checkpoint of `step`. With the ticket should_save() gave: True when
-    the save counts and may be committed, False when a newer generation was decided meanwhile
-    or this node is cut off (do not commit it)."""
+    """This rank saved its checkpoint of `step`, fenced with the ticket should_save() gave for
+    it (the one passed, or else the last one handed out). True when the save counts and may be
+    committed, False when a newer generation was decided meanwhile or this node is cut off (do
+    not commit it). With an agent and no ticket of `step`: StaleTokenError (nothing is counted:
+    a save without a ticket is never committed unfenced). With no agent: True."""
     step = int(step)
     if step < 0:
         raise ValueError("saved: step must be >= 0, not %d" % step)
@@ -315,9 +339,18 @@ def saved(step, ticket=None):
     if h is None:
         return True
     if ticket is None:
-        _lib.ftbpf_saved(h, step)
-        return True
+        ticket = _last_ticket if _last_ticket is not None and _last_ticket.step == step else None
+    if ticket is None:
+        raise StaleTokenError("saved(%d): should_save() handed out no ticket for step %d; "
+                              "only the agreed step may be committed" % (step, step))
     return _lib.ftbpf_saved_gen(h, step, int(ticket.generation)) == 0
+
+
+def fence_token():
+    """The fencing token of the generation this process runs in (0 with no agent): a checkpoint
+    to resume from carries a token no newer than this."""
+    h = _handle_or_none()
+    return 0 if h is None else int(_lib.ftbpf_fence_token(h))
 
 
 def generation():

@@ -57,6 +57,25 @@ has_event decision ".kind==\"checkpoint\" and .cause==\"preemption\" and .job==\
 	pass "decision logged: checkpoint, cause preemption" || fail "no preemption decision in the log"
 ftbpf decisions >"$T/dec.txt" && grep -q preemption "$T/dec.txt" && grep -q checkpoint_complete "$T/dec.txt" &&
 	pass "ftbpf decisions lists them" || fail "ftbpf decisions: $(cat "$T/dec.txt")"
+# ---- the fencing token where the checkpoint landed (ftbpf.checkpoint) ----
+tok_of() { jq -r .token "$D/ckpt.$1.$2.pt.ftbpf.json" 2>/dev/null; }
+TOK=$(tok_of "$PRE" 0)
+[ -n "$TOK" ] && [ "$TOK" != null ] && [ "$(tok_of "$PRE" 1)" = "$TOK" ] && [ $((TOK >> 32)) -ge 1 ] &&
+	[ "$(jq -r .token "$D/.ftbpf-fence")" = "$TOK" ] &&
+	pass "both ranks' checkpoints of step $PRE carry token $TOK (run $((TOK >> 32)), generation $((TOK & 0xffffffff))), the directory's newest" ||
+	fail "token in the checkpoint's metadata: $(cat "$D"/ckpt.$PRE.*.ftbpf.json "$D/.ftbpf-fence" 2>&1)"
+/usr/bin/python3 - "$D" "$PRE" "$TOK" >"$T/stale.out" 2>&1 <<'PY'
+import os, sys, ftbpf, ftbpf.checkpoint as ck
+d, step, tok = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+try:  # a rank of an older generation commits late, over the agreed checkpoint
+    ck.save_file(os.path.join(d, "ckpt.%d.0.pt" % step), b"stale", ftbpf.SaveTicket(step, 0, tok - 1), report=False)
+except ftbpf.StaleTokenError as e:
+    print("refused:", e)
+PY
+grep -q "^refused:" "$T/stale.out" &&
+	[ "$(/usr/bin/python3 -c "import ftbpf.checkpoint as c; print(c.load_file('$D/ckpt.$PRE.0.pt', max_token=0)[1]['token'])" 2>&1)" = "$TOK" ] &&
+	pass "a commit with an older token is refused, the checkpoint intact: $(head -c 120 "$T/stale.out")" ||
+	fail "stale commit: $(cat "$T/stale.out")"
 # ---- the decisions survive an agent restart; damaged records are refused ----
 stop_agent
 F=$T/state/decisions.json
@@ -73,6 +92,11 @@ wait_until 60 bash -c "[ \$(grep -c START '$D/log.0') -ge 2 ] && [ \$(grep -c ST
 grep START "$D/log.0" | tail -1 | grep -q "from step $((PRE + 1))" &&
 	pass "relaunched ranks resume from step $((PRE + 1)): $(grep START "$D/log.1" | tail -1)" ||
 	fail "resume: $(grep START "$D/log.0" | tail -1) (agreed step $PRE)"
+grep START "$D/log.1" | tail -1 | grep -q "token $TOK fence" &&
+	pass "resume verified the checkpoint's metadata and token $TOK" || fail "resume token: $(grep START "$D/log.1" | tail -1)"
+NEWTOK=$(grep START "$D/log.0" | tail -1 | awk '{print $NF}')
+[ "$NEWTOK" -gt "$TOK" ] 2>/dev/null && pass "the relaunched ranks' own fencing token is newer: $NEWTOK > $TOK" ||
+	fail "token after the relaunch: $(grep START "$D/log.0" | tail -1)"
 wait_until 10 bash -c "[ \$(jq -s '[.[] | select(.type==\"decision_record_refused\")] | length' '$LOG') -ge 3 ]" &&
 	pass "damaged records refused and logged once each: $(events_of decision_record_refused | jq -r .why | sort | uniq -c | tr -s ' ' | tr '\n' ';') (records_refused $(status_json | jq .agent.decisions.counters.records_refused))" ||
 	fail "damaged records: $(events_of decision_record_refused | head -3)"

@@ -27,6 +27,8 @@ static struct ftbpf *requested(uint64_t gen)
 	handle.slot = &slot;
 	handle.sock = -1;
 	handle.wait_ns = 1000000; /* 1 ms at a boundary: nothing here waits longer */
+	handle.ticket_step = -1;
+	slot.fence_token = (7ull << 32) | gen; /* run 7 */
 	return &handle;
 }
 
@@ -78,6 +80,37 @@ static void test_stale_token_is_refused(void)
 	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, 5), 0);
 }
 
+/* The ticket carries the token of its generation; ftbpf_saved fences with the ticket, and a
+ * save without one is refused, never counted in whatever generation the slot says now. */
+static void test_saved_needs_ticket(void)
+{
+	struct ftbpf *h = requested(3);
+	uint64_t gen = 0, token = 0;
+
+	CU_ASSERT_EQUAL(ftbpf_save_ticket(h, 10, &gen, &token), -ENOENT);
+	CU_ASSERT_EQUAL(ftbpf_saved(h, 10), -ENOENT); /* no ticket of step 10 */
+	CU_ASSERT_EQUAL(slot.saved_step, -1);
+	CU_ASSERT_EQUAL(ftbpf_should_save(h, 10), 1);
+	CU_ASSERT_EQUAL(ftbpf_save_ticket(h, 10, &gen, &token), 0);
+	CU_ASSERT_EQUAL(gen, 3);
+	CU_ASSERT_EQUAL(token, (7ull << 32) | 3);
+	CU_ASSERT_EQUAL(ftbpf_save_ticket(h, 11, &gen, &token), -ENOENT);
+	CU_ASSERT_EQUAL(ftbpf_save_ticket(h, -1, &gen, &token), -EINVAL);
+	CU_ASSERT_EQUAL(ftbpf_fence_token(h), (7ull << 32) | 3);
+	/* a newer generation decided while saving: the ticket's generation is stale */
+	slot.dec.generation = 4;
+	slot.own_generation = 4;
+	slot.fence_token = (7ull << 32) | 4;
+	CU_ASSERT_EQUAL(ftbpf_saved(h, 10), -ESTALE);
+	CU_ASSERT_EQUAL(slot.saved_step, -1);
+	/* in its generation it counts */
+	h = requested(3);
+	CU_ASSERT_EQUAL(ftbpf_should_save(h, 10), 1);
+	CU_ASSERT_EQUAL(ftbpf_saved(h, 10), 0);
+	CU_ASSERT_EQUAL(slot.saved_step, 10);
+	CU_ASSERT_EQUAL(slot.saved_generation, 4);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -88,6 +121,7 @@ int main(void)
 	s = CU_add_suite("client_fence", NULL, NULL);
 	CU_add_test(s, "a save commits in its generation", test_token_commits_in_its_generation);
 	CU_add_test(s, "a stale fencing token is refused (I4)", test_stale_token_is_refused);
+	CU_add_test(s, "saved fences with the ticket, none without", test_saved_needs_ticket);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -306,6 +306,19 @@ static void test_one_fault_one_generation(void)
 
 /* rule: a run - a relaunch is a new run (its budget, history, stop), the restarts its launcher
  * makes (the same launcher, or a restart count) stay in it; a node joins the latest run */
+/* The fencing token grows with the generation and across runs (a relaunch's generation 0 is
+ * newer than every generation of the run before). */
+static void test_fence_token(void)
+{
+	CU_ASSERT_EQUAL(dp_fence_token(0, 5), 0); /* no run chosen: no token */
+	CU_ASSERT_EQUAL(dp_fence_token(1, 0), 1ull << 32);
+	CU_ASSERT(dp_fence_token(1, 1) > dp_fence_token(1, 0));
+	CU_ASSERT(dp_fence_token(2, 0) > dp_fence_token(1, 1000000));
+	CU_ASSERT(dp_fence_token(2, 0) > dp_fence_token(1, UINT64_MAX));
+	CU_ASSERT_EQUAL(dp_fence_token(1, UINT64_MAX), (1ull << 32) | UINT32_MAX);
+	CU_ASSERT_EQUAL(dp_fence_token(UINT64_MAX, 0), (uint64_t)UINT32_MAX << 32);
+}
+
 static void test_run_choose(void)
 {
 	struct dec_launch mine = {.run = 3, .nlaunchers = 1};
@@ -430,6 +443,7 @@ int main(void)
 	CU_add_test(s, "one fault, one generation", test_one_fault_one_generation);
 	CU_add_test(s, "runs", test_run_choose);
 	CU_add_test(s, "runs: a live rank of the current launch here", test_other_live);
+	CU_add_test(s, "the fencing token grows across runs", test_fence_token);
 	CU_add_test(s, "I1: host-local jobs", test_job_key);
 	CU_basic_set_mode(CU_BRM_NORMAL);
 	CU_basic_run_tests();

@@ -138,6 +138,9 @@ void dc_health_check_poll(struct decider *d, struct djob *dj, struct job *j)
  * is being decided: after the decision, so that a rank that sees settling end reads it. */
 static void slot_flags(struct decider *d, struct djob *dj, struct rank *k)
 {
+	/* the token first: a process that reads own_generation G reads G's token or a later one */
+	__atomic_store_n(&k->slot->fence_token, dp_fence_token(dj->run, k->generation),
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(&k->slot->own_generation, k->generation, __ATOMIC_RELEASE);
 	__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
 	__atomic_store_n(&k->slot->settling,

@@ -28,6 +28,9 @@ struct ftbpf {
 	pthread_mutex_t lock;	  /* the socket and the remote table */
 	char *remote[REMOTE_MAX]; /* owned scope names of socket-held timers */
 	uint64_t wait_ns;	  /* the longest wait at a step boundary (FTBPF_ACK_TIMEOUT) */
+	/* the last save ticket should_save handed out (ftbpf_saved fences with it) */
+	int64_t ticket_step; /* -1 none */
+	uint64_t ticket_generation, ticket_token;
 };
 
 static uint64_t mono_ns(void)
@@ -112,6 +115,7 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 		double w = t ? strtod(t, NULL) : 60.0;
 
 		h->wait_ns = (uint64_t)((w > 0 && w < 86400 ? w : 60.0) * 1e9);
+		h->ticket_step = -1;
 	}
 	if (!h)
 		return -ENOMEM;
@@ -421,14 +425,31 @@ int ftbpf_should_save_gen(struct ftbpf *h, int64_t step, uint64_t *ret_generatio
 	    __atomic_load_n(&h->slot->saved_step, __ATOMIC_RELAXED) >= step)
 		return 0;
 	__atomic_store_n(&h->slot->saving_step, step, __ATOMIC_RELEASE);
+	h->ticket_generation = __atomic_load_n(&h->slot->own_generation, __ATOMIC_ACQUIRE);
+	h->ticket_token = __atomic_load_n(&h->slot->fence_token, __ATOMIC_ACQUIRE);
+	h->ticket_step = step;
 	if (ret_generation)
-		*ret_generation = __atomic_load_n(&h->slot->own_generation, __ATOMIC_ACQUIRE);
+		*ret_generation = h->ticket_generation;
 	return 1;
 }
 
 int ftbpf_should_save(struct ftbpf *h, int64_t step)
 {
 	return ftbpf_should_save_gen(h, step, NULL);
+}
+
+int ftbpf_save_ticket(const struct ftbpf *h, int64_t step, uint64_t *ret_generation,
+		      uint64_t *ret_token)
+{
+	if (step < 0)
+		return -EINVAL;
+	if (!h || !dec(h) || h->ticket_step != step)
+		return -ENOENT;
+	if (ret_generation)
+		*ret_generation = h->ticket_generation;
+	if (ret_token)
+		*ret_token = h->ticket_token;
+	return 0;
 }
 
 int ftbpf_saved_gen(struct ftbpf *h, int64_t step, uint64_t generation)
@@ -458,12 +479,11 @@ int ftbpf_saved(struct ftbpf *h, int64_t step)
 		return -EINVAL;
 	if (!dec(h))
 		return 0;
-	__atomic_store_n(&h->slot->saved_generation,
-			 __atomic_load_n(&h->slot->own_generation, __ATOMIC_ACQUIRE) + 1,
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&h->slot->saved_ns, mono_ns(), __ATOMIC_RELAXED);
-	__atomic_store_n(&h->slot->saved_step, step, __ATOMIC_RELEASE);
-	return 0;
+	/* fenced with the ticket should_save gave for this step, never with whatever generation
+	 * the slot says now (a save begun in G and reported after G+1 was decided is stale) */
+	if (h->ticket_step != step)
+		return -ENOENT;
+	return ftbpf_saved_gen(h, step, h->ticket_generation);
 }
 
 /* A generation being decided for the job here (a rank of it failed and a restarted one asks
@@ -489,6 +509,12 @@ uint64_t ftbpf_generation(const struct ftbpf *h)
 
 	settle(h);
 	return d ? __atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) : 0;
+}
+
+uint64_t ftbpf_fence_token(const struct ftbpf *h)
+{
+	settle(h);
+	return dec(h) ? __atomic_load_n(&h->slot->fence_token, __ATOMIC_ACQUIRE) : 0;
 }
 
 int ftbpf_action(const struct ftbpf *h)

@@ -329,6 +329,17 @@ int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const st
 	return nodes && all;
 }
 
+uint64_t dp_fence_token(uint64_t run, uint64_t gen)
+{
+	if (!run)
+		return 0;
+	if (run > UINT32_MAX)
+		run = UINT32_MAX;
+	if (gen > UINT32_MAX)
+		gen = UINT32_MAX;
+	return run << 32 | gen;
+}
+
 uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
 		       int restart_count, int *ret_new)
 {

@@ -294,6 +294,11 @@ struct dp_launch_rank {
  * that launch's run. 1 yes, 0 no.
  */
 int dp_other_live(const struct dp_launch_rank *others, int n, const struct dp_launch_rank *k);
+/* The fencing token of a save in generation gen of run run (docs/decisions.md, "The fencing
+ * token"): run in the high 32 bits, the generation in the low 32. Both are claimed in the store
+ * and never go back, so the token grows across the runs of a job, not only within one. A
+ * generation past 2^32 - 1 stays there (the run still orders it); run 0 (none chosen) gives 0. */
+uint64_t dp_fence_token(uint64_t run, uint64_t gen);
 /* Who a new generation leaves out (into g): the lost node, other lost nodes after
  * recovery_wait, nodes that failed their health check, a node at node_fault_limit faults. */
 void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
