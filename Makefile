@@ -18,10 +18,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -W
 # The layers (docs/architecture.md): user/lib pure logic, user/os small OS interfaces,
 # user/proto wire formats and protocols, user/watch the kernel side's user half (BPF loader,
 # probes, sampling, stacks), user/agent ftbpfd, user/client libftbpf and the control client,
-# user/top and user/ci the tools' own parts; entry points in tools/, benchmarks in bench/.
+# user/cli, user/top and user/ci the tools' own parts; entry points in tools/, benchmarks in bench/.
 CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/log.c user/os/procfs.c user/os/pidfd.c user/os/safefs.c user/os/statefile.c \
-              user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
+              user/os/ksyms.c user/os/loop.c user/client/ctl_client.c $(wildcard user/cli/*.c) user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/tracker_share.c user/watch/gpuprobe.c user/watch/sample.c user/watch/collect.c user/watch/pystack.c \
               user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c \
@@ -111,6 +111,7 @@ man: $(MAN_PAGES)
 $(MAN_PAGES) &: $(wildcard man/*.in) man/gen.sh $(BUILD)/ftbpf-mangen $(BUILD)/ftbpf-ci $(BUILD)/ftbpf-top
 	man/gen.sh $(BUILD) $(VERSION)
 
+# ftbpf: the command table, its parser and the text are in the core library (unit-tested)
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
 
