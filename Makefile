@@ -18,10 +18,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -W
 # The layers (docs/architecture.md): user/lib pure logic, user/os small OS interfaces,
 # user/proto wire formats and protocols, user/watch the kernel side's user half (BPF loader,
 # probes, sampling, stacks), user/agent ftbpfd, user/client libftbpf and the control client,
-# user/top and user/ci the tools' own parts; entry points in tools/.
+# user/cli, user/top and user/ci the tools' own parts; entry points in tools/, benchmarks in bench/.
 CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/log.c user/os/procfs.c user/os/pidfd.c user/os/safefs.c user/os/conffile.c user/os/statefile.c \
-              user/os/ksyms.c user/os/loop.c user/client/ctl_client.c user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
+              user/os/ksyms.c user/os/loop.c user/client/ctl_client.c $(wildcard user/cli/*.c) user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/tracker_share.c user/watch/gpuprobe.c user/watch/sample.c user/watch/collect.c user/watch/pystack.c \
               user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c \
@@ -98,7 +98,7 @@ $(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(CI_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -ldw -lm
 
 # the heartbeat mesh's simulator: the protocol code of user/proto/swim.c under virtual time
-$(BUILD)/mesh_sim: tools/mesh_sim.c $(BUILD)/libftbpfcore.a
+$(BUILD)/mesh_sim: bench/mesh_sim.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ -lsodium -lm
 
 # the man pages: hand-written sections (man/*.in) merged with parts generated from the key and
@@ -111,6 +111,7 @@ man: $(MAN_PAGES)
 $(MAN_PAGES) &: $(wildcard man/*.in) man/gen.sh $(BUILD)/ftbpf-mangen $(BUILD)/ftbpf-ci $(BUILD)/ftbpf-top
 	man/gen.sh $(BUILD) $(VERSION)
 
+# ftbpf: the command table, its parser and the text are in the core library (unit-tested)
 $(BUILD)/ftbpf: tools/ftbpf.c $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_JSON) -lm
 
@@ -153,7 +154,7 @@ $(BUILD)/workloads/nccl_job: tests/workloads/nccl_job.c $(MOCK)/libnccl.so.2 | $
 	$(CC) $(CFLAGS) $< -o $@ $(MOCK_LINK)
 $(BUILD)/workloads/gpu_train: tests/workloads/gpu_train.c $(MOCK)/libnccl.so.2 | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ $(MOCK_LINK)
-$(BUILD)/bench_gpuprobe: tools/bench_gpuprobe.c $(MOCK)/libnccl.so.2
+$(BUILD)/bench_gpuprobe: bench/bench_gpuprobe.c $(MOCK)/libnccl.so.2
 	$(CC) $(CFLAGS) -Itests/mock $< -o $@ $(MOCK_LINK)
 
 # ftbpf's NCCL profiler plugin: what a device began, for the agent (NCCL_PROFILER_PLUGIN=<it>)
@@ -167,14 +168,14 @@ $(BUILD)/python/ftbpf/__init__.py: python/ftbpf/__init__.py python/ftbpf/checkpo
 	cp python/ftbpf/checkpoint.py $(dir $@)checkpoint.py
 	cp $< $@
 
-$(BUILD)/bench_timers: tools/bench_timers.c $(BUILD)/libftbpf.a tools/bench_util.h
+$(BUILD)/bench_timers: bench/bench_timers.c $(BUILD)/libftbpf.a bench/bench_util.h
 	$(CC) $(CFLAGS) $(filter-out %.h,$^) -o $@ -lpthread
 
-$(BUILD)/bench_syscall: tools/bench_syscall.c tools/bench_util.h
+$(BUILD)/bench_syscall: bench/bench_syscall.c bench/bench_util.h
 	$(CC) $(CFLAGS) $< -o $@
 
-$(BUILD)/bench_floor: tools/bench_floor.c $(BUILD)/floor.skel.h $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
-	$(CC) $(CFLAGS) tools/bench_floor.c $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
+$(BUILD)/bench_floor: bench/bench_floor.c $(BUILD)/floor.skel.h $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) bench/bench_floor.c $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -lm
 
 # the control server under a randomized multi-client harness: AddressSanitizer and UBSan
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -316,16 +317,16 @@ gpu-bundle: all
 	@echo "$(BUILD)/gpu-bundle.tar.gz: unpack on the GPU host, run sudo gpu-bundle/tests/gpu/run.sh gpu-bundle/bin"
 
 bench: all
-	@tools/bench.sh
+	@bench/bench.sh
 
 # the fault-injection suite's long mode: 50 randomized runs per fault kind, the kinds shared out
-# over FAULT_SLOTS copies side by side (about 40 minutes with 3 on 2 cores; tools/test_faults.sh)
+# over FAULT_SLOTS copies side by side (about 40 minutes with 3 on 2 cores; tests/run-faults.sh)
 FAULT_RUNS ?= 50
 FAULT_SLOTS ?= 3
 test-faults: all
-	@FAULT_RUNS=$(FAULT_RUNS) FAULT_SLOTS=$(FAULT_SLOTS) FAULT_REPORT=$(abspath $(BUILD))/faults.txt tools/test_faults.sh
+	@FAULT_RUNS=$(FAULT_RUNS) FAULT_SLOTS=$(FAULT_SLOTS) FAULT_REPORT=$(abspath $(BUILD))/faults.txt tests/run-faults.sh
 
-FORMAT_FILES := $(wildcard bpf/*.c bpf/*.h include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
+FORMAT_FILES := $(wildcard bpf/*.c bpf/*.h include/ftbpf/*.h user/*/*.c user/*/*.h tools/*.c tools/*.h bench/*.c bench/*.h tests/unit/*.c tests/bpf/*.c tests/fuzz/*.c tests/workloads/*.c docs/examples/*.c)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -29,7 +29,7 @@
 # hold the same decisions, and every launcher ends. FAULT_RUNS runs per fault kind (1 here;
 # `make test-faults` runs 50 of each and writes the table to $FAULT_REPORT); FAULT_KINDS
 # selects kinds. FAULT_SLOT=1..9 runs a copy beside this one (its own namespaces, addresses
-# and ports): the long mode shares its kinds out over a few slots (tools/test_faults.sh).
+# and ports): the long mode shares its kinds out over a few slots (tests/run-faults.sh).
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 . "$(dirname "$0")/cluster.sh"

@@ -4,7 +4,7 @@
  * every packet, incarnations and restarts. Over 800 lines on purpose: it is one state machine
  * over one member table under an injected clock and I/O (swim.h); its invariants (who may
  * refute what, when a suspicion expires, which update wins) span every function here, and
- * splitting it would spread them. tests/unit/test_mesh.c and tools/mesh_sim.c drive it.
+ * splitting it would spread them. tests/unit/test_mesh.c and bench/mesh_sim.c drive it.
  */
 #include "proto/swim.h"
 

@@ -10,15 +10,15 @@
 # failed.
 set -u
 cd "$(dirname "$0")/.."
-[ "$(id -u)" = 0 ] || { echo "test_faults: needs root (namespaces, BPF)"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "run-faults: needs root (namespaces, BPF)"; exit 1; }
 RUNS=${FAULT_RUNS:-50}
 SLOTS=${FAULT_SLOTS:-3}
-case $SLOTS in [1-9]) ;; *) echo "test_faults: FAULT_SLOTS is 1..9, not '$SLOTS'"; exit 2 ;; esac
+case $SLOTS in [1-9]) ;; *) echo "run-faults: FAULT_SLOTS is 1..9, not '$SLOTS'"; exit 2 ;; esac
 ALL=$(sed -n 's/^KINDS=\${FAULT_KINDS:-\(.*\)}$/\1/p' tests/integration/decide_faults.sh)
-[ -n "$ALL" ] || { echo "test_faults: cannot read the kinds from decide_faults.sh"; exit 2; }
+[ -n "$ALL" ] || { echo "run-faults: cannot read the kinds from decide_faults.sh"; exit 2; }
 KINDS=${FAULT_KINDS:-$ALL}
 for k in $KINDS; do
-	echo " $ALL " | grep -q " $k " || { echo "test_faults: no fault kind '$k' (kinds: $ALL)"; exit 2; }
+	echo " $ALL " | grep -q " $k " || { echo "run-faults: no fault kind '$k' (kinds: $ALL)"; exit 2; }
 done
 OUT=$(mktemp -d /tmp/ftbpf-faults.XXXXXX)
 exec {LOCK}>/tmp/ftbpf-it.lock && flock "$LOCK"

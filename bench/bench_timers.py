@@ -1,6 +1,6 @@
 """make bench, timers: client cost and reap latency, ours vs torch.distributed.elastic's.
 
-Run by tools/bench.sh with ftbpfd running ($FTBPF_SOCKET; its timer FIFO in $FTBPF_FIFO) and
+Run by bench/bench.sh with ftbpfd running ($FTBPF_SOCKET; its timer FIFO in $FTBPF_FIFO) and
 PYTHONPATH holding the ftbpf binding. Prints one line per measurement.
 
 Reap latency is measured from the deadline to the moment the signal is delivered: the worker

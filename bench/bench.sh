@@ -154,7 +154,7 @@ if want timers; then
 echo "== countdown timers: client cost and reap latency, ours vs torch.distributed.elastic"
 start_agent --soft-timeout 600 --hard-timeout 1200 --action report --timer-fifo "$T/timer.fifo"
 C_NS=$(FTBPF_SOCKET="$T/s.sock" "$B/bench_timers" 1000000)
-FTBPF_SOCKET="$T/s.sock" FTBPF_FIFO="$T/timer.fifo" PYTHONPATH="$B/python" timeout 600 /usr/bin/python3 -u tools/bench_timers.py "$C_NS" 2>&1 | sed -u "s/^/   /"
+FTBPF_SOCKET="$T/s.sock" FTBPF_FIFO="$T/timer.fifo" PYTHONPATH="$B/python" timeout 600 /usr/bin/python3 -u bench/bench_timers.py "$C_NS" 2>&1 | sed -u "s/^/   /"
 stop_agent
 
 fi
@@ -182,8 +182,8 @@ print("Python: should_save %6.0f ns, floor (an empty Python call) %4.0f ns: %.1f
       % (ours, floor, ours / floor, "MET" if ours <= 2000 else "MISSED"))
 PY
 stop_agent
-echo "== decisions across 3 nodes (network namespaces, a real etcd): tools/bench_decisions.sh"
-timeout 900 tools/bench_decisions.sh
+echo "== decisions across 3 nodes (network namespaces, a real etcd): bench/bench_decisions.sh"
+timeout 900 bench/bench_decisions.sh
 
 fi
 if want gpu; then
@@ -279,13 +279,13 @@ awk -v n="$(median "${j_none[@]}")" -v a="$(median "${j_agent[@]}")" -v c="$(med
 
 fi
 if want ci; then
-echo "== ftbpf-ci: wall time of a test suite (tools/bench_ci_suite.sh: many short processes), interleaved"
+echo "== ftbpf-ci: wall time of a test suite (bench/bench_ci_suite.sh: many short processes), interleaved"
 CIR=${BENCH_CI_ROUNDS:-60}
 wall() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || echo "bench: suite failed" >&2; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'; }
 c_none=(); c_ci=()
 for r in 1 2 3 4 5; do
-	c_none+=("$(ROUNDS=$CIR wall tools/bench_ci_suite.sh "$B")")
-	c_ci+=("$(ROUNDS=$CIR wall "$B/ftbpf-ci" -- tools/bench_ci_suite.sh "$B")")
+	c_none+=("$(ROUNDS=$CIR wall bench/bench_ci_suite.sh "$B")")
+	c_ci+=("$(ROUNDS=$CIR wall "$B/ftbpf-ci" -- bench/bench_ci_suite.sh "$B")")
 	echo "   round $r: without ${c_none[-1]} s, under ftbpf-ci ${c_ci[-1]} s"
 done
 awk -v n="$(median "${c_none[@]}")" -v c="$(median "${c_ci[@]}")" 'BEGIN {
