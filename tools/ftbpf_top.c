@@ -30,8 +30,12 @@ static void usage(FILE *f)
 	    "Usage: ftbpf-top [OPTIONS]\n\n"
 	    "The live view of ftbpfd: the agent's health, jobs, ranks by state and the mesh's\n"
 	    "peers; a table of ranks (job, rank, pid, state, time in state, syscalls/s, GPU\n"
-	    "activity age, ping/step age, armed timers, reason) with the culprit of a hung job\n"
-	    "highlighted and marked '!'; the agent's events; a detail view of one rank.\n\n"
+	    "activity age, ping/step age, armed timers, slowdown, CPU%%, RSS, threads, reason)\n"
+	    "with the culprit of a hung job highlighted and marked '!'; the agent's events; a\n"
+	    "detail view of one rank; its stacks now (as ftbpf stacks PID).\n"
+	    "CPU%% (of one CPU, every thread, over the last refresh) and RSS are read from\n"
+	    "/proc/PID/stat, which every user may read; THR is the agent's thread count.\n"
+	    "No GPU use or memory columns (no NVML here).\n\n"
 	    "Options:\n"
 	    "  --socket PATH      ftbpfd's control socket ($FTBPF_SOCKET, "
 	    "else " FTBPF_DEFAULT_SOCKET ")\n"
@@ -43,17 +47,19 @@ static void usage(FILE *f)
 	    "                     dstate, zombie, gpu_driver, gpu_sync, nccl, exited, hung, "
 	    "culprit\n"
 	    "  --sort COLUMN      severity (default), job, rank, pid, state, time, sc/s, gpu,\n"
-	    "                     ping, timer, reason\n"
+	    "                     ping, timer, slow, cpu%%, rss, thr, reason\n"
 	    "  --reverse          reverse the sort\n"
 	    "  --no-events        hide the event pane\n"
 	    "  --no-color         monochrome (bold, reverse and the row markers only)\n"
 	    "  --help, --version\n\n"
 	    "Keys:\n"
 	    "  q quit   Up/Down k/j move   PgUp/PgDn Home/End   Enter detail of the rank\n"
+	    "  s stacks of the rank now (every thread's kernel stack, its Python stacks)\n"
 	    "  < > sort by the previous/next column   r reverse   / filter by job\n"
 	    "  t T cycle the state filter   c clear filters   e events   P peers   p pause\n"
 	    "  ? help\n"
-	    "  In the detail view: Up/Down/PgUp/PgDn scroll, Esc or q back.\n\n"
+	    "  In the detail and stacks views: Up/Down/PgUp/PgDn scroll, Esc or q back;\n"
+	    "  s in the stacks view reads them again.\n\n"
 	    "Row markers: '!' culprit, '*' rank of a hung job, 'x' exited.\n"
 	    "If the agent goes away, the last rows stay on screen under an error line and\n"
 	    "ftbpf-top reconnects at each refresh.\n"
@@ -168,7 +174,7 @@ static int run_once(const struct opts *o, struct top_model *m, struct top_source
 	return 0;
 }
 
-enum view { V_MAIN, V_DETAIL, V_HELP, V_PROMPT, V_PEERS };
+enum view { V_MAIN, V_DETAIL, V_HELP, V_PROMPT, V_PEERS, V_STACKS };
 
 struct ui {
 	const struct opts *o;
@@ -177,7 +183,7 @@ struct ui {
 	enum view view;
 	int paused, events, running;
 	int detail_pid, scroll;
-	struct json_object *detail; /* owned: the last explain reply */
+	struct json_object *detail; /* owned: the last explain (or, V_STACKS, stacks) reply */
 	char detail_err[160];
 	char prompt[64];
 	int plen;
@@ -187,7 +193,7 @@ struct ui {
 static void refresh_data(struct ui *u)
 {
 	top_collect(u->src, u->m, mono_s());
-	if (u->view == V_DETAIL) {
+	if (u->view == V_DETAIL) { /* V_STACKS: read once, s again */
 		struct json_object *d = NULL;
 
 		if (top_collect_explain(u->src, u->detail_pid, &d, u->detail_err,
@@ -212,6 +218,22 @@ static void open_detail(struct ui *u)
 	u->detail = NULL;
 	u->detail_err[0] = 0;
 	u->next = 0; /* fetch now */
+}
+
+/* The selected rank's stacks, read once (a job's Python stacks cost the agent a read of each
+ * rank's memory: not at every refresh); s reads them again. */
+static void open_stacks(struct ui *u, int pid)
+{
+	struct json_object *d = NULL;
+
+	u->view = V_STACKS;
+	u->detail_pid = pid;
+	u->scroll = 0;
+	json_object_put(u->detail);
+	u->detail = NULL;
+	u->detail_err[0] = 0;
+	if (top_collect_stacks(u->src, pid, &d, u->detail_err, sizeof(u->detail_err)) == 0)
+		u->detail = d;
 }
 
 static void key_main(struct ui *u, int c, int page)
@@ -246,6 +268,13 @@ static void key_main(struct ui *u, int c, int page)
 	case KEY_ENTER:
 		open_detail(u);
 		break;
+	case 's': {
+		const struct top_row *r = top_model_selected(u->m);
+
+		if (r && !r->elsewhere && !r->exited) /* another host's pid means nothing here */
+			open_stacks(u, r->pid);
+		break;
+	}
 	case '<':
 	case ',':
 		top_model_sort_next(u->m, -1);
@@ -332,6 +361,10 @@ static void key_detail(struct ui *u, int c, int page)
 	case ' ':
 		u->scroll += page;
 		break;
+	case 's':
+		if (u->view == V_STACKS)
+			open_stacks(u, u->detail_pid);
+		break;
 	}
 }
 
@@ -341,8 +374,12 @@ static void draw(struct ui *u, struct top_frame *f)
 	char prompt[128];
 
 	top_draw_size(&w, &h);
-	if (u->view == V_DETAIL) {
-		top_render_detail(u->m, u->detail, u->detail ? NULL : u->detail_err, f, w);
+	if (u->view == V_DETAIL || u->view == V_STACKS) {
+		if (u->view == V_STACKS)
+			top_render_stacks(u->detail, u->detail_pid,
+					  u->detail ? NULL : u->detail_err, f, w);
+		else
+			top_render_detail(u->m, u->detail, u->detail ? NULL : u->detail_err, f, w);
 		if (u->scroll > f->n - h)
 			u->scroll = f->n - h;
 		if (u->scroll < 0)
@@ -437,7 +474,7 @@ int main(int argc, char **argv)
 			u.view = c == 27 || c == 'q' || c == 'P' ? V_MAIN : V_PEERS;
 		else if (u.view == V_PROMPT)
 			key_prompt(&u, c);
-		else if (u.view == V_DETAIL)
+		else if (u.view == V_DETAIL || u.view == V_STACKS)
 			key_detail(&u, c, h > 4 ? h - 2 : 1);
 		else
 			key_main(&u, c, h > 12 ? h - 12 : 1);

@@ -6,7 +6,8 @@
 # contrib alert rules and Grafana dashboard use exists in a real scrape; `promtool check
 # metrics` finds nothing to say; levels are gauges, every ftbpf_agent_* HELP line is its own;
 # no counter ever decreases across 20 scrapes while jobs come and go; in each scrape a job's live
-# ranks equal its rank series.
+# ranks equal its rank series; a rank restarted with a new pid is the same series (8 per rank);
+# an ended job says since when (it leaves the job series a minute after its end).
 . "$(dirname "$0")/lib.sh"
 MPORT=$((26000 + RANDOM % 1000))
 M=http://127.0.0.1:$MPORT/metrics
@@ -46,7 +47,7 @@ PC=$(promtool check metrics <"$T/m1.txt" 2>&1); rc=$?
 [ $rc -eq 0 ] && [ -z "$PC" ] && pass "promtool check metrics: clean" || fail "promtool check metrics (rc $rc): $PC"
 H0=$(value ftbpf_agent_hangs_total)
 [ "$(value ftbpf_job_hung training_job=mjob)" = 0 ] && pass "before the hang: ftbpf_job_hung{training_job=mjob} 0" || fail "hung before: $(value ftbpf_job_hung training_job=mjob)"
-wait_until 5 bash -c "curl -s '$M' | grep -q '^ftbpf_rank_state{training_job=\"mjob\",uid=\"0\",rank=\"0\",pid=\"$R0\",state=\"blocked\"} 1'" &&
+wait_until 5 bash -c "curl -s '$M' | grep -q '^ftbpf_rank_state{training_job=\"mjob\",uid=\"0\",rank=\"0\",state=\"blocked\"} 1'" &&
 	pass "ftbpf_rank_state: rank 0 blocked" || fail "rank state: $(curl -s "$M" | grep 'ftbpf_rank_state.*mjob')"
 wait_until 15 bash -c "[ \"\$(curl -s '$M' | grep -c '^ftbpf_job_hung{training_job=\"mjob\",uid=\"0\"} 1')\" = 1 ]" &&
 	pass "during the hang: ftbpf_job_hung{training_job=mjob} 1" || fail "hung gauge did not flip"
@@ -59,6 +60,17 @@ awk -v v="$NP" 'BEGIN {exit !(v >= 4)}' && pass "ftbpf_job_no_progress_seconds $
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d x "$M")" = 405 ] &&
 	pass "other paths 404, POST 405" || fail "paths/methods"
 jq_status '.agent.counters.metrics_scrapes > 5' && pass "status counts the scrapes" || fail "metrics_scrapes"
+# the series are bounded: a rank is its job, owner and number, never its pid: restarting rank 0
+# (a new process, as a launcher's restart) leaves 8 series per rank and 7 per job (no pid label)
+nseries() { curl -s "$M" | grep -E "^ftbpf_$1\{training_job=\"mjob\"" | grep -vc '^ftbpf_job_culprit'; }
+RS0=$(nseries 'rank_[a-z_]*[a-z]') JS0=$(nseries 'job_[a-z_]*[a-z]')
+kill "$R0"
+FTBPF_JOB=mjob FTBPF_RANK=0 sleep 100 & R0B=$!; WORKLOAD_PIDS+=($R0B)
+wait_until 10 jq_status "[.ranks[] | select(.pid == $R0B and (.exited | not))] | length == 1" || fail "restarted rank 0 not adopted"
+RS1=$(nseries 'rank_[a-z_]*[a-z]') JS1=$(nseries 'job_[a-z_]*[a-z]')
+[ "$RS0" = 16 ] && [ "$RS1" = 16 ] && [ "$JS0" = 7 ] && [ "$JS1" = 7 ] && ! curl -s "$M" | grep -q 'pid="' &&
+	pass "series bounded across a rank's restart: rank series $RS0 -> $RS1 (2 ranks x 8), job series $JS0 -> $JS1 (culprits aside), no pid label" ||
+	fail "series across a restart: rank $RS0 -> $RS1 (want 16), job $JS0 -> $JS1; $(curl -s "$M" | grep -c 'pid="') with pid"
 # one scrape agrees with itself: as each rank of a job ends, ftbpf_job_live_ranks equals the
 # number of the job's ftbpf_rank_state series in every scrape (10 at once after each kill)
 LJ=()
@@ -88,6 +100,8 @@ done
 DEC=$(sort -k2,2 -k1,1n "$T/scrapes" | awk '$2 == name && $3 < v {print $2 ": " v " -> " $3 " at scrape " $1} {name = $2; v = $3}')
 NC=$(cut -d' ' -f2 "$T/scrapes" | sort -u | wc -l)
 [ -z "$DEC" ] && [ "$NC" -ge 30 ] && pass "no counter decreased across 20 scrapes ($NC counter series)" || fail "counters: $NC series; decreased: $DEC"
+jq_status '[.jobs[] | select(.job == "churn5")][0].ended_s_ago >= 0' && jq_status '[.jobs[] | select(.job == "mjob")][0].ended_s_ago == null' &&
+	pass "status: an ended job's ended_s_ago, null for a live one" || fail "ended_s_ago: $(status_json | jq -c '[.jobs[] | {job, live, ended_s_ago}]')"
 # every metric the contrib rules and dashboard name exists in a scrape
 curl -s "$M" >"$T/m2.txt"
 MISSING=$(grep -ohE 'ftbpf_[a-z_]+' "$ROOT/contrib/prometheus/ftbpf-alerts.yml" "$ROOT/contrib/grafana/ftbpf-dashboard.json" |

@@ -1,7 +1,8 @@
 #!/bin/bash
 # (t) ftbpf-top driven in tmux (send-keys, capture-pane) against a real agent and real ranks:
-# a hung job's culprit highlighted, sorting and filtering keys, the detail view, the agent
-# restarting under it, 80x24 without garbage, resizing, --once, q.
+# a hung job's culprit highlighted, sorting and filtering keys, the detail view, the stacks
+# view (s), the agent restarting under it, 80x24 without garbage, resizing (160 columns: CPU%,
+# RSS, THR), --once, q.
 . "$(dirname "$0")/lib.sh"
 command -v tmux >/dev/null || { fail "tmux is not installed"; finish; }
 TS=ftbpf-it-$$ # a private tmux server
@@ -85,6 +86,16 @@ else
 fi
 keys Escape
 wait_screen 3 "Sort severity" && pass "Esc back to the table" || fail "Esc: $(cap | head -3)"
+# s: the culprit's stacks now (as ftbpf stacks PID), Esc back
+keys s
+if wait_screen 8 "stacks of pid $CUL now"; then
+	screen_has "rank 2 of job hungjob, pid $CUL" && screen_has "tid $CUL" && screen_has "clock_nanosleep" &&
+		pass "s: the culprit's stacks (its thread in clock_nanosleep)" || fail "stacks content: $(cap)"
+else
+	fail "s: no stacks view: $(cap)"
+fi
+keys Escape
+wait_screen 3 "Sort severity" && pass "Esc back from the stacks view" || fail "stacks view stuck: $(cap | head -3)"
 
 # the peers view (this agent has no mesh: it says so)
 keys P
@@ -107,8 +118,15 @@ wait_until 10 screen_has "! hungjob" && pass "culprit shown again after the rest
 # resize: wider shows every column; narrow still draws
 tm resize-window -t top -x 160 -y 40 2>/dev/null || tm resize-pane -t top -x 160 -y 40
 sleep 1.2
-cap | grep -qE "GPU +PING +TIMER" && pass "160 columns: GPU, PING and TIMER columns" ||
+cap | grep -qE "GPU +PING +TIMER +SLOW +CPU% +RSS +THR +REASON" && pass "160 columns: GPU, PING, TIMER, SLOW, CPU%, RSS and THR columns" ||
 	fail "wide header: $(cap | grep JOB)"
+# the culprit sleeps: 0% CPU, its resident memory, its threads (the agent's count)
+ROW=$(cap | grep -E "^! hungjob +2 +$CUL ")
+echo "$ROW" | grep -qE " 0 +[0-9.]+[kMG] +[0-9]+ +blocked in clock_nanosleep" &&
+	pass "160 columns: the culprit's CPU% 0, RSS and threads: $(echo "$ROW" | grep -oE ' 0 +[0-9.]+[kMG] +[0-9]+ ' | tr -s ' ')" ||
+	fail "CPU%/RSS/THR cells: $ROW"
+BUSY=$(cap | grep -E "^. okjob " | grep -oE " [0-9]+ +[0-9.]+[kMG] +[0-9]+ +[a-z]" | awk '{print $1}' | sort -n | tail -1)
+[ -n "$BUSY" ] && pass "160 columns: okjob's ranks have CPU% (highest $BUSY)" || fail "okjob CPU%: $(cap | grep okjob)"
 tm resize-window -t top -x 60 -y 15 2>/dev/null || tm resize-pane -t top -x 60 -y 15
 sleep 1.2
 cap | awk 'length($0) > 60 { bad = 1 } END { exit bad }' && screen_has "hungjob" &&
@@ -128,7 +146,8 @@ setpriv --reuid=nobody --regid=nogroup --clear-groups "$B/ftbpf-top" --socket "$
 [ $RC -eq 0 ] && grep -q "Ranks 0: none adopted" "$T/once3.txt" && ! grep -q "hungjob\|okjob" "$T/once3.txt" &&
 	pass "unprivileged user: no ranks, no events of root's jobs" || fail "unprivileged view (rc $RC): $(cat "$T/once3.txt")"
 "$B/ftbpf-top" --delay 0 >/dev/null 2>&1; [ $? -eq 2 ] && pass "bad --delay rejected" || fail "bad --delay accepted"
-"$B/ftbpf-top" --help | grep -q "Enter detail" && pass "--help lists the keys" || fail "--help without keys"
+"$B/ftbpf-top" --help | grep -q "Enter detail" && "$B/ftbpf-top" --help | grep -q "s stacks of the rank" &&
+	"$B/ftbpf-top" --help | grep -q "CPU%" && pass "--help lists the keys and the CPU% column" || fail "--help without keys"
 
 # q quits
 keys q

@@ -1,6 +1,7 @@
 /*
  * The status -> Prometheus text formatter (user/lib/metrics_text.c): every series a status
- * yields, label values escaped, exited ranks left out, and no output for what is not a status.
+ * yields, label values escaped, exited ranks and long-ended jobs left out, a bounded number of
+ * series per rank and per job, and no output for what is not a status.
  */
 #include <CUnit/Basic.h>
 #include <json-c/json.h>
@@ -74,13 +75,14 @@ static void test_series(void)
 	    t, "ftbpf_job_culprit{training_job=\"a\\\"b\\\\c\\nd\",uid=\"1000\",rank=\"1\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(
 	    strstr(t, "ftbpf_job_generation{training_job=\"a\\\"b\\\\c\\nd\",uid=\"1000\"} 3\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t,
+				      "ftbpf_rank_state{training_job=\"j\",uid=\"1000\",rank=\"0\","
+				      "state=\"blocked\"} 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(
-	    strstr(t, "ftbpf_rank_state{training_job=\"j\",uid=\"1000\",rank=\"0\",pid="
-		      "\"10\",state=\"blocked\"} 1\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(
-	    t, "ftbpf_rank_timers{training_job=\"j\",uid=\"1000\",rank=\"0\",pid=\"10\"} 1\n"));
-	CU_ASSERT_PTR_NULL(strstr(t, "pid=\"11\"")); /* exited: not a live series */
-	CU_ASSERT_PTR_NULL(strstr(t, "=\"\""));	     /* no empty label */
+	    strstr(t, "ftbpf_rank_timers{training_job=\"j\",uid=\"1000\",rank=\"0\"} 1\n"));
+	CU_ASSERT_PTR_NULL(strstr(t, "\"j\",uid=\"1000\",rank=\"1\"")); /* exited: no series */
+	CU_ASSERT_PTR_NULL(strstr(t, "pid="));	/* a restart is no new series */
+	CU_ASSERT_PTR_NULL(strstr(t, "=\"\"")); /* no empty label */
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_mesh_peers{state=\"alive\"} 2\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_decisions_store_reachable 1\n"));
 	free(t);
@@ -178,6 +180,114 @@ static void test_help_distinct(void)
 	json_object_put(st);
 }
 
+/* The samples of a scrape whose name starts with prefix (comments left out). */
+static int count_samples(const char *text, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	int n = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		n += !strncmp(l, prefix, pl);
+	return n;
+}
+
+/* A status of njobs jobs of nranks live ranks each (pids from pid0), one culprit per job; job
+ * 0 has one more process: an exited earlier incarnation of its rank 0. */
+static char *status_of(int njobs, int nranks, int pid0)
+{
+	struct json_object *st = json_object_new_object(), *jobs = json_object_new_array(),
+			   *ranks = json_object_new_array();
+	char *text = NULL, name[32];
+	size_t len = 0;
+
+	json_object_object_add(st, "agent", json_object_new_object());
+	for (int j = 0; j < njobs; j++) {
+		struct json_object *jo = json_object_new_object(), *cr = json_object_new_array();
+
+		snprintf(name, sizeof(name), "job%d", j);
+		json_object_object_add(jo, "job", json_object_new_string(name));
+		json_object_object_add(jo, "uid", json_object_new_int(1000));
+		json_object_object_add(jo, "state", json_object_new_string("hung"));
+		json_object_object_add(jo, "live", json_object_new_int(nranks));
+		json_object_array_add(cr, json_object_new_int(0));
+		json_object_object_add(jo, "culprit_ranks", cr);
+		json_object_array_add(jobs, jo);
+		for (int r = -(j == 0); r < nranks; r++) {
+			struct json_object *ro = json_object_new_object();
+
+			json_object_object_add(ro, "job", json_object_new_string(name));
+			json_object_object_add(ro, "uid", json_object_new_int(1000));
+			json_object_object_add(ro, "rank", json_object_new_int(r < 0 ? 0 : r));
+			json_object_object_add(ro, "pid", json_object_new_int(pid0++));
+			json_object_object_add(ro, "state", json_object_new_string("blocked"));
+			json_object_object_add(ro, "exited", json_object_new_boolean(r < 0));
+			json_object_array_add(ranks, ro);
+		}
+	}
+	json_object_object_add(st, "jobs", jobs);
+	json_object_object_add(st, "ranks", ranks);
+	if (metrics_format(st, &text, &len) < 0)
+		text = NULL;
+	json_object_put(st);
+	return text;
+}
+
+/*
+ * The series count is bounded: 8 per live rank (its state and 7 gauges) and 8 per job (7
+ * gauges and one per culprit rank), whatever the pids; a rank restarted with another pid is the
+ * same series.
+ */
+static void test_series_count(void)
+{
+	char *a = status_of(3, 4, 100), *b = status_of(3, 4, 5000);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_EQUAL(count_samples(a, "ftbpf_rank_"), 3 * 4 * 8);
+	CU_ASSERT_EQUAL(count_samples(a, "ftbpf_job_"), 3 * 8);
+	CU_ASSERT_EQUAL(count_samples(a, "ftbpf_rank_state{"), 3 * 4);
+	CU_ASSERT_STRING_EQUAL(a, b); /* other pids: the very same scrape */
+	free(a);
+	free(b);
+}
+
+/* Two live processes that claim one rank: one series, the newer one's. */
+static void test_duplicate_rank(void)
+{
+	char *t = format("{\"agent\":{},\"jobs\":[],\"ranks\":["
+			 "{\"pid\":10,\"rank\":0,\"job\":\"j\",\"uid\":0,\"state\":\"stopped\","
+			 "\"adopted_s_ago\":50,\"exited\":false},"
+			 "{\"pid\":11,\"rank\":0,\"job\":\"j\",\"uid\":0,\"state\":\"running\","
+			 "\"adopted_s_ago\":2,\"exited\":false}]}");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_EQUAL(count_samples(t, "ftbpf_rank_state{"), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(
+	    t, "ftbpf_rank_state{training_job=\"j\",uid=\"0\",rank=\"0\",state=\"running\"}"));
+	CU_ASSERT_EQUAL(count_samples(t, "ftbpf_rank_"), 8);
+	free(t);
+}
+
+/* A job ended a minute ago is in no job series (nor in ftbpf_jobs); one just ended still is. */
+static void test_ended_jobs(void)
+{
+	char *t = format("{\"agent\":{},\"ranks\":[],\"jobs\":["
+			 "{\"job\":\"old\",\"uid\":0,\"state\":\"failed\",\"failed\":true,"
+			 "\"live\":0,\"ended_s_ago\":61,\"culprit_ranks\":[1]},"
+			 "{\"job\":\"new\",\"uid\":0,\"state\":\"failed\",\"failed\":true,"
+			 "\"live\":0,\"ended_s_ago\":3,\"culprit_ranks\":[1]},"
+			 "{\"job\":\"live\",\"uid\":0,\"state\":\"ok\",\"live\":2,"
+			 "\"ended_s_ago\":null}]}");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_PTR_NULL(strstr(t, "\"old\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_job_failed{training_job=\"new\",uid=\"0\"} 1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_job_failed{training_job=\"live\",uid=\"0\"} 0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "ftbpf_jobs{state=\"failed\"} 1\n"));
+	CU_ASSERT_EQUAL(count_samples(t, "ftbpf_job_"), 2 * 7 + 1);
+	free(t);
+}
+
 static void test_not_a_status(void)
 {
 	CU_ASSERT_PTR_NULL(format("[1,2]"));
@@ -238,6 +348,9 @@ int main(void)
 	CU_add_test(s, "every series, labels escaped, exited ranks left out", test_series);
 	CU_add_test(s, "every HELP line is distinct", test_help_distinct);
 	CU_add_test(s, "the culprit's host, no empty state label", test_culprit_node);
+	CU_add_test(s, "series bounded per rank and per job, no pid", test_series_count);
+	CU_add_test(s, "two processes of one rank: one series", test_duplicate_rank);
+	CU_add_test(s, "ended jobs leave the job series", test_ended_jobs);
 	CU_add_test(s, "not a status: an error", test_not_a_status);
 	CU_add_test(s, "odd shapes: no crash", test_odd_shapes);
 	CU_add_test(s, "a job name that is not UTF-8: the scrape stays UTF-8", test_not_utf8);

@@ -1,5 +1,6 @@
 /* ftbpf-top's model without curses: rows from status replies, sorting, filtering, selection,
- * rates, column layout, frames at 80x24, the agent going away, events, the detail view. */
+ * rates, column layout, frames at 80x24, the agent going away, events, the detail view, CPU%,
+ * RSS and threads, the stacks view. */
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <stdio.h>
@@ -521,6 +522,112 @@ static void test_slow_column(void)
 	top_model_fini(&m);
 }
 
+/* CPU%, RSS and threads: /proc/PID/stat parsed, CPU% from the time since the last refresh,
+ * the agent's thread count kept, the 160-column table shows them, they sort. */
+static void test_proc_columns(void)
+{
+	/* comm with a space and a ')': the last ')' ends it; utime 250 stime 50 ticks, 7
+	 * threads, rss 2560 pages */
+	static const char stat[] =
+	    "103 (py) (x) S 1 103 103 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 7 0 "
+	    "12345 104857600 2560 18446744073709551615";
+	struct top_procstat ps[2] = {{0}}, bad;
+	struct top_model m;
+	struct top_frame f;
+	enum top_col cols[TC_N];
+	int w[TC_N], n, hdr, found = 0;
+
+	CU_ASSERT_EQUAL_FATAL(top_parse_proc_stat(stat, strlen(stat), 100, 4, &ps[0]), 0);
+	CU_ASSERT_DOUBLE_EQUAL(ps[0].cpu_s, 3.0, 1e-9);
+	CU_ASSERT_EQUAL(ps[0].threads, 7);
+	CU_ASSERT_EQUAL(ps[0].rss_kb, 10240);
+	CU_ASSERT_EQUAL(top_parse_proc_stat("12 (x) S 1", 10, 100, 4, &bad), -EINVAL);
+	CU_ASSERT_EQUAL(top_parse_proc_stat("no paren", 8, 100, 4, &bad), -EINVAL);
+
+	top_model_init(&m);
+	load(&m, 1000, 10.0);
+	ps[0].pid = 103;
+	ps[1] = (struct top_procstat){.pid = 201, .cpu_s = 1.0, .rss_kb = 2048, .threads = 3};
+	CU_ASSERT_EQUAL(top_model_proc_stats(&m, ps, 2, 10.0), 0);
+	for (int i = 0; i < m.nrows; i++) {
+		const struct top_row *r = &m.rows[i];
+
+		if (r->pid == 103) {
+			CU_ASSERT(r->cpu_pct < 0); /* one sample: no rate yet */
+			CU_ASSERT_EQUAL(r->rss_kb, 10240);
+			CU_ASSERT_EQUAL(r->threads, 7); /* the agent gave none */
+		} else if (r->pid == 101) {
+			CU_ASSERT(r->rss_kb < 0 && r->threads < 0); /* not readable: "-" */
+		}
+	}
+	/* a refresh 2 s later: 103 used 1.5 s of CPU (75%), 201 used 4 s (200%: two threads) */
+	load(&m, 1100, 12.0);
+	ps[0].cpu_s += 1.5;
+	ps[1].cpu_s += 4.0;
+	CU_ASSERT_EQUAL(top_model_proc_stats(&m, ps, 2, 12.0), 0);
+	for (int i = 0; i < m.nrows; i++) {
+		if (m.rows[i].pid == 103)
+			CU_ASSERT_DOUBLE_EQUAL(m.rows[i].cpu_pct, 75.0, 1e-6);
+		if (m.rows[i].pid == 201)
+			CU_ASSERT_DOUBLE_EQUAL(m.rows[i].cpu_pct, 200.0, 1e-6);
+	}
+	top_model_sort(&m, TC_CPU, 0); /* the busiest first */
+	CU_ASSERT_EQUAL(view_pid(&m, 0), 201);
+	CU_ASSERT_EQUAL(view_pid(&m, 1), 103);
+	top_model_sort(&m, TC_RSS, 0);
+	CU_ASSERT_EQUAL(view_pid(&m, 0), 103);
+	CU_ASSERT_EQUAL(top_col_parse("cpu%"), TC_CPU);
+	CU_ASSERT_EQUAL(top_col_parse("cpu"), TC_CPU);
+	CU_ASSERT_EQUAL(top_col_parse("rss"), TC_RSS);
+	CU_ASSERT_EQUAL(top_col_parse("thr"), TC_THR);
+	/* 160 columns: every column, CPU% RSS THR before the reason */
+	n = top_layout(160, cols, w);
+	CU_ASSERT_EQUAL(n, TC_N - 1);
+	top_frame_init(&f, 160);
+	top_render_main(&m, &f, 160, 40, "/run/ftbpf.sock", 1);
+	hdr = find_line(&f, "CPU%");
+	CU_ASSERT(hdr >= 0 && strstr(f.lines[hdr].text, "SLOW  CPU%    RSS  THR REASON"));
+	for (int i = 0; i < f.n; i++)
+		if (strstr(f.lines[i].text, " 103 ")) {
+			found = 1;
+			CU_ASSERT_PTR_NOT_NULL(strstr(f.lines[i].text, "   75    10M    7 "));
+		}
+	CU_ASSERT(found);
+	top_frame_fini(&f);
+	top_model_fini(&m);
+}
+
+/* The stacks view: `ftbpf stacks PID`'s reply as lines, or why there is none. */
+static void test_stacks_view(void)
+{
+	struct json_object *st = json_tokener_parse(
+	    "{\"ok\":true,\"processes\":[{\"pid\":103,\"rank\":2,\"job\":\"train-a\","
+	    "\"comm\":\"python3\",\"state\":\"blocked\",\"reason\":\"blocked in futex\","
+	    "\"threads\":[{\"tid\":103,\"comm\":\"python3\",\"state\":\"S\",\"syscall\":\"futex\","
+	    "\"wchan\":\"futex_wait\",\"kernel_stack\":[\"futex_wait_queue\",\"do_futex\"]}],"
+	    "\"python_version\":\"3.11\",\"python_threads\":[{\"thread_id\":\"0x7f3a1c2b5740\","
+	    "\"tid\":103,\"stack\":[{\"file\":\"train.py\",\"line\":14,\"function\":\"load\"}]}]}]"
+	    "}");
+	struct top_frame f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	top_frame_init(&f, 100);
+	top_render_stacks(st, 103, NULL, &f, 100);
+	CU_ASSERT(find_line(&f, "stacks of pid 103 now") == 0);
+	CU_ASSERT(find_line(&f, "rank 2 of job train-a, pid 103 (python3): blocked") >= 0);
+	CU_ASSERT(find_line(&f, "tid 103 python3") >= 0);
+	CU_ASSERT(find_line(&f, "      futex_wait_queue") >= 0);
+	CU_ASSERT(find_line(&f, "PYTHON STACKS (CPython 3.11)") >= 0);
+	CU_ASSERT(find_line(&f, "  File \"train.py\", line 14 in load") >= 0);
+	top_render_stacks(NULL, 5, "permission_denied", &f, 100);
+	CU_ASSERT(find_line(&f, "no stacks for pid 5: permission_denied") >= 0);
+	top_render_help(&f, 100);
+	CU_ASSERT(find_line(&f, "  s  ") >= 0 || find_line(&f, "  s               stacks") >= 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(top_keys_line(160), "s stacks"));
+	top_frame_fini(&f);
+	json_object_put(st);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -542,6 +649,8 @@ int main(void)
 	CU_add_test(s, "event ring", test_events_ring);
 	CU_add_test(s, "detail and help", test_detail);
 	CU_add_test(s, "job names in full", test_full_job_names);
+	CU_add_test(s, "CPU%, RSS and threads", test_proc_columns);
+	CU_add_test(s, "the stacks view", test_stacks_view);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

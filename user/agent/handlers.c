@@ -53,6 +53,7 @@ static struct json_object *do_status(struct handlers *h, const struct ctl_reques
 		if (peer_may(peer, h->ranks->jobs[j]->uid) && !h->ranks->jobs[j]->timers_only) {
 			struct json_object *jo = view_job(h->ranks->jobs[j]);
 
+			view_job_ended(jo, h->ranks->jobs[j], now);
 			if (h->dc)
 				decide_job_json(h->dc, h->ranks->jobs[j], jo);
 			rasq_job_json(h->vs.rq, jo, h->ranks->jobs[j], now);

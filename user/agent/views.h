@@ -130,6 +130,9 @@ void view_python_stack(struct json_object *o, int pid, int err, const struct py_
 		       const char *why);
 /* A job as `ftbpf status` shows it. */
 struct json_object *view_job(const struct job *j);
+/* "ended_s_ago" into a job's o: seconds since its last rank exited, when none is live (null
+ * while one is): /metrics leaves a job out once it has been ended a while. */
+void view_job_ended(struct json_object *o, const struct job *j, uint64_t now);
 /* The reply to register. */
 struct json_object *view_registered(const struct rank *k);
 /* The processes a rank forked (from the procs map). */

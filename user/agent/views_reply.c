@@ -428,6 +428,24 @@ struct json_object *view_job(const struct job *j)
 	return o;
 }
 
+void view_job_ended(struct json_object *o, const struct job *j, uint64_t now)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < j->nmembers; i++) {
+		if (!j->members[i]->s.exited) {
+			jnull(o, "ended_s_ago");
+			return;
+		}
+		if (j->members[i]->s.exit_ns > last)
+			last = j->members[i]->s.exit_ns;
+	}
+	if (!j->nmembers)
+		jnull(o, "ended_s_ago");
+	else
+		jdbl(o, "ended_s_ago", view_since(now, last));
+}
+
 static int child_add(void *ctx, const struct collect_child *c)
 {
 	struct json_object *o = json_object_new_object();

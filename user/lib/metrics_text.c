@@ -96,12 +96,17 @@ static void job_labels(FILE *f, struct json_object *j)
 	fprintf(f, ",uid=\"%lld\"}", (long long)num(j, "uid", -1));
 }
 
+/*
+ * A rank is its job, owner and rank number (the host is the scrape's instance label): never
+ * its pid, which would start new series at every restart of the rank. The closing brace is
+ * the caller's (ftbpf_rank_state adds its state).
+ */
 static void rank_labels(FILE *f, struct json_object *r)
 {
 	fputs("{training_job=", f);
 	label(f, str(r, "job"));
-	fprintf(f, ",uid=\"%lld\",rank=\"%lld\",pid=\"%lld\"}", (long long)num(r, "uid", -1),
-		(long long)num(r, "rank", -1), (long long)num(r, "pid", -1));
+	fprintf(f, ",uid=\"%lld\",rank=\"%lld\"", (long long)num(r, "uid", -1),
+		(long long)num(r, "rank", -1));
 }
 
 struct series {
@@ -146,6 +151,18 @@ static int is_array(struct json_object *a)
 	return a && json_object_is_type(a, json_type_array);
 }
 
+/*
+ * A job whose ranks all ended is exported for ENDED_LINGER_S more (its last state, as
+ * ftbpf_job_failed 1, seen by a scrape and a rule evaluation at Prometheus' default one-minute
+ * intervals), then left out of every job series; `ftbpf status` keeps it an hour.
+ */
+#define ENDED_LINGER_S 60
+
+static int job_shown(struct json_object *j)
+{
+	return num(j, "ended_s_ago", -1) < ENDED_LINGER_S;
+}
+
 static void jobs_section(FILE *f, struct json_object *jobs)
 {
 	static const char *const states[] = {"ok",	  "hung",	"failed", "finished",
@@ -156,8 +173,11 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 	for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
 		int c = 0;
 
-		for (size_t i = 0; i < n; i++)
-			c += !strcmp(str(json_object_array_get_idx(jobs, i), "state"), states[s]);
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *j = json_object_array_get_idx(jobs, i);
+
+			c += job_shown(j) && !strcmp(str(j, "state"), states[s]);
+		}
 		fprintf(f, "ftbpf_jobs{state=\"%s\"} %d\n", states[s], c);
 	}
 	for (size_t s = 0; s < sizeof(job_series) / sizeof(job_series[0]); s++) {
@@ -165,6 +185,8 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 		for (size_t i = 0; i < n; i++) {
 			struct json_object *j = json_object_array_get_idx(jobs, i);
 
+			if (!job_shown(j))
+				continue;
 			fputs(job_series[s].name, f);
 			job_labels(f, j);
 			value(f, num(j, job_series[s].key, 0));
@@ -176,7 +198,8 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 		struct json_object *j = json_object_array_get_idx(jobs, i),
 				   *c = get(j, "culprit_ranks");
 
-		for (size_t k = 0; is_array(c) && k < json_object_array_length(c); k++) {
+		for (size_t k = 0; job_shown(j) && is_array(c) && k < json_object_array_length(c);
+		     k++) {
 			fputs("ftbpf_job_culprit{training_job=", f);
 			label(f, str(j, "job"));
 			fprintf(f, ",uid=\"%lld\",rank=\"%d\"} 1\n", (long long)num(j, "uid", -1),
@@ -190,8 +213,8 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 				   *c = get(j, "culprit_ranks");
 
 		/* only where the mesh named the culprit's host: never node="" */
-		for (size_t k = 0;
-		     *str(j, "culprit_node") && is_array(c) && k < json_object_array_length(c);
+		for (size_t k = 0; job_shown(j) && *str(j, "culprit_node") && is_array(c) &&
+				   k < json_object_array_length(c);
 		     k++) {
 			fputs("ftbpf_job_culprit_node{training_job=", f);
 			label(f, str(j, "job"));
@@ -207,37 +230,79 @@ static void jobs_section(FILE *f, struct json_object *jobs)
 	}
 }
 
-static void ranks_section(FILE *f, struct json_object *ranks)
-{
-	size_t n = is_array(ranks) ? json_object_array_length(ranks) : 0;
+/* A live rank in the order that puts one job's, owner's and rank number's processes together,
+ * the most recently adopted first. */
+struct rank_ref {
+	struct json_object *r;
+	const char *job;
+	long long uid, rank;
+	double age;
+};
 
-	header(f, "ftbpf_rank_state", "gauge",
-	       "1 for the state each live rank is in (running, blocked, spinning, ...)");
+static int rank_ref_cmp(const void *a, const void *b)
+{
+	const struct rank_ref *x = a, *y = b;
+	int c = strcmp(x->job, y->job);
+
+	if (c)
+		return c;
+	if (x->uid != y->uid)
+		return x->uid < y->uid ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return (x->age > y->age) - (x->age < y->age);
+}
+
+static int same_rank(const struct rank_ref *x, const struct rank_ref *y)
+{
+	return !strcmp(x->job, y->job) && x->uid == y->uid && x->rank == y->rank;
+}
+
+/*
+ * One series per live rank and metric. Two live processes that claim one rank of a job (a new
+ * incarnation while the old one is still in its grace) are one series: the newer one's.
+ */
+static int ranks_section(FILE *f, struct json_object *ranks)
+{
+	size_t n = is_array(ranks) ? json_object_array_length(ranks) : 0, m = 0;
+	struct rank_ref *v = calloc(n ? n : 1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *r = json_object_array_get_idx(ranks, i);
 
 		if (num(r, "exited", 0))
 			continue;
-		fputs("ftbpf_rank_state{training_job=", f);
-		label(f, str(r, "job"));
-		fprintf(f, ",uid=\"%lld\",rank=\"%lld\",pid=\"%lld\",state=",
-			(long long)num(r, "uid", -1), (long long)num(r, "rank", -1),
-			(long long)num(r, "pid", -1));
-		label(f, str(r, "state"));
+		v[m++] =
+		    (struct rank_ref){r, str(r, "job"), (long long)num(r, "uid", -1),
+				      (long long)num(r, "rank", -1), num(r, "adopted_s_ago", 0)};
+	}
+	qsort(v, m, sizeof(*v), rank_ref_cmp);
+	header(f, "ftbpf_rank_state", "gauge",
+	       "1 for the state each live rank is in (running, blocked, spinning, ...)");
+	for (size_t i = 0; i < m; i++) {
+		if (i && same_rank(&v[i - 1], &v[i]))
+			continue;
+		fputs("ftbpf_rank_state", f);
+		rank_labels(f, v[i].r);
+		fputs(",state=", f);
+		label(f, *str(v[i].r, "state") ? str(v[i].r, "state") : "unknown");
 		fputs("} 1\n", f);
 	}
 	for (size_t s = 0; s < sizeof(rank_series) / sizeof(rank_series[0]); s++) {
 		header(f, rank_series[s].name, rank_series[s].type, rank_series[s].help);
-		for (size_t i = 0; i < n; i++) {
-			struct json_object *r = json_object_array_get_idx(ranks, i);
-
-			if (num(r, "exited", 0))
+		for (size_t i = 0; i < m; i++) {
+			if (i && same_rank(&v[i - 1], &v[i]))
 				continue;
 			fputs(rank_series[s].name, f);
-			rank_labels(f, r);
-			value(f, num(r, rank_series[s].key, 0));
+			rank_labels(f, v[i].r);
+			fputc('}', f);
+			value(f, num(v[i].r, rank_series[s].key, 0));
 		}
 	}
+	free(v);
+	return 0;
 }
 
 /*
@@ -452,6 +517,7 @@ static void mesh_section(FILE *f, struct json_object *cluster)
 int metrics_format(struct json_object *status, char **ret, size_t *ret_len)
 {
 	FILE *f;
+	int rc;
 
 	if (!status || !json_object_is_type(status, json_type_object) || !get(status, "agent"))
 		return -EINVAL;
@@ -462,9 +528,9 @@ int metrics_format(struct json_object *status, char **ret, size_t *ret_len)
 		return -ENOMEM;
 	agent_section(f, get(status, "agent"));
 	jobs_section(f, get(status, "jobs"));
-	ranks_section(f, get(status, "ranks"));
+	rc = ranks_section(f, get(status, "ranks"));
 	mesh_section(f, get(status, "cluster"));
-	if (fclose(f) != 0) {
+	if (fclose(f) != 0 || rc < 0) {
 		free(*ret);
 		*ret = NULL;
 		return -ENOMEM;

@@ -1,8 +1,11 @@
 #include "top/top_collect.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/ctl_client.h"
 
@@ -45,6 +48,49 @@ static int fetch_events(struct top_source *src, struct top_model *m)
 	return r;
 }
 
+/*
+ * CPU time, memory and threads of the ranks here from /proc/PID/stat, which every user may
+ * read (as ps and top do; a /proc mounted hidepid= shows them "-"). The agent's status has no
+ * process-wide CPU time nor memory; its thread count is kept.
+ */
+static ssize_t read_stat(int pid, char *buf, size_t cap)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap); /* one read: the kernel makes the line whole */
+	close(fd);
+	return n;
+}
+
+static void proc_stats(struct top_model *m, double now_s)
+{
+	struct top_procstat *ps = calloc(m->nrows ? (size_t)m->nrows : 1, sizeof(*ps));
+	long hz = sysconf(_SC_CLK_TCK), page_kb = sysconf(_SC_PAGESIZE) / 1024;
+	char buf[1024];
+	int n = 0;
+
+	if (!ps)
+		return;
+	for (int i = 0; i < m->nrows; i++) {
+		const struct top_row *r = &m->rows[i];
+		ssize_t len;
+
+		if (r->elsewhere || r->exited || r->pid <= 0)
+			continue;
+		len = read_stat(r->pid, buf, sizeof(buf) - 1);
+		if (len > 0 && top_parse_proc_stat(buf, (size_t)len, hz, page_kb, &ps[n]) == 0)
+			ps[n++].pid = r->pid;
+	}
+	(void)top_model_proc_stats(m, ps, n, now_s); /* out of memory: the columns show "-" */
+	free(ps);
+}
+
 int top_collect(struct top_source *src, struct top_model *m, double now_s)
 {
 	struct json_object *req = json_object_new_object(), *o = NULL;
@@ -68,6 +114,7 @@ int top_collect(struct top_source *src, struct top_model *m, double now_s)
 		top_model_disconnected(m, why);
 		return r;
 	}
+	proc_stats(m, now_s);
 	if (m->agent_pid != src->agent_pid) { /* another agent: its own event sequence */
 		top_model_clear_events(m);
 		src->agent_pid = m->agent_pid;
@@ -102,6 +149,7 @@ static void attach_timers(struct top_source *src, int pid, struct json_object *e
 }
 
 #define EXPLAIN_TIMEOUT_MS 4000
+#define STACKS_TIMEOUT_MS  8000
 
 int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
 			size_t errlen)
@@ -129,6 +177,31 @@ int top_collect_explain(struct top_source *src, int pid, struct json_object **re
 		return -EPERM;
 	}
 	attach_timers(src, pid, o);
+	*ret_obj = o;
+	return 0;
+}
+
+int top_collect_stacks(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
+		       size_t errlen)
+{
+	struct json_object *req = json_object_new_object(), *o = NULL;
+	int r;
+
+	json_object_object_add(req, "cmd", json_object_new_string("stacks"));
+	json_object_object_add(req, "pid", json_object_new_int(pid));
+	/* as `ftbpf stacks PID`: the agent answers once the Python stacks are read */
+	r = ctl_call(src->socket, req, STACKS_TIMEOUT_MS, &o);
+	json_object_put(req);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", strerror(-r));
+		return r;
+	}
+	if (!ctl_get_bool(o, "ok")) {
+		snprintf(err, errlen, "%s",
+			 ctl_get_str(o, "error") ? ctl_get_str(o, "error") : "refused");
+		json_object_put(o);
+		return -EPERM;
+	}
 	*ret_obj = o;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * ftbpf-top's collection: one short connection per request to ftbpfd's control socket
- * (status, new events, explain), results handed to the model. A connection per request keeps
+ * (status, new events, explain, stacks), results handed to the model; the ranks' CPU and
+ * memory from /proc/PID/stat. A connection per request keeps
  * nothing open across an agent restart: the next refresh simply reaches the new agent.
  */
 #ifndef FTBPF_TOP_COLLECT_H
@@ -23,5 +24,10 @@ int top_collect(struct top_source *src, struct top_model *m, double now_s);
 /* "explain" for pid: *ret_obj (owned by the caller) or -errno with err filled. */
 int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
 			size_t errlen);
+
+/* "stacks" for pid (what `ftbpf stacks PID` shows): *ret_obj (owned by the caller) or -errno
+ * with err filled. */
+int top_collect_stacks(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
+		       size_t errlen);
 
 #endif

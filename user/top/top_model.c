@@ -25,9 +25,10 @@ const char *top_state_filter(int i)
 }
 
 static const char *const col_names[TC_N] = {
-    [TC_SEVERITY] = "severity", [TC_JOB] = "job",     [TC_RANK] = "rank", [TC_PID] = "pid",
-    [TC_STATE] = "state",	[TC_TIME] = "time",   [TC_SYSC] = "sc/s", [TC_GPU] = "gpu",
-    [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_SLOW] = "slow", [TC_REASON] = "reason",
+    [TC_SEVERITY] = "severity", [TC_JOB] = "job",     [TC_RANK] = "rank",     [TC_PID] = "pid",
+    [TC_STATE] = "state",	[TC_TIME] = "time",   [TC_SYSC] = "sc/s",     [TC_GPU] = "gpu",
+    [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_SLOW] = "slow",     [TC_CPU] = "cpu%",
+    [TC_RSS] = "rss",		[TC_THR] = "thr",     [TC_REASON] = "reason",
 };
 
 const char *top_col_name(enum top_col c)
@@ -40,7 +41,7 @@ int top_col_parse(const char *name)
 	for (int i = 0; i < TC_N; i++)
 		if (!strcasecmp(name, col_names[i]))
 			return i;
-	return -1;
+	return !strcasecmp(name, "cpu") ? TC_CPU : !strcasecmp(name, "threads") ? TC_THR : -1;
 }
 
 int top_state_filter_parse(const char *name)
@@ -64,6 +65,7 @@ void top_model_fini(struct top_model *m)
 	free(m->rows);
 	free(m->view);
 	free(m->prev);
+	free(m->cpu_prev);
 	free(m->peers);
 	memset(m, 0, sizeof(*m));
 }
@@ -115,6 +117,9 @@ static void row_from_json(struct top_row *r, struct json_object *o)
 	r->exited = ctl_get_bool(o, "exited");
 	r->slowdown = ctl_get_dbl(o, "slowdown", 0);
 	r->straggler = ctl_get_bool(o, "straggler");
+	r->cpu_pct = -1;
+	r->rss_kb = -1;
+	r->threads = (int)ctl_get_int(o, "threads", -1);
 }
 
 static void job_from_json(struct top_job *j, struct json_object *o)
@@ -166,6 +171,7 @@ static void elsewhere_rows(struct top_row *r, struct json_object *jobs, size_t n
 			r->state_for_s = ctl_get_dbl(x, "no_progress_s", 0);
 			r->sysc_rate = r->gpu_age_s = r->ping_age_s = r->timer_left_s = -1;
 			r->step = -1;
+			r->cpu_pct = r->rss_kb = r->threads = -1;
 			r->hung = !strcmp(ctl_get_str_or(j, "state", ""), "hung") &&
 				  !ctl_get_bool(x, "exited");
 			r->culprit = ctl_get_bool(x, "culprit");
@@ -322,6 +328,80 @@ int top_model_update(struct top_model *m, struct json_object *status, double now
 	m->connected = 1;
 	m->ever = 1;
 	m->error[0] = 0;
+	rebuild_view(m);
+	return 0;
+}
+
+int top_parse_proc_stat(const char *buf, size_t len, long ticks_per_s, long page_kb,
+			struct top_procstat *ret)
+{
+	char tmp[1024];
+	const char *rp;
+	unsigned long long ut, st;
+	long long threads, rss;
+
+	if (len >= sizeof(tmp))
+		len = sizeof(tmp) - 1;
+	memcpy(tmp, buf, len);
+	tmp[len] = 0;
+	rp = strrchr(tmp, ')'); /* comm may hold anything, ')' too: the last one ends it */
+	if (!rp || ticks_per_s <= 0 || page_kb <= 0)
+		return -EINVAL;
+	/* after comm: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+	 * utime stime cutime cstime priority nice num_threads itrealvalue starttime vsize rss */
+	if (sscanf(rp + 1,
+		   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %lld "
+		   "%*d %*u %*u %lld",
+		   &ut, &st, &threads, &rss) != 4 ||
+	    threads < 0 || rss < 0)
+		return -EINVAL;
+	ret->cpu_s = (double)(ut + st) / (double)ticks_per_s;
+	ret->threads = threads > INT32_MAX ? INT32_MAX : (int)threads;
+	ret->rss_kb = rss * page_kb;
+	return 0;
+}
+
+static int cmp_procstat(const void *a, const void *b)
+{
+	const struct top_procstat *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int top_model_proc_stats(struct top_model *m, const struct top_procstat *ps, int n, double now_s)
+{
+	struct top_procstat *cur = calloc(n > 0 ? (size_t)n : 1, sizeof(*cur));
+	double dt = now_s - m->cpu_prev_t;
+
+	if (!cur)
+		return -ENOMEM;
+	if (n > 0)
+		memcpy(cur, ps, (size_t)n * sizeof(*cur));
+	qsort(cur, (size_t)n, sizeof(*cur), cmp_procstat);
+	for (int i = 0; i < m->nrows; i++) {
+		struct top_row *r = &m->rows[i];
+		const struct top_procstat *p, *q;
+
+		if (r->elsewhere)
+			continue;
+		p = n > 0 ? bsearch(&(struct top_procstat){.pid = r->pid}, cur, (size_t)n,
+				    sizeof(*cur), cmp_procstat)
+			  : NULL;
+		if (!p)
+			continue;
+		r->rss_kb = p->rss_kb;
+		if (r->threads < 0)
+			r->threads = p->threads;
+		q = m->ncpu_prev
+			? bsearch(p, m->cpu_prev, (size_t)m->ncpu_prev, sizeof(*cur), cmp_procstat)
+			: NULL;
+		if (q && dt > 0 && p->cpu_s >= q->cpu_s) /* a lower time: another process */
+			r->cpu_pct = (p->cpu_s - q->cpu_s) / dt * 100;
+	}
+	free(m->cpu_prev);
+	m->cpu_prev = cur;
+	m->ncpu_prev = n > 0 ? n : 0;
+	m->cpu_prev_t = now_s;
 	rebuild_view(m);
 	return 0;
 }
@@ -536,6 +616,15 @@ static int cmp_rows(const struct top_row *a, const struct top_row *b, enum top_c
 		break;
 	case TC_SLOW: /* the slowest first */
 		r = cmp_dbl(b->slowdown, a->slowdown);
+		break;
+	case TC_CPU: /* the busiest first */
+		r = cmp_dbl(b->cpu_pct, a->cpu_pct);
+		break;
+	case TC_RSS:
+		r = cmp_dbl((double)b->rss_kb, (double)a->rss_kb);
+		break;
+	case TC_THR:
+		r = b->threads - a->threads;
 		break;
 	case TC_REASON:
 		r = strcmp(a->reason, b->reason);

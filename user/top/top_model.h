@@ -23,6 +23,9 @@ enum top_col {
 	TC_PING,   /* age of the last ftbpf_ping()/step() */
 	TC_TIMER,  /* armed countdown timers, time left on the earliest */
 	TC_SLOW,   /* own time per step over the job's median; '*' a straggler */
+	TC_CPU,	   /* the process's CPU use over the last refresh, % of one CPU */
+	TC_RSS,	   /* resident memory */
+	TC_THR,	   /* threads */
 	TC_REASON, /* last: takes the width that is left */
 	TC_N,
 };
@@ -61,6 +64,17 @@ struct top_row {
 	int elsewhere;	 /* a rank of the job on another host (its host leads the reason) */
 	double slowdown; /* 0 unknown */
 	int straggler;
+	double cpu_pct; /* % of one CPU over the last refresh (all threads); < 0 unknown */
+	int64_t rss_kb; /* < 0 unknown */
+	int threads;	/* the agent's count; < 0 unknown */
+};
+
+/* What /proc/PID/stat tells of a rank's process (readable by every user, as ps reads it). */
+struct top_procstat {
+	int pid;
+	double cpu_s; /* utime + stime, every thread */
+	int64_t rss_kb;
+	int threads;
 };
 
 struct top_job {
@@ -118,6 +132,10 @@ struct top_model {
 	} * prev;
 	int nprev;
 	double prev_t;
+	/* previous CPU times by pid, for CPU% (sorted by pid; owned) */
+	struct top_procstat *cpu_prev;
+	int ncpu_prev;
+	double cpu_prev_t;
 	/* the heartbeat mesh; peers owned */
 	int mesh_on, peers_alive, peers_suspect, peers_dead, peers_left, peers_hung;
 	char mesh_self[32];
@@ -143,6 +161,14 @@ void top_model_fini(struct top_model *m);
 /* Replace the rows and summaries with a status reply; now_s is monotonic. Returns 0 or -EINVAL
  * (not a status reply; the model is unchanged) or -ENOMEM. */
 int top_model_update(struct top_model *m, struct json_object *status, double now_s);
+
+/* A /proc/PID/stat line (len bytes) as a top_procstat (pid not set). 0 or -EINVAL. */
+int top_parse_proc_stat(const char *buf, size_t len, long ticks_per_s, long page_kb,
+			struct top_procstat *ret);
+/* The processes' CPU, memory and threads (n of them, after top_model_update) into the rows of
+ * their pids; CPU% from the CPU time since the last call. Threads the agent counted are kept.
+ * 0 or -ENOMEM (the rows keep their values). */
+int top_model_proc_stats(struct top_model *m, const struct top_procstat *ps, int n, double now_s);
 
 /* The agent could not be reached (or answered badly): keep the last rows, say why. */
 void top_model_disconnected(struct top_model *m, const char *why);

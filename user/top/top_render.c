@@ -18,13 +18,13 @@
 #include "lib/pyfmt.h"
 
 static const char top_keys_help[] =
-    "q quit  Up/Down select  Enter detail  < > sort  r reverse  "
+    "q quit  Up/Down select  Enter detail  s stacks  < > sort  r reverse  "
     "/ job filter  t state filter  c clear  e events  P peers  p pause  ? help";
 
 const char *top_keys_line(int width)
 {
 	static const char narrow[] =
-	    "q quit Enter detail <> sort r rev / job t state c clear P peers p pause ? help";
+	    "q quit Enter detail s stacks <> sort / job t state c clear P peers ? help";
 
 	return width >= (int)strlen(top_keys_help) ? top_keys_help : narrow;
 }
@@ -83,10 +83,12 @@ void top_frame_add(struct top_frame *f, enum top_attr a, const char *fmt, ...)
 /* Column widths: minimum; REASON takes the rest. Optional columns are dropped, in order, when
  * the terminal is narrow. */
 static const int col_width[TC_N] = {
-    [TC_JOB] = 12, [TC_RANK] = 5, [TC_PID] = 7,	   [TC_STATE] = 10, [TC_TIME] = 7,    [TC_SYSC] = 6,
-    [TC_GPU] = 6,  [TC_PING] = 6, [TC_TIMER] = 10, [TC_SLOW] = 5,   [TC_REASON] = 20,
+    [TC_JOB] = 12, [TC_RANK] = 5, [TC_PID] = 7,	 [TC_STATE] = 10,  [TC_TIME] = 7,
+    [TC_SYSC] = 6, [TC_GPU] = 6,  [TC_PING] = 6, [TC_TIMER] = 10,  [TC_SLOW] = 5,
+    [TC_CPU] = 5,  [TC_RSS] = 6,  [TC_THR] = 4,	 [TC_REASON] = 20,
 };
-static const enum top_col drop_order[] = {TC_GPU, TC_PING, TC_TIMER, TC_SLOW, TC_SYSC, TC_TIME};
+static const enum top_col drop_order[] = {TC_GPU,  TC_PING, TC_THR,  TC_RSS, TC_TIMER,
+					  TC_SLOW, TC_CPU,  TC_SYSC, TC_TIME};
 
 int top_layout(int width, enum top_col *ret_cols, int *ret_widths)
 {
@@ -142,6 +144,19 @@ static void fmt_rate(double r, char *buf, size_t n)
 		snprintf(buf, n, "%.1fM", r / 1e6);
 }
 
+/* Kilobytes as 512k, 98M, 1.5G. */
+static void fmt_kb(int64_t kb, char *buf, size_t n)
+{
+	if (kb < 0)
+		snprintf(buf, n, "-");
+	else if (kb < 10 * 1024)
+		snprintf(buf, n, "%lldk", (long long)kb);
+	else if (kb < 10 * 1024 * 1024)
+		snprintf(buf, n, "%lldM", (long long)(kb / 1024));
+	else
+		snprintf(buf, n, "%.1fG", (double)kb / (1024 * 1024));
+}
+
 static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 {
 	char a[32];
@@ -189,6 +204,21 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 			snprintf(buf, n, "%.2f%s", r->slowdown > 9.99 ? 9.99 : r->slowdown,
 				 r->straggler ? "*" : "");
 		break;
+	case TC_CPU:
+		if (r->cpu_pct < 0)
+			snprintf(buf, n, "-");
+		else
+			snprintf(buf, n, "%.0f", r->cpu_pct > 99999 ? 99999 : r->cpu_pct);
+		break;
+	case TC_RSS:
+		fmt_kb(r->rss_kb, buf, n);
+		break;
+	case TC_THR:
+		if (r->threads < 0)
+			snprintf(buf, n, "-");
+		else
+			snprintf(buf, n, "%d", r->threads);
+		break;
 	case TC_REASON:
 		snprintf(buf, n, "%s", r->reason);
 		break;
@@ -200,7 +230,8 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 static int right_aligned(enum top_col c)
 {
 	return c == TC_RANK || c == TC_PID || c == TC_TIME || c == TC_SYSC || c == TC_GPU ||
-	       c == TC_PING || c == TC_TIMER || c == TC_SLOW;
+	       c == TC_PING || c == TC_TIMER || c == TC_SLOW || c == TC_CPU || c == TC_RSS ||
+	       c == TC_THR;
 }
 
 /* Cells padded or cut to their column, separated by one space. */
@@ -450,6 +481,48 @@ static void python_lines(struct top_frame *f, struct json_object *ex)
 	pyfmt_lines(th, py_line, f);
 }
 
+void top_render_stacks(struct json_object *st, int pid, const char *error, struct top_frame *f,
+		       int width)
+{
+	struct json_object *procs = get_array(st, "processes");
+
+	top_frame_clear(f, width);
+	top_frame_add(f, TA_TITLE, "ftbpf-top: stacks of pid %d now (s re-reads, Esc/q back)", pid);
+	if (!procs) {
+		top_frame_add(f, TA_ERROR, "no stacks for pid %d: %s", pid,
+			      error ? error : "no answer");
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(procs); i++) {
+		struct json_object *p = json_object_array_get_idx(procs, i), *th;
+
+		top_frame_add(f, TA_NORMAL, "%s", "");
+		if (ctl_get_int(p, "rank", -1) >= 0)
+			top_frame_add(
+			    f, TA_INFO, "rank %lld of job %s, pid %lld (%s): %s, %s",
+			    (long long)ctl_get_int(p, "rank", -1), ctl_get_str_or(p, "job", "-"),
+			    (long long)ctl_get_int(p, "pid", 0), ctl_get_str_or(p, "comm", "-"),
+			    ctl_get_str_or(p, "state", "-"), ctl_get_str_or(p, "reason", "-"));
+		else
+			top_frame_add(f, TA_INFO, "pid %lld (%s), state %s",
+				      (long long)ctl_get_int(p, "pid", 0),
+				      ctl_get_str_or(p, "comm", "-"),
+				      ctl_get_str_or(p, "state", "-"));
+		th = get_array(p, "threads");
+		for (size_t t = 0; th && t < json_object_array_length(th); t++) {
+			struct json_object *x = json_object_array_get_idx(th, t);
+
+			top_frame_add(
+			    f, TA_NORMAL, "  tid %lld %-15s state %s  syscall %s  wchan %s",
+			    (long long)ctl_get_int(x, "tid", 0), ctl_get_str_or(x, "comm", "-"),
+			    ctl_get_str_or(x, "state", "-"), ctl_get_str_or(x, "syscall", "-"),
+			    ctl_get_str_or(x, "wchan", "-"));
+			json_lines(f, get_array(x, "kernel_stack"), "      ", 64);
+		}
+		python_lines(f, p);
+	}
+}
+
 void top_render_detail(const struct top_model *m, struct json_object *ex, const char *error,
 		       struct top_frame *f, int width)
 {
@@ -619,6 +692,9 @@ void top_render_help(struct top_frame *f, int width)
 	    "  Up/Down, k/j    move the selection       PgUp/PgDn, Home/End  by pages, to the ends",
 	    "  Enter           detail of the selected rank: threads, kernel stacks, signals, "
 	    "timers",
+	    "  s               stacks of the selected rank now (ftbpf stacks PID): every "
+	    "thread's",
+	    "                  kernel stack and its Python stacks; s again re-reads, Esc back",
 	    "  < >             sort by the previous/next column; r reverses",
 	    "  /               filter by job (substring; empty clears)",
 	    "  t T             cycle the state filter: all, problems, each state, hung, culprit",
@@ -629,7 +705,9 @@ void top_render_help(struct top_frame *f, int width)
 	    "",
 	    "Markers: '!' the culprit rank, '*' a rank of a hung job, 'x' an exited rank.",
 	    "Columns: TIME in the state, SC/S syscalls per second, GPU age of the last GPU",
-	    "activity, PING age of the last ftbpf_ping/step, TIMER armed timers:time left.",
+	    "activity, PING age of the last ftbpf_ping/step, TIMER armed timers:time left,",
+	    "SLOW time per step over the job's median, CPU% of one CPU over the last refresh",
+	    "(every thread), RSS resident memory, THR threads (CPU% and RSS: /proc/PID/stat).",
 	};
 
 	top_frame_clear(f, width);

@@ -39,13 +39,18 @@ void top_render_main(struct top_model *m, struct top_frame *f, int width, int he
 void top_render_detail(const struct top_model *m, struct json_object *explain, const char *error,
 		       struct top_frame *f, int width);
 
+/* A "stacks" reply for pid (NULL: not available, error says why), as `ftbpf stacks PID`
+ * prints it: each thread's state and kernel stack, then the Python stacks. */
+void top_render_stacks(struct json_object *stacks, int pid, const char *error, struct top_frame *f,
+		       int width);
+
 /* Append the heartbeat mesh's peers, one line each (the `P` view; --once ends with them). */
 void top_render_peers(const struct top_model *m, struct top_frame *f);
 
 /* The help screen. */
 void top_render_help(struct top_frame *f, int width);
 
-/* The key line that fits width (in full from 132 columns). */
+/* The key line that fits width (in full from 142 columns). */
 const char *top_keys_line(int width);
 
 #endif
