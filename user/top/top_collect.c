@@ -151,20 +151,16 @@ static void attach_timers(struct top_source *src, int pid, struct json_object *e
 #define EXPLAIN_TIMEOUT_MS 4000
 #define STACKS_TIMEOUT_MS  8000
 
-int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
-			size_t errlen)
+/* One request about pid (cmd), answered within timeout_ms: its reply, or -errno and why. */
+static int call_pid(struct top_source *src, const char *cmd, int pid, int timeout_ms,
+		    struct json_object **ret_obj, char *err, size_t errlen)
 {
 	struct json_object *req = json_object_new_object(), *o = NULL;
 	int r;
 
-	json_object_object_add(req, "cmd", json_object_new_string("explain"));
+	json_object_object_add(req, "cmd", json_object_new_string(cmd));
 	json_object_object_add(req, "pid", json_object_new_int(pid));
-	/* the agent answers once the rank's Python stacks are read (2 s at most) */
-	r = ctl_call(src->socket, req,
-		     src->timeout_ms > 0 && src->timeout_ms < EXPLAIN_TIMEOUT_MS
-			 ? EXPLAIN_TIMEOUT_MS
-			 : src->timeout_ms,
-		     &o);
+	r = ctl_call(src->socket, req, timeout_ms, &o);
 	json_object_put(req);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", strerror(-r));
@@ -176,32 +172,28 @@ int top_collect_explain(struct top_source *src, int pid, struct json_object **re
 		json_object_put(o);
 		return -EPERM;
 	}
-	attach_timers(src, pid, o);
 	*ret_obj = o;
 	return 0;
+}
+
+int top_collect_explain(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
+			size_t errlen)
+{
+	/* the agent answers once the rank's Python stacks are read (2 s at most) */
+	int r = call_pid(src, "explain", pid,
+			 src->timeout_ms > 0 && src->timeout_ms < EXPLAIN_TIMEOUT_MS
+			     ? EXPLAIN_TIMEOUT_MS
+			     : src->timeout_ms,
+			 ret_obj, err, errlen);
+
+	if (r == 0)
+		attach_timers(src, pid, *ret_obj);
+	return r;
 }
 
 int top_collect_stacks(struct top_source *src, int pid, struct json_object **ret_obj, char *err,
 		       size_t errlen)
 {
-	struct json_object *req = json_object_new_object(), *o = NULL;
-	int r;
-
-	json_object_object_add(req, "cmd", json_object_new_string("stacks"));
-	json_object_object_add(req, "pid", json_object_new_int(pid));
 	/* as `ftbpf stacks PID`: the agent answers once the Python stacks are read */
-	r = ctl_call(src->socket, req, STACKS_TIMEOUT_MS, &o);
-	json_object_put(req);
-	if (r < 0) {
-		snprintf(err, errlen, "%s", strerror(-r));
-		return r;
-	}
-	if (!ctl_get_bool(o, "ok")) {
-		snprintf(err, errlen, "%s",
-			 ctl_get_str(o, "error") ? ctl_get_str(o, "error") : "refused");
-		json_object_put(o);
-		return -EPERM;
-	}
-	*ret_obj = o;
-	return 0;
+	return call_pid(src, "stacks", pid, STACKS_TIMEOUT_MS, ret_obj, err, errlen);
 }
