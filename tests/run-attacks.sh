@@ -5,7 +5,7 @@
 # FTBPFD=path runs them against another agent binary (an ASan/UBSan build: make asan-agent,
 # FTBPFD=$PWD/build-asan/ftbpfd tests/run-attacks.sh).
 cd "$(dirname "$0")/.." || exit 2
-ATTACKS="sec_exited_ranks sec_thread_execs sec_sparse_elf sec_probe_poison sec_ci_links sec_rescan_environ detect_runuser mesh_node_keys sec_memory_limit"
+ATTACKS="sec_exited_ranks sec_thread_execs sec_sparse_elf sec_probe_poison sec_ci_links sec_rescan_environ detect_runuser mesh_node_keys sec_memory_limit mesh_part_members"
 pass=0 failed=0 names=()
 if [ -x build/tests/bpf/test_shares ] && [ "$(id -u)" = 0 ]; then
 	if timeout 120 build/tests/bpf/test_shares >/tmp/ftbpf-attacks-bpf.out 2>&1; then

@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dec_done d;
 	struct dec_member m;
 	struct dec_bind b;
+	struct dec_out o;
 	struct dec_run rn;
 	struct dec_launch l;
 	uint64_t x, y;
@@ -40,6 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (dec_member_parse(s, &m) == 0 && dec_member_format(&m, buf, sizeof(buf)) == 0 &&
 	    dec_member_parse(buf, &m) < 0)
+		abort();
+	if (dec_out_parse(s, &o) == 0 && dec_out_format(&o, buf, sizeof(buf)) == 0 &&
+	    dec_out_parse(buf, &o) < 0)
 		abort();
 	if (dec_bind_parse(s, &b) == 0 && dec_bind_format(&b, buf, sizeof(buf)) == 0 &&
 	    dec_bind_parse(buf, &b) < 0)

@@ -81,6 +81,15 @@ C=$(xf 1 status --json | jq -c '.agent.counters')
 echo "$C" | jq -e --argjson c0 "$C0" '.parts_bad_source >= $c0.parts_bad_source + 1 and .parts_bad_signature >= $c0.parts_bad_signature + 3' >/dev/null &&
 	pass "made-up sender, unsigned, not its key, an address without a key: refused and counted $(echo "$C" | jq -c '{parts_bad_source, parts_bad_signature}')" ||
 	fail "counters: before $C0 after $C"
+# its own key and address, a part that leaves the world unsaid, claiming rank 7 of a world of 3
+ip netns exec xhk2 env PART_SEND_NODE_KEY="$T/node2.key" "$PS" "$T/key" $NET.1:7946 progress $NET.2:7946 "$JOB" -1 7 2>/dev/null
+sleep 1
+C2=$(xf 1 status --json | jq -c '.agent.counters')
+E=$(xev 1 part_refused | head -1)
+echo "$C2" | jq -e --argjson c "$C" '.parts_outside_world >= $c.parts_outside_world + 1' >/dev/null &&
+	echo "$E" | jq -e ".uid == 0 and .from == \"$NET.2:7946\" and (.why | test(\"world\"))" >/dev/null &&
+	pass "a rank outside the job's world refused, counted, root told: $E" ||
+	fail "outside the world: $(echo "$C2" | jq -c '{parts_outside_world, parts_accepted}') event '$E'"
 xf 1 status --json | jq -e '.agent.counters.parts_accepted > 0' >/dev/null && xf 3 status --json | jq -e '.agent.counters.parts_accepted > 0' >/dev/null &&
 	pass "hosts 1 and 3 take each other's signed parts: $(xf 1 status --json | jq -c '.agent.counters | {parts_tx, parts_accepted}')" ||
 	fail "parts: $(xf 1 status --json | jq -c '.agent.counters | {parts_tx, parts_rx, parts_accepted, parts_bad_signature}')"

@@ -264,7 +264,20 @@ static void test_one_fault_one_generation(void)
 	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
 	CU_ASSERT_EQUAL(claimed_gen(&(struct dec_gen){0}), -ENOENT); /* no second generation */
 	CU_ASSERT_TRUE(claimed("out/00000000000000000001/n3"));	     /* left out of generation 1 */
-	CU_ASSERT_STRING_EQUAL(out.writes[0].value, "{\"ranks\":2}");
+	/* signed by n1, who decided it: a member of the run (dp_out_believed) */
+	CU_ASSERT_STRING_EQUAL(out.writes[0].value, "{\"ranks\":2,\"by\":\"n1\"}");
+	{
+		struct dec_out x;
+
+		CU_ASSERT_EQUAL(dec_out_parse(out.writes[0].value, &x), 0);
+		CU_ASSERT_TRUE(dp_out_believed(&rec, &x, 1));
+		strcpy(x.by, "n9"); /* a key holder of no member of the run */
+		CU_ASSERT_FALSE(dp_out_believed(&rec, &x, 1));
+		CU_ASSERT_TRUE(dp_out_believed(&rec, &x, 0)); /* the cluster key alone */
+		x.by[0] = 0;				      /* an older agent's record */
+		CU_ASSERT_FALSE(dp_out_believed(&rec, &x, 1));
+		CU_ASSERT_TRUE(dp_out_believed(&rec, &x, 0));
+	}
 	/* generation 1 runs without n3's 2 ranks: a world of 6 is 4 */
 	{
 		struct dp_local l;

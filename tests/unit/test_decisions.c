@@ -83,6 +83,27 @@ static void test_member_mesh(void)
 				   &x) < 0);
 }
 
+static void test_out_record(void)
+{
+	struct dec_out x = {.ranks = 3}, y;
+	char buf[DEC_VALUE_MAX];
+
+	strcpy(x.by, "n2");
+	CU_ASSERT_EQUAL(dec_out_format(&x, buf, sizeof(buf)), 0);
+	CU_ASSERT_EQUAL(dec_out_parse(buf, &y), 0);
+	CU_ASSERT_EQUAL(y.ranks, 3);
+	CU_ASSERT_STRING_EQUAL(y.by, "n2");
+	/* an older agent's record: no signer named */
+	CU_ASSERT_EQUAL(dec_out_parse("{\"ranks\":2}", &y), 0);
+	CU_ASSERT_STRING_EQUAL(y.by, "");
+	CU_ASSERT(dec_out_parse("{\"ranks\":-1}", &y) < 0);
+	CU_ASSERT(dec_out_parse("{\"ranks\":2000000}", &y) < 0);
+	CU_ASSERT(dec_out_parse("{\"ranks\":1,\"by\":\"a b\"}", &y) < 0);
+	CU_ASSERT(dec_out_parse("{\"ranks\":1,\"by\":7}", &y) < 0);
+	CU_ASSERT(dec_out_parse("{\"by\":\"n2\"}", &y) < 0);
+	CU_ASSERT(dec_out_parse("[1]", &y) < 0);
+}
+
 static void test_malformed(void)
 {
 	static const char *const bad[] = {
@@ -194,6 +215,7 @@ int main(void)
 	CU_add_test(s, "generation record round trip", test_gen_roundtrip);
 	CU_add_test(s, "a member's lease round trip", test_member_lease);
 	CU_add_test(s, "member record: its mesh address", test_member_mesh);
+	CU_add_test(s, "left-out record: who decided it", test_out_record);
 	CU_add_test(s, "malformed records are rejected", test_malformed);
 	CU_add_test(s, "keys parse only in their shape", test_keys);
 	CU_add_test(s, "checkpoint target and re-targeting", test_targets);

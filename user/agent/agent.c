@@ -868,6 +868,8 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 			jo.keys = &a->id.keys;
 			jo.sk = a->id.sk;
 		}
+		jo.member = decide_part_member; /* with a shared store: the run's members only */
+		jo.member_ctx = a->dc;
 
 		a->jp = jobparts_new(&jo);
 		a->h.jp = a->jp;

@@ -255,6 +255,24 @@ int decide_checkpoint(struct decider *d, struct job *j, const char *why, int64_t
 	return r;
 }
 
+int decide_part_member(void *ctx, uint32_t uid, const char *job, const char *addr)
+{
+	struct decider *d = ctx;
+	struct djob *dj;
+	int known = 0;
+
+	if (!d || !store_shared(d->st) || !(dj = dc_find(d, (uid_t)uid, job, 0)) || !dj->run)
+		return -1;
+	for (int i = 0; i < dj->rec.nmem; i++) {
+		if (!*dj->rec.mem[i].m.mesh)
+			continue;
+		if (!strcmp(dj->rec.mem[i].m.mesh, addr))
+			return 1;
+		known = 1;
+	}
+	return known ? 0 : -1;
+}
+
 void decide_set_mesh(struct decider *d, const char *addr)
 {
 	snprintf(d->pc.mesh, sizeof(d->pc.mesh), "%s", addr);

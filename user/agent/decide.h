@@ -41,6 +41,10 @@ struct decide_opts {
 	const char *node; /* this node's name */
 };
 
+/* Is the mesh address addr a member's of job's current run (a members/ record naming it, in a
+ * shared store)? 1, 0, or -1 when that is not known (no shared store, the run not followed
+ * here, or no member names its mesh address yet). ctx: the decider (jobparts_opts.member). */
+int decide_part_member(void *ctx, uint32_t uid, const char *job, const char *addr);
 /* NULL on ENOMEM. */
 struct decider *decider_new(const struct decide_opts *o);
 void decider_free(struct decider *d);

@@ -198,18 +198,22 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 	} else if (!strncmp(k, "out/", 4)) { /* out/<g>/<node>: left out of g as it runs */
 		char gs[32];
 		const char *node = strchr(k + 4, '/');
-		int ranks = -1;
+		struct dec_out x;
 
 		if (!node || node - (k + 4) != 20 || !dec_node_valid(node + 1) ||
-		    sscanf(value, "{\"ranks\":%d}", &ranks) != 1 || ranks < 0 || ranks > 1 << 20) {
+		    dec_out_parse(value, &x) < 0) {
 			refuse(lc, key, value, "malformed left-out record");
+			return 0;
+		}
+		if (!dp_out_believed(r, &x, lc->members_only)) {
+			refuse(lc, key, value, "left out by a node that is no member of the run");
 			return 0;
 		}
 		snprintf(gs, sizeof(gs), "gen/%.20s", k + 4);
 		if (dec_key_numbers(gs, "gen", &g, NULL) == 0 && g == r->gen &&
 		    r->nout < DP_MAX_NODES) {
 			snprintf(r->out[r->nout], DEC_NODE_LEN, "%s", node + 1);
-			r->out_ranks[r->nout++] = ranks;
+			r->out_ranks[r->nout++] = x.ranks;
 		}
 	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
 		struct dec_done x;

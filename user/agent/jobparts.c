@@ -10,6 +10,7 @@
 #include "agent/cadparts.h"
 #include "agent/eventlog.h"
 #include "agent/mesh.h"
+#include "agent/partgate.h"
 #include "agent/partlocal.h"
 #include "lib/jsonx.h"
 #include "lib/nodekeys.h"
@@ -87,6 +88,7 @@ struct jobparts {
 	struct jv_host *hosts;
 	int hcap;
 	struct cadparts *cp;
+	struct partgate gate; /* who may speak about a job */
 };
 
 static uint64_t wall_ms(void)
@@ -320,6 +322,9 @@ static void on_part(void *ctx, const uint8_t *buf, size_t len, const struct mesh
 		return;
 	}
 	member = sm && sm->boot == p.boot && (sm->state == MESH_ALIVE || sm->state == MESH_SUSPECT);
+	if (!partgate_pass(&jp->gate, ranks_job_find(jp->o.ranks, p.part.uid, p.part.job), &p,
+			   clock_mono_ns()))
+		return;
 	if (p.flags & PART_F_CAD)
 		accept_cad(jp, &p, member, clock_mono_ns());
 	else
@@ -791,6 +796,7 @@ void jobparts_counters(const struct jobparts *jp, struct json_object *c)
 	for (int i = 1; i <= 6; i++)
 		jint(c, bad[i], (int64_t)jp->c.bad[i]);
 	jint(c, "parts_bad_source", (int64_t)jp->c.bad_source);
+	partgate_counters(&jp->gate, c);
 	jint(c, "parts_misdirected", (int64_t)jp->c.misdirected);
 	jint(c, "parts_stale", (int64_t)jp->c.stale);
 	jint(c, "parts_replayed", (int64_t)jp->c.replayed);
@@ -929,6 +935,7 @@ struct jobparts *jobparts_new(const struct jobparts_opts *o)
 	if (!jp)
 		return NULL;
 	jp->o = *o;
+	jp->gate = (struct partgate){.member = o->member, .member_ctx = o->member_ctx, .el = o->el};
 	{
 		/* a test's way to make this host's clock differ from the others' (hosts in
 		 * network namespaces share one CLOCK_MONOTONIC): milliseconds, never for use */

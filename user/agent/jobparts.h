@@ -39,6 +39,10 @@ struct jobparts_opts {
 	 * signed with sk (PART_SK_BYTES) and taken only signed by their sender's key */
 	const struct nodekeys *keys;
 	const uint8_t *sk;
+	/* is addr a member of the job's current run: 1, 0, -1 not known (decide_part_member;
+	 * NULL: never known). A part of a job from a host that is not is refused. */
+	int (*member)(void *ctx, uint32_t uid, const char *job, const char *addr);
+	void *member_ctx;
 };
 
 struct jobparts *jobparts_new(const struct jobparts_opts *o);

@@ -13,6 +13,11 @@ const struct dp_node_member *dp_member(const struct dp_records *r, const char *n
 	return NULL;
 }
 
+int dp_out_believed(const struct dp_records *r, const struct dec_out *x, int members_only)
+{
+	return !members_only || (*x->by && dp_member(r, x->by));
+}
+
 const char *dp_node_by_mesh(const struct dp_records *r, const char *addr)
 {
 	const struct dp_node_member *x;

@@ -741,10 +741,12 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 			struct dp_write *w;
 
 			if (!dp_left_out(r, m->lost[i]) && (w = write_of(out, 1, 0))) {
+				struct dec_out x = {.ranks = m->lost_ranks[i]};
+
+				snprintf(x.by, sizeof(x.by), "%s", c->node);
 				dec_key_out(w->rel, sizeof(w->rel), r->gen, m->lost[i]);
-				snprintf(w->value, sizeof(w->value), "{\"ranks\":%d}",
-					 m->lost_ranks[i]);
-				commit_write(out);
+				if (dec_out_format(&x, w->value, sizeof(w->value)) == 0)
+					commit_write(out);
 			}
 			continue;
 		}

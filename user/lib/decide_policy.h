@@ -252,6 +252,10 @@ int dp_excluded(const struct dec_gen *g, const char *node);
 /* Is node left out of the current generation (by its record, or since: out/G/NODE)? */
 int dp_left_out(const struct dp_records *r, const char *node);
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
+/* May a left-out record be followed? Always with the cluster key alone; with the node keys
+ * (members_only: its "by" is then its signer, store_etcd.c) only when a member of the run
+ * decided it: a key holder cannot leave a node of another job's run out. */
+int dp_out_believed(const struct dp_records *r, const struct dec_out *x, int members_only);
 /* The member a host is, by its mesh address (how the mesh and the job's verdict over every
  * host name it: a member's node name may be another, node_name): the member whose agent gave
  * that address, else the one so named; NULL when none is. */

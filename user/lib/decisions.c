@@ -315,6 +315,32 @@ int dec_done_parse(const char *json, struct dec_done *d)
 	return r;
 }
 
+int dec_out_format(const struct dec_out *x, char *buf, size_t len)
+{
+	struct json_object *o = json_object_new_object();
+
+	jint(o, "ranks", x->ranks);
+	if (*x->by)
+		jstr(o, "by", x->by);
+	return emit(o, buf, len);
+}
+
+int dec_out_parse(const char *json, struct dec_out *x)
+{
+	struct json_object *o = object_of(json);
+	int r = o ? 0 : -EINVAL;
+
+	memset(x, 0, sizeof(*x));
+	if (r == 0)
+		r = get_int(o, "ranks", &x->ranks, 0, 1 << 20, 0);
+	if (r == 0)
+		r = get_str(o, "by", x->by, sizeof(x->by), 1);
+	if (r == 0 && *x->by && !dec_node_valid(x->by))
+		r = -EINVAL;
+	json_object_put(o);
+	return r;
+}
+
 int dec_member_format(const struct dec_member *m, char *buf, size_t len)
 {
 	struct json_object *o = json_object_new_object();

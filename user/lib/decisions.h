@@ -113,6 +113,12 @@ struct dec_done {
 	uint64_t at_ms;
 };
 
+/* out/<g>/<node>: node left out of generation g as it runs, by the node that decided it */
+struct dec_out {
+	int ranks;	       /* the ranks it had (0 .. 2^20) */
+	char by[DEC_NODE_LEN]; /* who decided ("" in records of agents before it was written) */
+};
+
 /* members/<node> */
 struct dec_member {
 	int ranks;
@@ -142,6 +148,8 @@ int dec_report_format(const struct dec_report *r, char *buf, size_t len);
 int dec_report_parse(const char *json, struct dec_report *r);
 int dec_done_format(const struct dec_done *d, char *buf, size_t len);
 int dec_done_parse(const char *json, struct dec_done *d);
+int dec_out_format(const struct dec_out *x, char *buf, size_t len);
+int dec_out_parse(const char *json, struct dec_out *x);
 int dec_member_format(const struct dec_member *m, char *buf, size_t len);
 int dec_member_parse(const char *json, struct dec_member *m);
 int dec_bind_format(const struct dec_bind *b, char *buf, size_t len);
