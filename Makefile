@@ -222,7 +222,8 @@ $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 $(BUILD)/workloads/clockshift.so: tests/workloads/clockshift.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) -shared -fPIC $< -o $@ -ldl
 
-FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) \
+               -DFTBPF_VERSION=\"$(VERSION)\"
 PYSTACK_SRCS := user/watch/pystack.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c user/os/pidfd.c \
                 user/os/procfs.c user/lib/maps.c user/lib/pyver.c user/lib/elfcheck.c
 $(BUILD)/fuzz/fuzz_pyline: tests/fuzz/fuzz_pyline.c $(PYSTACK_SRCS) | $(BUILD)/fuzz
