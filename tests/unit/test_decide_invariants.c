@@ -41,6 +41,72 @@ static void test_complete_world(void)
 	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
 }
 
+/* issue 32: after a preemption (both ranks saved 124, exited, generation 1) and the relaunch, an
+ * operator's request bound at 130 was complete at once: a damaged completion record of that
+ * request (refused, {"step":-4}) was taken for its completion by its mere presence */
+static void test_complete_after_relaunch(void)
+{
+	struct dp_local l;
+	uint64_t at = 7;
+
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.resume_step = 124;
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.generation = 1;
+	rec.bound = 1;
+	rec.bind_target = 130;
+	member("n1", 2, 1);
+	for (int i = 0; i < 4; i++) {
+		rk[i].world_size = 2;
+		rk[i].has_slot = 1;
+		rk[i].saved_here = 1;
+		rk[i].rank = i % 2;
+	}
+	for (int i = 0; i < 2; i++) { /* generation 0's ranks: saved 124, exited 42 */
+		rk[i].exited = 1;
+		rk[i].generation = 0;
+		rk[i].saved = rk[i].step = 124;
+	}
+	for (int i = 2; i < 4; i++) { /* relaunched, at 128: nothing saved yet */
+		rk[i].generation = 1;
+		rk[i].step = 128;
+		rk[i].saved = -1;
+	}
+	dp_local(rk, 4, 130, &l);
+	CU_ASSERT_EQUAL(l.saved, 0);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_request_done(&rec, "{\"step\":-4}", &at)); /* malformed */
+	CU_ASSERT_FALSE(dp_request_done(&rec, "{not json", &at));
+	CU_ASSERT_FALSE(dp_request_done(&rec, "{\"step\":124,\"at_ms\":5}", &at)); /* stale */
+	CU_ASSERT_FALSE(dp_request_done(&rec, NULL, &at));
+	CU_ASSERT_EQUAL(at, 7);
+	rec.ck_done = dp_request_done(&rec, "{\"step\":-4}", &rec.done_at_ms);
+	mem.looked = 1;
+	mem.seen_gen = 1;
+	mem.seen_ck = 1000001;
+	dp_observe(&mem, &rec, &now, &out);
+	CU_ASSERT_EQUAL(mem.seen_done, 0); /* no checkpoint_complete logged */
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_FALSE(claimed("done/"));
+	/* both relaunched ranks saved 130: complete, and its own record counts */
+	rk[2].saved = rk[3].saved = 130;
+	dp_local(rk, 4, 130, &l);
+	CU_ASSERT_EQUAL(l.saved, 2);
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	rec.done_refused = 1; /* the damaged record is no claim: put over it */
+	out.nwrites = 0;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_TRUE(out.nwrites > 0 && strstr(out.writes[out.nwrites - 1].rel, "done/") &&
+		       !out.writes[out.nwrites - 1].claim);
+	CU_ASSERT_TRUE(dp_request_done(&rec, "{\"step\":130,\"at_ms\":5}", &at));
+	CU_ASSERT_EQUAL(at, 5);
+	rec.bound = 0; /* never before the step is bound */
+	CU_ASSERT_FALSE(dp_request_done(&rec, "{\"step\":130,\"at_ms\":5}", &at));
+}
+
 /* rule: a generation that leaves nodes out runs with a smaller world (their ranks taken away),
  * whatever WORLD_SIZE its launchers kept: its checkpoints can complete */
 static void test_generation_world(void)
@@ -448,6 +514,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("decide_policy: invariants", NULL, NULL);
 	CU_add_test(s, "I2: complete by the world size", test_complete_world);
+	CU_add_test(s, "I2: complete after a relaunch (issue 32)", test_complete_after_relaunch);
 	CU_add_test(s, "a generation's world", test_generation_world);
 	CU_add_test(s, "acknowledged targets", test_bind);
 	CU_add_test(s, "I3: resume per generation", test_resume_per_generation);

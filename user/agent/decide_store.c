@@ -277,7 +277,7 @@ void dc_load(struct decider *d, struct djob *dj)
 	r->g.resume_step = -1;
 	r->nfail = r->nfault = r->nmem = r->nrep = r->nout = 0;
 	r->ck_n = 0;
-	r->ck_done = r->bound = 0;
+	r->ck_done = r->bound = r->done_refused = 0;
 	r->done_at_ms = 0;
 	r->reachable = store_reachable(d->st, &last);
 	r->lease = store_lease_renewed(d->st, &r->lease_renewed_ms);
@@ -310,12 +310,10 @@ void dc_load(struct decider *d, struct djob *dj)
 	dec_key_done(rel, sizeof(rel), r->gen, r->ck_n);
 	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);
 	v = store_get(d->st, key);
-	r->ck_done = v != NULL && r->bound;
-	if (v) {
-		struct dec_done dn;
-
-		r->done_at_ms = dec_done_parse(v, &dn) == 0 ? dn.at_ms : 0;
-	}
+	/* I2: a malformed or another step's completion record is refused (load_ckpt), not
+	 * taken for this request's completion */
+	r->ck_done = dp_request_done(r, v, &r->done_at_ms);
+	r->done_refused = v != NULL && !r->ck_done;
 	free(v);
 	dec_key_report(rel, sizeof(rel), r->gen, r->ck_n, "");
 	snprintf(key, sizeof(key), "%s%s", dj->prefix, rel);

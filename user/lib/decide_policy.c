@@ -153,6 +153,19 @@ int64_t dp_request_target(const struct dp_records *r)
 	return r->ck_n && !r->ck_done && r->bound ? r->bind_target : -1;
 }
 
+int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret_at_ms)
+{
+	struct dec_done dn;
+
+	/* a record merely present is no completion: its step must be the one every rank saved */
+	if (!r->ck_n || !r->bound || !value || dec_done_parse(value, &dn) < 0 ||
+	    dn.step != r->bind_target)
+		return 0;
+	if (ret_at_ms)
+		*ret_at_ms = dn.at_ms;
+	return 1;
+}
+
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *l)
 {
 	memset(l, 0, sizeof(*l));
@@ -828,7 +841,8 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 			      "re-targeted: a rank was past the step", now, out);
 		return;
 	}
-	if (dp_complete(c, r, l) && (w = write_of(out, 1, 0))) {
+	/* claimed; a damaged record in its place is no claim (I2): put over it */
+	if (dp_complete(c, r, l) && (w = write_of(out, !r->done_refused, 0))) {
 		struct dec_done done = {r->bind_target, now->wall_ms};
 
 		dec_key_done(w->rel, sizeof(w->rel), r->gen, r->ck_n);

@@ -86,6 +86,8 @@ struct dp_records {
 	int bound;	     /* its step is bound (bind/G/N) */
 	int64_t bind_target; /* ... at this step */
 	int ck_done;
+	int done_refused;      /* its completion record is there but is not one (malformed, another
+			   * step): replaced (a put) when the request completes */
 	uint64_t done_at_ms;   /* when it was complete (wall) */
 	int64_t last_complete; /* the generation's resume step, or a later complete one in it */
 	struct dp_node_report rep[DP_MAX_NODES]; /* reports on request ck_n */
@@ -240,6 +242,10 @@ void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct
 /* The step the ranks' saves and misses are counted against: the bound step of the request in
  * progress, else -1 (nothing is saved against a proposal). */
 int64_t dp_request_target(const struct dp_records *r);
+/* I2: the request in progress (r: its bound step) is complete by its completion record value
+ * (NULL: none): only a well-formed one of the bound step, never a malformed or a stale one
+ * (another step); *ret_at_ms when it was completed (untouched unless it is). 1 or 0. */
+int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret_at_ms);
 /* The local ranks' report on a request at target (target < 0: none). */
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
 /* The job's step rate, updated from the highest step reached (and its world size). */
