@@ -7,8 +7,8 @@
 # - the tasks are adopted as job slurm:JOBID:STEPID, the batch shell is no rank;
 # - a preemption signal from Slurm (scancel --signal=TERM, as sbatch --signal sends it): a
 #   signal event whose sender is slurmstepd, every rank saves at one agreed step and exits 42,
-#   the script requeues the job, Slurm starts it again (its restart count 1; the test lifts the
-#   BeginTime slurmctld gives a requeued job) and both ranks resume after the step they saved;
+#   the script requeues the job, Slurm starts it again by itself (its restart count 1, once
+#   the old credential expired: cred_expire 10 s here) and both ranks resume after the saved step;
 # - then a rank killed with the restart budget spent (max_restarts 0): the other rank exits 93
 #   and the job ends FAILED, not requeued.
 . "$(dirname "$0")/lib.sh"
@@ -41,6 +41,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 AuthType=auth/munge
+AuthInfo=cred_expire=10
 MpiDefault=none
 ReturnToService=2
 FirstJobId=$((1000 + RANDOM % 30000))
@@ -104,9 +105,8 @@ requeued() { scontrol show job "$JID" 2>/dev/null | grep -q "Restarts=1"; }
 wait_until 60 requeued && grep -q "run 0: srun exit 42" "$T/job.rcs" &&
 	pass "the ranks exited 42 and the script requeued the job ($(scontrol show job "$JID" | grep -o 'Restarts=[0-9]*'))" ||
 	fail "not requeued: $(cat "$T/job.rcs" 2>/dev/null) $(scontrol show job "$JID" | grep -E 'JobState|Restarts')"
-# slurmctld holds a requeued batch job for a while by itself (its BeginTime: ~3 minutes on
-# 22.05): let it start now, as an idle cluster's scheduler would soon
-scontrol update JobId="$JID" StartTime=now 2>/dev/null
+# slurmctld holds a requeued batch job until the old credential has expired (cred_expire,
+# 120 s by default, 10 s in this cluster's config): it starts again by itself
 NEXT=$((STEP + 1))
 resumed() { [ "$(grep -h "^START .* generation 1 from step $NEXT\$" "$D/log.0" "$D/log.1" 2>/dev/null | wc -l)" -ge 2 ]; }
 wait_until 90 resumed && wait_until 30 two_ranks &&
