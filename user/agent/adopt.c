@@ -522,7 +522,7 @@ static void heir_from_children(struct rank *k, uint64_t now)
 	k->heir_ns = now;
 }
 
-static int wrapped_by(struct adopter *ad, const struct proc_stat *st, uid_t uid,
+static int wrapped_by(struct adopter *ad, int pid, const struct proc_stat *st, uid_t uid,
 		      const struct rank_ident *id, struct wrapped *w)
 {
 	struct rank *p = ranks_find_live(ad->ranks, st->ppid);
@@ -533,6 +533,16 @@ static int wrapped_by(struct adopter *ad, const struct proc_stat *st, uid_t uid,
 		if (p->slot || p->uid != uid || !ident_is_wrapper(p->comm) ||
 		    !ident_same_rank(&p->id, id) || !only_child(p->pid))
 			return 0;
+		/* a young child may be the first of several (seen between a script's forks): the
+		 * heir, for adopt_heirs' 1 s rule; an older one (a late agent) takes over now */
+		if (clock_mono_ns() < st->start_ns + HEIR_WAIT_NS) {
+			if (!p->heir_pid) {
+				p->heir_pid = pid;
+				p->heir_start_ns = st->start_ns;
+				p->heir_ns = clock_mono_ns();
+			}
+			return 0;
+		}
 		w->pid = p->pid;
 		w->start_ns = p->start_ns;
 		memcpy(w->comm, p->comm, sizeof(w->comm));
@@ -690,7 +700,7 @@ int adopt_as(struct adopter *ad, int pid, int pidfd, const struct rank_ident *id
 		return -EUSERS;
 	}
 	/* A wrapper's child that carries its rank is the rank (see wrapped_by). */
-	if (!registered && wrapped_by(ad, &st, uid, idp, &w)) {
+	if (!registered && wrapped_by(ad, pid, &st, uid, idp, &w)) {
 		/* taken over below */
 	} else if (!registered && tracker_is_tracked(ad->tr, st.ppid)) {
 		/* A process whose parent is already tracked is that rank's child, not a rank. */
