@@ -60,7 +60,7 @@ slurm_down() {
 	scancel --full --quiet --state=RUNNING,PENDING "${JID:-0}" 2>/dev/null
 	for _ in $(seq 50); do pgrep -f -- "--dir $D" >/dev/null || break; sleep 0.2; done
 	pkill -9 -f -- "--dir $D" 2>/dev/null
-	pkill -9 -x slurmstepd 2>/dev/null
+	pkill -9 -f "^slurmstepd: \[${JID:-none}\." 2>/dev/null # this job's steps only
 }
 trap 'slurm_down; cleanup' EXIT
 /usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >"$S/ctld.out" 2>&1 & WORKLOAD_PIDS+=($!)
