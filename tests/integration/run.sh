@@ -8,6 +8,21 @@
 # failed tests are printed again at the end, so that a log cut to its tail still says what failed.
 cd "$(dirname "$0")"
 if [ "$(id -u)" != 0 ]; then echo "integration tests need root"; exit 1; fi
+# Tests run the tools and workloads as nobody too. A checkout nobody cannot reach (under root's
+# 0700 home) is bind-mounted at a path it can, and the tests run from there.
+CO=$(cd ../.. && pwd)
+if [ -z "${FTBPF_IT_MOUNTED:-}" ] && [ -x "$CO/build/ftbpf" ] &&
+	! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$CO/build/ftbpf" 2>/dev/null; then
+	M=$(mktemp -d /tmp/ftbpf-checkout.XXXXXX) && chmod 755 "$M"
+	if mount --bind "$CO" "$M" 2>/dev/null; then
+		echo "run.sh: $CO is not reachable by nobody: running from a bind mount at $M"
+		FTBPF_IT_MOUNTED=1 "$M/tests/integration/$(basename "$0")" "$@"; rc=$?
+		umount "$M" && rmdir "$M"
+		exit $rc
+	fi
+	rmdir "$M"
+	echo "run.sh: $CO is not reachable by nobody and cannot be bind-mounted: tests that run as nobody will fail"
+fi
 AREAS="detect timers ci mesh decide sec ops gpu top"
 all_tests() { local a; for a in $AREAS; do ls "$a"_*.sh 2>/dev/null; done; }
 tests=()
