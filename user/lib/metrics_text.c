@@ -368,6 +368,8 @@ static const struct counter_info {
     {"parts_bad_mac", "job parts refused: the cluster key's MAC does not match", 0},
     {"parts_bad_field", "job parts refused: a field out of range", 0},
     {"parts_bad_signature", "job parts refused: not signed by their sender's node key", 0},
+    {"parts_not_member", "job parts refused: the sender is no member of the job's run", 0},
+    {"parts_outside_world", "job parts refused: a rank outside the job's world size", 0},
     {"parts_bad_source",
      "job parts refused: the sender they name is not the address they came from", 0},
     {"parts_misdirected", "job parts refused: meant for another host", 0},
