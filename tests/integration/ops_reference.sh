@@ -9,10 +9,12 @@
 cd "$ROOT" || exit 1
 # event types: the literals given to the event builders (view_event, view_rank_event,
 # view_job_event, view_straggler, dc_log_preemption; also in a ?: pair, also over several
-# lines) and the mesh's peer_* names (proto/swim.c)
+# lines), a type set by hand (jstr(o, "type", ...): partgate, which views.h cannot serve without
+# an include cycle) and the mesh's peer_* names (proto/swim.c)
 TYPES=$( (cat user/*/*.c | tr '\n' ' ' |
 	grep -oE '(view_(rank_|job_)?event|view_straggler|dc_log_preemption)\([^;]*' |
 	grep -oE '"[a-z_]+"' | tr -d '"'
+	grep -hoE 'jstr\(o, "type", "[a-z_]+"\)' user/agent/*.c | grep -oE '"[a-z_]+"\)' | tr -d '")'
 	grep -hoE 'return "peer_[a-z_]+"' user/proto/swim.c | grep -oE 'peer_[a-z_]+') | sort -u)
 N=$(echo "$TYPES" | grep -c .)
 [ "$N" -ge 25 ] && pass "$N event types found in the code" || fail "only $N event types found: has the way events are built changed? update this test ($TYPES)"

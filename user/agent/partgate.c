@@ -5,7 +5,6 @@
 
 #include "agent/eventlog.h"
 #include "agent/mesh.h"
-#include "agent/views.h"
 #include "lib/jsonx.h"
 #include "lib/partclaim.h"
 #include "lib/ranks.h"
@@ -17,8 +16,9 @@
 static struct json_object *refused_event(const struct part_packet *p, const char *from,
 					 const char *why, uint64_t count)
 {
-	struct json_object *o = view_event("part_refused");
+	struct json_object *o = json_object_new_object();
 
+	jstr(o, "type", "part_refused"); /* not view_event: views.h includes jobparts.h */
 	jint(o, "uid", 0);
 	jint(o, "job_uid", p->part.uid);
 	jstr(o, "job", p->part.job);
