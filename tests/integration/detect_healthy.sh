@@ -3,7 +3,7 @@
 # minutes and are never flagged: not by an agent at the defaults, and not even by a second
 # agent running side by side with a 5 s soft timeout.
 . "$(dirname "$0")/lib.sh"
-SECONDS_RUN=${HEALTHY_SECONDS:-150}
+SECONDS_RUN=${HEALTHY_SECONDS:-90}
 start_agent --node-name itnode || exit 1   # defaults (the node named for the job id)
 # a second agent, side by side: own socket, state dir, pin dir, log
 T2=$T/agent2; mkdir -p "$T2"

@@ -5,7 +5,7 @@
 # MPI_Allreduce without a syscall; the agent sees the ranks' progress only through its MPI
 # probes (libmpi.so's collectives: a return is progress). With the agent's defaults:
 #   healthy   2 ms of compute and an all-reduce a step (hundreds of steps a second) for
-#             MPI_HEALTHY_SECONDS (100; 600 for the 10-minute runs of docs/benchmarks.md), while
+#             MPI_HEALTHY_SECONDS (75; 600 for the 10-minute runs of docs/benchmarks.md), while
 #             the jobs below run beside it: never flagged hung (it was at 60 s before)
 #   spin, sleep, stop   rank 1 spins on its CPU, sleeps, or stops itself after 8 s: named within
 #             max(4 s, 3 x the job's step p99) of it, from the MPI counts, with the others in
@@ -14,7 +14,7 @@
 #             within 30 s (reason compute; skipped on the busy host, where the hogs make every
 #             rank's step vary more than that)
 . "$(dirname "$0")/lib.sh"
-SECS=${MPI_HEALTHY_SECONDS:-100}
+SECS=${MPI_HEALTHY_SECONDS:-75}
 command -v mpirun >/dev/null && /usr/bin/python3 -c 'import mpi4py' 2>/dev/null ||
 	{ fail "mpirun or mpi4py missing (make deps)"; finish; }
 start_agent --action report || exit 1

@@ -1,13 +1,13 @@
 #!/bin/bash
 # time-limit: 600
-# Event floods by an unprivileged rank: 25 s of each kind (signals to itself, forks, execs,
+# Event floods by an unprivileged rank: 15 s of each kind (signals to itself, forks, execs,
 # threads). Meanwhile, for other users: a 1 s timer fires on time (late <= 100 ms), another
 # job's hang is flagged within soft + 1 s with the right culprit, the storm adds <= 5 MB of
 # logs, the agent stays <= 64 MB, and root's status answers within 100 ms throughout (a client
 # on the socket asks every 200 ms). STORM_SECONDS shortens it for development.
 . "$(dirname "$0")/lib.sh"
 ATT=$(for_nobody "$B/workloads/attacker")
-SECS=${STORM_SECONDS:-25}
+SECS=${STORM_SECONDS:-15}
 SOFT=3
 start_agent --soft-timeout $SOFT --hard-timeout 300 --action report || exit 1
 export FTBPF_SOCKET=$SOCK PYTHONPATH=$B/python
