@@ -3,6 +3,7 @@
  * identity and acknowledged targets (user/lib/decide_policy.c), as test_decide_policy.c tests
  * the others: pure, with the clock given.
  */
+#include <errno.h>
 #include "decide_fixture.h"
 
 /* rule I2: complete only when every rank of the job's world (WORLD_SIZE, all nodes) saved the
@@ -105,6 +106,25 @@ static void test_complete_after_relaunch(void)
 	CU_ASSERT_EQUAL(at, 5);
 	rec.bound = 0; /* never before the step is bound */
 	CU_ASSERT_FALSE(dp_request_done(&rec, "{\"step\":130,\"at_ms\":5}", &at));
+}
+
+/* rule (I3): a completion record raises the resume step only by the step its own request was
+ * bound to: not a well-formed record of another step, not one of a request bound to nothing */
+static void test_done_step(void)
+{
+	struct dec_bind b = {.target = 130};
+	int64_t step = -1;
+
+	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":130,\"at_ms\":5}", &step), 0);
+	CU_ASSERT_EQUAL(step, 130);
+	step = -1;
+	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":500,\"at_ms\":5}", &step), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":124,\"at_ms\":5}", &step), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(NULL, "{\"step\":130,\"at_ms\":5}", &step), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":-4}", &step), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&b, "{not json", &step), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&b, NULL, &step), -EINVAL);
+	CU_ASSERT_EQUAL(step, -1); /* untouched unless it completes */
 }
 
 /* rule: a generation that leaves nodes out runs with a smaller world (their ranks taken away),
@@ -515,6 +535,8 @@ int main(void)
 	s = CU_add_suite("decide_policy: invariants", NULL, NULL);
 	CU_add_test(s, "I2: complete by the world size", test_complete_world);
 	CU_add_test(s, "I2: complete after a relaunch (issue 32)", test_complete_after_relaunch);
+	CU_add_test(s, "I3: a completion raises the resume step by its bound step only",
+		    test_done_step);
 	CU_add_test(s, "a generation's world", test_generation_world);
 	CU_add_test(s, "acknowledged targets", test_bind);
 	CU_add_test(s, "I3: resume per generation", test_resume_per_generation);

@@ -10,6 +10,7 @@
 #include "agent/store.h"
 #include "lib/config.h"
 #include "lib/ranks.h"
+#include "lib/starttime.h"
 #include "os/clock.h"
 #include "os/log.h"
 #include "os/procfs.h"
@@ -87,6 +88,7 @@ struct load_ctx {
 	struct dp_records *r;
 	struct djob *dj;
 	int members_only; /* with the node keys: decisions only by the run's members */
+	struct store *st;
 };
 
 /* Is node a member of the run (a members/ record of its own)? */
@@ -216,12 +218,31 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 			r->out_ranks[r->nout++] = x.ranks;
 		}
 	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
-		struct dec_done x;
+		char bkey[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *bv;
+		struct dec_bind b;
+		int64_t step;
+		int rc;
 
-		if (dec_done_parse(value, &x) < 0)
+		if (g !=
+		    r->gen) { /* I3, I4: only this generation's count; the others are checked */
+			struct dec_done x;
+
+			if (dec_done_parse(value, &x) < 0)
+				refuse(lc, key, value, "malformed completion record");
+			return 0;
+		}
+		dec_key_bind(rel, sizeof(rel), g, n);
+		snprintf(bkey, sizeof(bkey), "%s%s", lc->prefix, rel);
+		bv = store_get(lc->st, bkey);
+		rc = dp_done_step(bv && dec_bind_parse(bv, &b) == 0 ? &b : NULL, value, &step);
+		free(bv);
+		if (rc == -EINVAL)
 			refuse(lc, key, value, "malformed completion record");
-		else if (g == r->gen && x.step > r->last_complete) /* I3, I4: this generation's */
-			r->last_complete = x.step;
+		else if (rc < 0)
+			refuse(lc, key, value,
+			       "completion record of a step its request was not bound to");
+		else if (step > r->last_complete)
+			r->last_complete = step;
 	}
 	return 0;
 }
@@ -269,7 +290,8 @@ static int64_t run_resume(struct decider *d, const struct djob *dj, uint64_t run
 void dc_load(struct decider *d, struct djob *dj)
 {
 	struct dp_records *r = &dj->rec;
-	struct load_ctx lc = {dj->prefix, r, dj, *d->cfg->node_keys_file && store_shared(d->st)};
+	struct load_ctx lc = {dj->prefix, r, dj, *d->cfg->node_keys_file && store_shared(d->st),
+			      d->st};
 	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
 	uint64_t last = 0, now = clock_mono_ns() / 1000000;
 
@@ -400,8 +422,8 @@ static int alive_in_fact(int pid, uint64_t start_ns)
 {
 	struct proc_stat st;
 
-	return pid > 0 && procfs_stat(pid, -1, &st) == 0 &&
-	       procfs_same_start(st.start_ns, start_ns) && st.state != 'Z' && st.state != 'X';
+	return pid > 0 && procfs_stat(pid, -1, &st) == 0 && starttime_same(st.start_ns, start_ns) &&
+	       st.state != 'Z' && st.state != 'X';
 }
 
 /* The facts the run choice needs about a rank here (dp_other_live), liveness read from /proc. */

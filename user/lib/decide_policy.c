@@ -153,15 +153,28 @@ int64_t dp_request_target(const struct dp_records *r)
 	return r->ck_n && !r->ck_done && r->bound ? r->bind_target : -1;
 }
 
-int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret_at_ms)
+int dp_done_step(const struct dec_bind *bind, const char *value, int64_t *ret_step)
 {
 	struct dec_done dn;
 
+	if (!value || dec_done_parse(value, &dn) < 0)
+		return -EINVAL;
 	/* a record merely present is no completion: its step must be the one every rank saved */
-	if (!r->ck_n || !r->bound || !value || dec_done_parse(value, &dn) < 0 ||
-	    dn.step != r->bind_target)
+	if (!bind || dn.step != bind->target)
+		return -ESTALE;
+	*ret_step = dn.step;
+	return 0;
+}
+
+int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret_at_ms)
+{
+	struct dec_bind b = {.target = r->bind_target};
+	struct dec_done dn;
+	int64_t step;
+
+	if (!r->ck_n || !r->bound || dp_done_step(&b, value, &step) < 0)
 		return 0;
-	if (ret_at_ms)
+	if (ret_at_ms && dec_done_parse(value, &dn) == 0)
 		*ret_at_ms = dn.at_ms;
 	return 1;
 }

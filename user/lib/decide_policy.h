@@ -246,6 +246,11 @@ int64_t dp_request_target(const struct dp_records *r);
  * (NULL: none): only a well-formed one of the bound step, never a malformed or a stale one
  * (another step); *ret_at_ms when it was completed (untouched unless it is). 1 or 0. */
 int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret_at_ms);
+/* I3: the step a completion record (value) of a request completes, given the request's bind
+ * record (NULL: none, or malformed): the bound step when the record is well-formed and names it
+ * (0, *ret_step); -EINVAL when it is malformed; -ESTALE when the request was bound to no step or
+ * to another one (a record merely present is no completion, and raises no resume step). */
+int dp_done_step(const struct dec_bind *bind, const char *value, int64_t *ret_step);
 /* The local ranks' report on a request at target (target < 0: none). */
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
 /* The job's step rate, updated from the highest step reached (and its world size). */
