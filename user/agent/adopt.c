@@ -18,6 +18,7 @@
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
 #include "lib/shares.h"
+#include "lib/starttime.h"
 #include "os/clock.h"
 #include "os/log.h"
 #include "lib/ratelimit.h"
@@ -34,13 +35,12 @@ struct adopter {
 	struct ranks *ranks;
 	struct eventlog *el;
 	char only_jobs[256];
-	uint64_t netns;	      /* adopt only processes in this network namespace, 0: any */
-	char *envbuf;	      /* owned scratch, ENVIRON_MAX */
-	int retry[RETRY_MAX]; /* pids whose adoption failed for want of a resource */
-	int nretry;
-	int rescan_all;			  /* walk /proc again (lost or folded exec events) */
-	uint64_t lost_seen;		  /* folded + lost exec events at the last walk */
-	uint64_t rescan_ns;		  /* time of the last walk */
+	uint64_t netns;		      /* adopt only processes in this network namespace, 0: any */
+	char *envbuf;		      /* owned scratch, ENVIRON_MAX */
+	int retry[RETRY_MAX], nretry; /* pids whose adoption failed for want of a resource */
+	int rescan_all;		      /* walk /proc again (lost or folded exec events) */
+	uint64_t lost_seen;	      /* folded + lost exec events at the last walk */
+	uint64_t rescan_ns;	      /* time of the last walk */
 	uint64_t folded_seen, recheck_ns; /* a rank's events folded: its execs may be among them */
 	uint64_t adopted, errors, rescans, handovers;
 	uint64_t refused_elevated;   /* set-user-ID/-group-ID processes not adopted */
@@ -560,7 +560,7 @@ static int wrapped_by(struct adopter *ad, int pid, const struct proc_stat *st, u
 		/* still that wrapper (not a later process at its pid), and its rank ended (a live
 		 * one keeps the rank: this is a helper it runs beside it) */
 		if (k->job == NULL || !k->s.exited || procfs_stat(st->ppid, -1, &pst) < 0 ||
-		    !procfs_same_start(pst.start_ns, k->wrapper_start_ns) || !only_child(st->ppid))
+		    !starttime_same(pst.start_ns, k->wrapper_start_ns) || !only_child(st->ppid))
 			return 0;
 		w->pid = k->wrapper_pid;
 		w->start_ns = k->wrapper_start_ns;
@@ -634,7 +634,7 @@ static void drop_old(void *ctx, struct rank *k)
 	struct ftbpf_proc p;
 
 	if (tracker_proc_get(ad->tr, (uint32_t)k->pid, &p) == 0 &&
-	    procfs_same_start(p.start_ns, k->start_ns) && (p.flags & FTBPF_PROC_EXITED))
+	    starttime_same(p.start_ns, k->start_ns) && (p.flags & FTBPF_PROC_EXITED))
 		(void)tracker_proc_delete(ad->tr, (uint32_t)k->pid); /* gone: fine */
 }
 
@@ -796,7 +796,7 @@ static void adopt_heirs(struct adopter *ad, uint64_t now)
 		if (!pid || now - w->heir_ns < HEIR_WAIT_NS)
 			continue;
 		if (w->s.exited || procfs_stat(pid, -1, &st) < 0 ||
-		    !procfs_same_start(st.start_ns, w->heir_start_ns) || st.ppid != w->pid) {
+		    !starttime_same(st.start_ns, w->heir_start_ns) || st.ppid != w->pid) {
 			w->heir_pid = 0; /* gone, or no longer its child */
 			continue;
 		}
@@ -946,7 +946,7 @@ static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
 
 		/* the same process? start times agree within a clock tick */
 		if (fd >= 0 && procfs_stat((int)tgid, -1, &st) == 0 &&
-		    procfs_same_start(st.start_ns, p->start_ns) && pidfd_signal(fd, 0) == 0) {
+		    starttime_same(st.start_ns, p->start_ns) && pidfd_signal(fd, 0) == 0) {
 			k->pidfd = fd;
 			if (tracker_slot_open(ad->tr, tgid, p->start_ns, &k->slot_fd, &k->slot) ==
 			    0) {

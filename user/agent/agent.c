@@ -38,6 +38,7 @@
 #include "agent/kevents.h"
 #include "agent/mesh.h"
 #include "agent/nodeid.h"
+#include "lib/starttime.h"
 #include "os/conffile.h"
 #include "agent/rasquery.h"
 #include "agent/store.h"
@@ -195,7 +196,7 @@ static void drop_kernel_record(struct agent *a, const struct rank *k)
 	struct ftbpf_proc p;
 
 	if (tracker_proc_get(a->tr, (uint32_t)k->pid, &p) == 0 &&
-	    procfs_same_start(p.start_ns, k->start_ns))
+	    starttime_same(p.start_ns, k->start_ns))
 		(void)tracker_proc_delete(a->tr, (uint32_t)k->pid); /* gone: fine */
 }
 

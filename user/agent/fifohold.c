@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/jsonx.h"
+#include "lib/starttime.h"
 #include "os/log.h"
 #include "os/pidfd.h"
 #include "os/procfs.h"
@@ -75,7 +76,7 @@ static int holder_alive(const char *state_dir, const struct stat *st)
 	if (json_object_object_get_ex(o, "ino", &v))
 		ino = json_object_get_uint64(v);
 	json_object_put(o);
-	ok = pid > 0 && procfs_stat(pid, -1, &ps) == 0 && procfs_same_start(ps.start_ns, start) &&
+	ok = pid > 0 && procfs_stat(pid, -1, &ps) == 0 && starttime_same(ps.start_ns, start) &&
 	     !strcmp(ps.comm, HOLDER_COMM) && ps.state != 'Z' && dev == (uint64_t)st->st_dev &&
 	     ino == (uint64_t)st->st_ino;
 	return ok;
@@ -239,7 +240,7 @@ void fifohold_stop(const char *state_dir)
 	if (json_object_object_get_ex(o, "start_ns", &v))
 		start = json_object_get_uint64(v);
 	json_object_put(o);
-	if (pid <= 0 || procfs_stat(pid, -1, &ps) < 0 || !procfs_same_start(ps.start_ns, start) ||
+	if (pid <= 0 || procfs_stat(pid, -1, &ps) < 0 || !starttime_same(ps.start_ns, start) ||
 	    strcmp(ps.comm, HOLDER_COMM))
 		return;
 	pfd = pidfd_open_pid(pid); /* that process, not whatever has its pid next */

@@ -7,6 +7,7 @@
 
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
+#include "lib/starttime.h"
 #include "os/clock.h"
 #include "os/log.h"
 #include "os/procfs.h"
@@ -139,7 +140,7 @@ static int names_member(struct json_object *a, const struct job *j, int mark_kil
 		st = json_object_get_uint64(json_object_array_get_idx(p, 1));
 		for (int m = 0; m < j->nmembers; m++)
 			if (j->members[m]->pid == pid &&
-			    procfs_same_start(j->members[m]->start_ns, st)) {
+			    starttime_same(j->members[m]->start_ns, st)) {
 				found = 1;
 				if (mark_killed)
 					j->members[m]->killed_by_agent = 1;

@@ -18,6 +18,7 @@
 #include "agent/views.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
+#include "lib/starttime.h"
 #include "os/clock.h"
 #include "os/log.h"
 #include "os/loop.h"
@@ -124,7 +125,7 @@ static int restore_one(void *ctx, const struct ftbpf_timer_key *k, const struct 
 
 	memcpy(scope, k->scope, sizeof(scope));
 	scope[sizeof(scope) - 1] = 0;
-	if (procfs_stat(pid, -1, &st) < 0 || !procfs_same_start(st.start_ns, v->start_ns) ||
+	if (procfs_stat(pid, -1, &st) < 0 || !starttime_same(st.start_ns, v->start_ns) ||
 	    (pidfd = pidfd_open_pid(pid)) < 0) {
 		(void)tracker_timer_delete(ts->tr, k);
 		return 0;

@@ -1,6 +1,7 @@
 /* The decision policy, pure: the job's members, and how this node comes to hold one lost (see
  * decide_policy.h and docs/decisions.md: I6). */
 #include "lib/decide_policy.h"
+#include "lib/starttime.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -164,16 +165,10 @@ void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 	}
 }
 
-/* The same process start, as /proc gives it (clock ticks of 10 ms, rounded). */
-static int same_start(uint64_t x, uint64_t y)
-{
-	return (x > y ? x - y : y - x) < 20000000ull;
-}
-
 static int same_launcher(const struct dp_launch_rank *a, const struct dp_launch_rank *b)
 {
 	return a->launcher_pid == b->launcher_pid &&
-	       same_start(a->launcher_start_ns, b->launcher_start_ns);
+	       starttime_same(a->launcher_start_ns, b->launcher_start_ns);
 }
 
 int dp_other_live(const struct dp_launch_rank *others, int n, const struct dp_launch_rank *k)

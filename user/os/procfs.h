@@ -19,12 +19,6 @@ ssize_t procfs_read(const char *path, char *buf, size_t cap);
 ssize_t procfs_environ(int pid, char *buf, size_t cap);
 /* tid < 0: the process; else /proc/pid/task/tid. */
 int procfs_stat(int pid, int tid, struct proc_stat *ret);
-/* Are two start times (since boot) of one process? /proc has clock ticks, the kernel
- * nanoseconds: one tick apart is equal. */
-static inline int procfs_same_start(uint64_t x, uint64_t y)
-{
-	return (x > y ? x - y : y - x) < 20000000ull;
-}
 /* A process's user and group ids (/proc/PID/status "Uid:" and "Gid:": real, effective, saved,
  * filesystem). */
 struct proc_creds {
