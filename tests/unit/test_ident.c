@@ -181,6 +181,42 @@ static void test_ident_launchers(void)
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("PMI_RANK=-1\0"), &r), -EINVAL);
 }
 
+/* The program classes: one row per name, each a comm can hold, the class rules hold for every
+ * row (a shell is a wrapper and no launcher; a user switcher is no launcher), and the questions
+ * the agent asks answer from the table, row by row. */
+static void test_ident_progs(void)
+{
+	size_t n;
+	const struct ident_prog *p = ident_progs(&n);
+
+	CU_ASSERT_TRUE(n > 40);
+	for (size_t i = 0; i < n; i++) {
+		unsigned c = p[i].classes;
+		char path[64];
+
+		CU_ASSERT_TRUE(strlen(p[i].name) >= 1 && strlen(p[i].name) <= 15);
+		for (size_t j = 0; j < i; j++)
+			CU_ASSERT_STRING_NOT_EQUAL(p[i].name, p[j].name);
+		CU_ASSERT_NOT_EQUAL(c, 0);
+		if (c & IDENT_PROG_SHELL)
+			CU_ASSERT_TRUE((c & IDENT_PROG_WRAPPER) && (c & IDENT_PROG_NOT_LAUNCHER));
+		if (c & IDENT_PROG_SWITCHES_USER)
+			CU_ASSERT_TRUE(c & IDENT_PROG_NOT_LAUNCHER);
+		CU_ASSERT_EQUAL(ident_is_wrapper(p[i].name), !!(c & IDENT_PROG_WRAPPER));
+		CU_ASSERT_EQUAL(ident_switches_user(p[i].name), !!(c & IDENT_PROG_SWITCHES_USER));
+		CU_ASSERT_EQUAL(ident_may_be_launcher(p[i].name), !(c & IDENT_PROG_NOT_LAUNCHER));
+		snprintf(path, sizeof(path), "/usr/bin/%s (deleted)", p[i].name);
+		CU_ASSERT_EQUAL(ident_is_shell_exe(path), !!(c & IDENT_PROG_SHELL));
+	}
+	/* programs in no row: in no class, and may be launchers */
+	CU_ASSERT_FALSE(ident_is_wrapper("torchrun") || ident_is_shell_exe("/usr/bin/python3"));
+	CU_ASSERT_TRUE(ident_may_be_launcher("torchrun") && ident_may_be_launcher("mpirun"));
+	CU_ASSERT_FALSE(ident_is_shell_exe("/bin/bashful") || ident_is_shell_exe("/bin/bas"));
+	CU_ASSERT_TRUE(ident_is_shell_exe("bash") && ident_is_shell_exe("/bin/sh"));
+	/* doas execs its command: a user switcher that leaves no wrapper behind */
+	CU_ASSERT_TRUE(ident_switches_user("doas") && !ident_is_wrapper("doas"));
+}
+
 /* Wrappers hand the rank over to their child: which programs are wrappers, which rank is the
  * same. */
 static void test_ident_wrappers(void)
@@ -252,6 +288,7 @@ int main(void)
 	CU_add_test(s, "rank identity from environment", test_ident);
 	CU_add_test(s, "the launcher table", test_ident_launchers);
 	CU_add_test(s, "wrappers and the same rank", test_ident_wrappers);
+	CU_add_test(s, "the program classes table", test_ident_progs);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

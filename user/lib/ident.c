@@ -71,22 +71,6 @@ static char job_char(unsigned char c)
 	return (c < 0x21 || c > 0x7e || c == '"' || c == '\\') ? '_' : (char)c;
 }
 
-int ident_is_shell_exe(const char *path)
-{
-	static const char *const shells[] = {"sh",    "bash", "rbash", "dash",	"zsh",	   "ksh",
-					     "ksh93", "mksh", "lksh",  "pdksh", "oksh",	   "posh",
-					     "ash",   "fish", "tcsh",  "csh",	"busybox", "yash"};
-	const char *b = strrchr(path, '/');
-	size_t n;
-
-	b = b ? b + 1 : path;
-	n = strcspn(b, " "); /* "bash (deleted)" after an upgrade */
-	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
-		if (strlen(shells[i]) == n && !strncmp(b, shells[i], n))
-			return 1;
-	return 0;
-}
-
 void ident_job_sanitize(char *job)
 {
 	for (; *job; job++)
@@ -306,50 +290,129 @@ int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b)
 	return a->source == b->source && a->rank == b->rank && !strcmp(a->job, b->job);
 }
 
-int ident_switches_user(const char *comm)
-{
-	static const char *const switchers[] = {"su", "runuser", "sudo", "doas"};
+/*
+ * The program classes: one row per program the agent knows by name (its comm, or an
+ * executable's base name; comm holds 15 bytes). A shell forks the command it runs and waits
+ * for it, and starts no job itself: every shell is a wrapper and no launcher (the table test
+ * checks it). A wrapper forks its command and waits (those that exec it, env, nice, taskset,
+ * numactl, stdbuf, setpriv, nohup, doas, leave no wrapper behind). No launcher: a session,
+ * terminal multiplexer, login or privilege tool, a container's init or monitor, a service
+ * manager, a debugger: a rank started by hand or from a script has no launcher to stop.
+ */
+#define SHELL	     (IDENT_PROG_SHELL | IDENT_PROG_WRAPPER | IDENT_PROG_NOT_LAUNCHER)
+#define WRAPPER	     IDENT_PROG_WRAPPER
+#define NOT_LAUNCHER IDENT_PROG_NOT_LAUNCHER
+#define SWITCHER     IDENT_PROG_SWITCHES_USER
+static const struct ident_prog progs[] = {
+    {"sh", SHELL},
+    {"bash", SHELL},
+    {"rbash", SHELL},
+    {"dash", SHELL},
+    {"zsh", SHELL},
+    {"ksh", SHELL},
+    {"ksh93", SHELL},
+    {"mksh", SHELL},
+    {"lksh", SHELL},
+    {"pdksh", SHELL},
+    {"oksh", SHELL},
+    {"posh", SHELL},
+    {"ash", SHELL},
+    {"fish", SHELL},
+    {"tcsh", SHELL},
+    {"csh", SHELL},
+    {"busybox", SHELL},
+    {"yash", SHELL},
+    {"su", WRAPPER | NOT_LAUNCHER | SWITCHER},
+    {"runuser", WRAPPER | NOT_LAUNCHER | SWITCHER},
+    {"sudo", WRAPPER | NOT_LAUNCHER | SWITCHER},
+    {"doas", NOT_LAUNCHER | SWITCHER},
+    {"timeout", WRAPPER | NOT_LAUNCHER},
+    {"setsid", WRAPPER | NOT_LAUNCHER},
+    {"tini", WRAPPER | NOT_LAUNCHER},
+    {"dumb-init", WRAPPER | NOT_LAUNCHER},
+    {"strace", WRAPPER | NOT_LAUNCHER},
+    {"time", WRAPPER},
+    {"flock", WRAPPER},
+    {"unshare", WRAPPER},
+    {"nsenter", WRAPPER},
+    {"uv", WRAPPER},
+    {"srun", WRAPPER},
+    {"apptainer", WRAPPER},
+    {"singularity", WRAPPER},
+    {"starter", WRAPPER},
+    {"starter-suid", WRAPPER},
+    {"nsys", WRAPPER},
+    {"py-spy", WRAPPER},
+    {"perf", WRAPPER},
+    {"ltrace", WRAPPER},
+    {"xargs", WRAPPER},
+    {"catchsegv", WRAPPER},
+    {"ddtrace-run", WRAPPER},
+    {"sshd", NOT_LAUNCHER},
+    {"login", NOT_LAUNCHER},
+    {"tmux", NOT_LAUNCHER},
+    {"tmux: server", NOT_LAUNCHER},
+    {"screen", NOT_LAUNCHER},
+    {"SCREEN", NOT_LAUNCHER},
+    {"systemd", NOT_LAUNCHER},
+    {"init", NOT_LAUNCHER},
+    {"containerd-shim", NOT_LAUNCHER},
+    {"conmon", NOT_LAUNCHER},
+    {"catatonit", NOT_LAUNCHER},
+    {"s6-svscan", NOT_LAUNCHER},
+    {"runsv", NOT_LAUNCHER},
+    {"nohup", NOT_LAUNCHER},
+    {"setpriv", NOT_LAUNCHER},
+    {"env", NOT_LAUNCHER},
+    {"nice", NOT_LAUNCHER},
+    {"ionice", NOT_LAUNCHER},
+    {"taskset", NOT_LAUNCHER},
+    {"numactl", NOT_LAUNCHER},
+    {"chrt", NOT_LAUNCHER},
+    {"stdbuf", NOT_LAUNCHER},
+    {"script", NOT_LAUNCHER},
+    {"gdb", NOT_LAUNCHER},
+};
+#undef SHELL
+#undef WRAPPER
+#undef NOT_LAUNCHER
+#undef SWITCHER
 
-	for (size_t i = 0; i < sizeof(switchers) / sizeof(switchers[0]); i++)
-		if (!strcmp(comm, switchers[i]))
-			return 1;
-	return 0;
+const struct ident_prog *ident_progs(size_t *ret_n)
+{
+	*ret_n = sizeof(progs) / sizeof(progs[0]);
+	return progs;
 }
 
-int ident_may_be_launcher(const char *comm)
+/* The classes of the program named by the first n bytes of name (0: none of the table's). */
+static unsigned prog_class(const char *name, size_t n)
 {
-	static const char *const not_launchers[] = {
-	    "sh",      "bash",	  "dash",      "zsh",	       "fish",
-	    "ksh",     "tcsh",	  "csh",       "sudo",	       "su",
-	    "sshd",    "login",	  "tmux",      "tmux: server", "screen",
-	    "SCREEN",  "timeout", "systemd",   "init",	       "containerd-shim",
-	    "conmon",  "tini",	  "dumb-init", "catatonit",    "s6-svscan",
-	    "runsv",   "nohup",	  "setsid",    "runuser",      "setpriv",
-	    "doas",    "env",	  "nice",      "ionice",       "taskset",
-	    "numactl", "chrt",	  "stdbuf",    "script",       "strace",
-	    "gdb",
-	};
-
-	for (size_t i = 0; i < sizeof(not_launchers) / sizeof(not_launchers[0]); i++)
-		if (!strcmp(comm, not_launchers[i]))
-			return 0;
-	return 1;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+		if (strlen(progs[i].name) == n && !strncmp(name, progs[i].name, n))
+			return progs[i].classes;
+	return 0;
 }
 
 int ident_is_wrapper(const char *comm)
 {
-	/* programs that fork the command they are given and wait for it (those that exec it,
-	 * env, nice, taskset, numactl, stdbuf, setpriv, nohup, leave no wrapper behind) */
-	static const char *const wrappers[] = {
-	    "sh",      "bash",	       "dash",	    "zsh",	  "ksh",       "mksh",
-	    "ash",     "busybox",      "fish",	    "timeout",	  "time",      "flock",
-	    "setsid",  "unshare",      "nsenter",   "sudo",	  "su",	       "runuser",
-	    "uv",      "srun",	       "tini",	    "dumb-init",  "apptainer", "singularity",
-	    "starter", "starter-suid", "nsys",	    "py-spy",	  "perf",      "strace",
-	    "ltrace",  "xargs",	       "catchsegv", "ddtrace-run"};
+	return !!(prog_class(comm, strlen(comm)) & IDENT_PROG_WRAPPER);
+}
 
-	for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
-		if (!strcmp(comm, wrappers[i]))
-			return 1;
-	return 0;
+int ident_switches_user(const char *comm)
+{
+	return !!(prog_class(comm, strlen(comm)) & IDENT_PROG_SWITCHES_USER);
+}
+
+int ident_may_be_launcher(const char *comm)
+{
+	return !(prog_class(comm, strlen(comm)) & IDENT_PROG_NOT_LAUNCHER);
+}
+
+int ident_is_shell_exe(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	/* "bash (deleted)" after an upgrade */
+	return !!(prog_class(b, strcspn(b, " ")) & IDENT_PROG_SHELL);
 }

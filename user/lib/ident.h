@@ -44,6 +44,20 @@ void ident_scope(struct rank_ident *r, const char *node);
 int ident_addr_is_loopback(const char *addr);
 /* Do a and b name the same rank of the same job (a wrapper's child that carries its rank)? */
 int ident_same_rank(const struct rank_ident *a, const struct rank_ident *b);
+/* The program classes the agent knows programs by (user/lib/ident.c: one table, a row per
+ * program name; a program in no row is in no class). */
+enum ident_prog_class {
+	IDENT_PROG_SHELL = 1 << 0,	   /* a command interpreter */
+	IDENT_PROG_WRAPPER = 1 << 1,	   /* forks the command it is given and waits for it */
+	IDENT_PROG_NOT_LAUNCHER = 1 << 2,  /* never a job's launcher (see ident_may_be_launcher) */
+	IDENT_PROG_SWITCHES_USER = 1 << 3, /* runs its command as another user */
+};
+struct ident_prog {
+	const char *name; /* comm (15 bytes at most), or an executable's base name */
+	unsigned classes; /* enum ident_prog_class */
+};
+/* The table, for its test. */
+const struct ident_prog *ident_progs(size_t *ret_n);
 /*
  * Is a process running this program (its comm) a wrapper that forks the real rank and waits
  * for it: shells, timeout, time, uv, srun, container and profiler front-ends. Its child that
