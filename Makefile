@@ -190,7 +190,7 @@ $(BUILD)/tests/test_client_fence: tests/unit/test_client_fence.c user/client/lib
 	$(CC) $(CFLAGS) $< -o $@ -lcunit -lpthread
 
 # the cadence parts' rules (an agent module without effects) against the rank table
-$(BUILD)/tests/test_cadparts: tests/unit/test_cadparts.c user/agent/cadparts.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
+$(BUILD)/tests/test_cadparts: tests/unit/test_cadparts.c $(BUILD)/libftbpfcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit $(LDLIBS_JSON) -lsodium -lm
 $(BUILD)/tests/test_testid: tests/unit/test_testid.c user/ci/testid.c | $(BUILD)/tests
 	$(CC) $(CFLAGS) $^ -o $@ -lcunit

@@ -1,11 +1,11 @@
-/* Step cadence across hosts (agent/cadparts.c): which cadence parts are believed, who holds a
+/* Step cadence across hosts (proto/cadparts.c): which cadence parts are believed, who holds a
  * rank, newcomers answered once, what is sent and when, a dead host forgotten. */
 #include <CUnit/Basic.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/cadparts.h"
+#include "proto/cadparts.h"
 #include "lib/jobview.h"
 #include "lib/ranks.h"
 #include "proto/part_proto.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/cadparts.h"
+#include "proto/cadparts.h"
 #include "agent/eventlog.h"
 #include "agent/mesh.h"
 #include "agent/partgate.h"
@@ -18,40 +18,19 @@
 #include "os/clock.h"
 #include "os/log.h"
 #include "proto/part_proto.h"
+#include "proto/partbook.h"
 #include "proto/swim.h"
 
 #define MS	    1000000ull
-#define PUBLISH_MIN (1000 * MS)		   /* publish after a quarter of soft, at least this */
-#define REFRESH	    (1000 * MS)		   /* an unchanged part again after this */
-#define REBROADCAST (2000 * MS)		   /* to every member again while ranks are missing */
-#define TTL_MS	    3500		   /* a part not refreshed this long is stale */
-#define STALE_KEEP  (600 * CLOCK_NS_PER_S) /* where missing ranks were last seen */
-#define HOLD	    (1500 * MS)		   /* a hang report waits this long for missing parts */
-#define MAX_REMOTE  4096
+#define HOLD	    (1500 * MS) /* a hang report waits this long for missing parts */
 #define MAX_CHUNKS  8
 #define MAX_PARTS   (JV_MAX_PARTS)
 #define EDGES_EVERY (1000 * MS) /* a stalled job's sockets are looked at this often */
-struct remote {
-	struct jv_part part; /* node: the sender's address */
-	struct mesh_addr from;
-	uint64_t boot;
-	uint64_t expires_ns, stale_ns;
-	int member; /* the sender is a live mesh member of that boot */
-	int want_reply;
-	uint64_t replied_ns;
-};
-
-struct sender {
-	struct mesh_addr a;
-	struct mesh_replay r;
-};
-
 struct pub { /* what this host told about one job, and its last waits-for edges */
 	uint32_t uid;
 	char job[FTBPF_JOB_LEN];
-	int publishing;
-	uint64_t sent_ns, bcast_ns, hung_ns, seen_ns;
-	uint32_t digest;
+	struct partbook_pub sched; /* when its part goes out */
+	uint64_t hung_ns, seen_ns;
 	uint64_t edges_ns; /* when the sockets were last looked at (at most every EDGES_EVERY) */
 	int nedges[MAX_CHUNKS];
 	struct jv_edge edges[MAX_CHUNKS][JV_MAX_EDGES];
@@ -63,8 +42,7 @@ struct pub { /* what this host told about one job, and its last waits-for edges 
 };
 
 struct cnt {
-	uint64_t rx, tx, tx_errors, accepted, bad[7], misdirected, stale, replayed, not_ours,
-	    claims_ours, conflict, world_mismatch, bad_seq, expired, bad_source;
+	uint64_t rx, tx, tx_errors, bad[7], misdirected, stale, not_ours, bad_source;
 };
 
 struct jobparts {
@@ -74,10 +52,7 @@ struct jobparts {
 	struct mesh_addr self;
 	char node[JV_NODE_LEN];
 	uint64_t seq;
-	struct remote *rv;
-	int nr, rcap;
-	struct sender *sv;
-	int ns, scap;
+	struct partbook book; /* the other hosts' parts, and the rules they are held by */
 	struct pub *pv;
 	int np, pcap;
 	struct cnt c;
@@ -117,11 +92,6 @@ static int same_job(const struct jv_part *p, uint32_t uid, const char *job)
 	return p->uid == uid && !strcmp(p->job, job);
 }
 
-static void drop_remote(struct jobparts *jp, int i)
-{
-	jp->rv[i] = jp->rv[--jp->nr];
-}
-
 /* ---- receiving: authenticated, meant for us, fresh, then believable ---- */
 static void note_drop(struct jobparts *jp, const struct part_packet *p, const char *why)
 {
@@ -138,118 +108,18 @@ static void note_drop(struct jobparts *jp, const struct part_packet *p, const ch
 	log_debug("job parts: ignored a part of job %s from %s: %s", p->part.job, a, why);
 }
 
-static struct mesh_replay *window_of(struct jobparts *jp, const struct mesh_addr *a)
-{
-	for (int i = 0; i < jp->ns; i++)
-		if (mesh_addr_eq(&jp->sv[i].a, a))
-			return &jp->sv[i].r;
-	if (jp->ns >= MAX_REMOTE || grow((void **)&jp->sv, &jp->scap, jp->ns, sizeof(*jp->sv)))
-		return NULL;
-	memset(&jp->sv[jp->ns], 0, sizeof(jp->sv[0]));
-	jp->sv[jp->ns].a = *a;
-	return &jp->sv[jp->ns++].r;
-}
-
-static int shares_rank(const struct jv_part *a, const struct jv_part *b)
-{
-	for (int i = 0; i < a->nranks; i++)
-		if (jobview_part_rank(b, a->ranks[i].rank) >= 0)
-			return 1;
-	return 0;
-}
-
-/* Is what the part says believable next to what we know? 0, or a counter to bump. */
-static uint64_t *believe(struct jobparts *jp, const struct part_packet *p, int member,
-			 const struct job *j, int *ret_same)
-{
-	const struct jv_part *pt = &p->part;
-	int w = job_world_size(j);
-
-	*ret_same = -1;
-	if (w > 0 && pt->world_size > 0 && w != pt->world_size)
-		return &jp->c.world_mismatch;
-	for (int i = 0; i < pt->nranks; i++)
-		if (job_holds_live(j, pt->ranks[i].rank))
-			return &jp->c.claims_ours; /* our ranks are ours: we see them */
-	for (int i = 0; i < jp->nr; i++) {
-		struct remote *r = &jp->rv[i];
-
-		if (!same_job(&r->part, pt->uid, pt->job) || r->stale_ns)
-			continue;
-		if (mesh_addr_eq(&r->from, &p->from)) {
-			if (r->part.chunk != pt->chunk)
-				continue;
-			*ret_same = i;
-			/* the same rank, process and communicator cannot go back */
-			for (int k = 0; k < pt->nranks; k++) {
-				int o = jobview_part_rank(&r->part, pt->ranks[k].rank);
-				const struct jv_rank *x = &pt->ranks[k], *y;
-
-				if (o < 0)
-					continue;
-				y = &r->part.ranks[o];
-				if (x->pid == y->pid && (x->flags & y->flags & JV_R_COMM) &&
-				    x->comm_id == y->comm_id && x->comm_seq < y->comm_seq)
-					return &jp->c.bad_seq;
-			}
-			continue;
-		}
-		if (!shares_rank(&r->part, pt))
-			continue;
-		/* two hosts claim a rank: a live member of the mesh beats a stranger; else the
-		 * first claim holds until it expires */
-		if (member && !r->member) {
-			jp->c.conflict++;
-			drop_remote(jp, i--);
-			continue;
-		}
-		return &jp->c.conflict;
-	}
-	return NULL;
-}
-
 static void accept_part(struct jobparts *jp, const struct part_packet *p, int member, uint64_t now)
 {
 	struct job *j = ranks_job_find(jp->o.ranks, p->part.uid, p->part.job);
-	struct remote *r;
-	uint64_t *bad;
-	int same;
+	enum partbook_verdict v;
 
 	if (!j) {
 		jp->c.not_ours++;
 		return;
 	}
-	bad = believe(jp, p, member, j, &same);
-	if (bad) {
-		(*bad)++;
-		note_drop(jp, p,
-			  bad == &jp->c.conflict      ? "ranks another host holds"
-			  : bad == &jp->c.claims_ours ? "ranks this host holds"
-			  : bad == &jp->c.bad_seq     ? "NCCL sequence numbers went back"
-						      : "another world size");
-		return;
-	}
-	if (same < 0) {
-		if (jp->nr >= MAX_REMOTE ||
-		    grow((void **)&jp->rv, &jp->rcap, jp->nr, sizeof(*jp->rv)) < 0)
-			return;
-		same = jp->nr++;
-		memset(&jp->rv[same], 0, sizeof(jp->rv[0]));
-	}
-	r = &jp->rv[same];
-	r->part = p->part;
-	mesh_format_addr(&p->from, r->part.node, sizeof(r->part.node));
-	r->part.at_ns = now;
-	r->part.stale = 0;
-	r->from = p->from;
-	r->boot = p->boot;
-	r->member = member;
-	r->expires_ns = now + (uint64_t)(p->ttl_ms < TTL_MS ? p->ttl_ms : TTL_MS) * MS;
-	r->stale_ns = 0;
-	r->want_reply |= !(p->flags & PART_F_REPLY);
-	jp->c.accepted++;
-	if (p->flags & PART_F_GONE)
-		r->part.nranks = r->part.nedges = r->part.nres = 0;
+	v = partbook_offer(&jp->book, p, member, j, now);
+	if (v != PARTBOOK_ACCEPTED && v != PARTBOOK_NO_ROOM)
+		note_drop(jp, p, partbook_verdict_text(v));
 }
 
 static struct pub *pub_find(struct jobparts *jp, uint32_t uid, const char *job);
@@ -284,7 +154,6 @@ static void on_part(void *ctx, const uint8_t *buf, size_t len, const struct mesh
 	const struct swim_member *sm;
 	struct part_packet p;
 	struct mesh_packet mp = {0};
-	struct mesh_replay *w;
 	int r, member;
 
 	jp->c.rx++;
@@ -316,11 +185,8 @@ static void on_part(void *ctx, const uint8_t *buf, size_t len, const struct mesh
 		jp->c.stale++; /* from an earlier life of the sender */
 		return;
 	}
-	w = window_of(jp, &p.from);
-	if (!w || mesh_replay_check(w, p.boot, p.seq) != MESH_OK) {
-		jp->c.replayed++;
+	if (!partbook_fresh_seq(&jp->book, &p.from, p.boot, p.seq))
 		return;
-	}
 	member = sm && sm->boot == p.boot && (sm->state == MESH_ALIVE || sm->state == MESH_SUSPECT);
 	if (!partgate_pass(&jp->gate, ranks_job_find(jp->o.ranks, p.part.uid, p.part.job), &p,
 			   clock_mono_ns()))
@@ -375,16 +241,7 @@ static void send_parts(struct jobparts *jp, const struct mesh_addr *to, const st
 
 static void send_chunks(struct jobparts *jp, const struct mesh_addr *to, int nc, uint8_t flags)
 {
-	send_parts(jp, to, jp->chunks, nc, flags, TTL_MS);
-}
-
-static int is_job_host(const struct jobparts *jp, const struct job *j, const struct mesh_addr *a)
-{
-	for (int i = 0; i < jp->nr; i++)
-		if (mesh_addr_eq(&jp->rv[i].from, a) && !jp->rv[i].stale_ns &&
-		    same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id))
-			return 1;
-	return 0;
+	send_parts(jp, to, jp->chunks, nc, flags, PARTBOOK_TTL_MS);
 }
 
 /* To every live member (all), or to the hosts whose fresh parts of j we hold. */
@@ -397,60 +254,15 @@ static void send_to(struct jobparts *jp, const struct job *j, int nc, int all, u
 
 		if (m->state != MESH_ALIVE && m->state != MESH_SUSPECT)
 			continue;
-		if (all || is_job_host(jp, j, &m->addr))
+		if (all || partbook_is_job_host(&jp->book, (uint32_t)j->uid, j->id, &m->addr))
 			send_chunks(jp, &m->addr, nc, flags);
 	}
 }
 
-static uint32_t fnv(uint32_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
-}
-
-/* What a part says that is news: states, flags, sequence numbers, progress, edges. */
-static uint32_t digest(const struct jv_part *c, int nc)
-{
-	uint32_t h = 2166136261u;
-
-	for (int i = 0; i < nc; i++) {
-		for (int k = 0; k < c[i].nranks; k++) {
-			const struct jv_rank *r = &c[i].ranks[k];
-			uint32_t moving = r->progress_age_ms < PUBLISH_MIN / MS;
-
-			h = fnv(h, &r->rank, sizeof(r->rank));
-			h = fnv(h, &r->state, 1);
-			h = fnv(h, &r->flags, 1);
-			h = fnv(h, &r->syscall, sizeof(r->syscall));
-			h = fnv(h, &r->comm_seq, sizeof(r->comm_seq));
-			h = fnv(h, &moving, sizeof(moving));
-		}
-		for (int k = 0; k < c[i].nedges; k++)
-			h = fnv(h, &c[i].edges[k], sizeof(c[i].edges[k]));
-		for (int k = 0; k < c[i].nres; k++)
-			h = fnv(h, &c[i].res[k], sizeof(c[i].res[k]));
-	}
-	return h;
-}
-
-/* When a job's stall is told to its other hosts: after a quarter of its soft timeout, at least
- * PUBLISH_MIN; a job whose collectives have a pace, a quarter of what its collective rule may
- * give (the verdict over every host's ranks is where it applies). */
 static uint64_t publish_after(const struct jobparts *jp, const struct job *j)
 {
-	uint64_t soft = jp->o.dp->soft_ns, coll;
-
-	if (jp->o.dp->soft_auto && j->arr.p99_interval_s > 0) {
-		coll = (uint64_t)(jp->o.dp->auto_k * j->arr.p99_interval_s * 1e9);
-		if (coll < jp->o.dp->auto_floor_ns)
-			coll = jp->o.dp->auto_floor_ns;
-		if (coll < soft)
-			soft = coll;
-	}
-	return soft / 4 > PUBLISH_MIN ? soft / 4 : PUBLISH_MIN;
+	return partbook_publish_after(jp->o.dp->soft_ns, jp->o.dp->soft_auto, jp->o.dp->auto_k,
+				      jp->o.dp->auto_floor_ns, j->arr.p99_interval_s);
 }
 
 static struct pub *pub_find(struct jobparts *jp, uint32_t uid, const char *job)
@@ -475,40 +287,19 @@ static struct pub *pub_of(struct jobparts *jp, const struct job *j)
 	return &jp->pv[jp->np++];
 }
 
+/* The job's part to whom partbook_schedule says, then to the hosts that asked for a reply. */
 static void publish(struct jobparts *jp, const struct job *j, struct pub *pb, int nc, int stalled,
 		    uint64_t now)
 {
-	uint32_t d = digest(jp->chunks, nc);
+	struct partbook_send sd = partbook_schedule(
+	    &pb->sched, stalled, partbook_digest(jp->chunks, nc), j->xv.nmissing, now);
 
-	if (stalled) {
-		if (!pb->publishing || d != pb->digest || now - pb->sent_ns >= REFRESH) {
-			int all = !pb->publishing ||
-				  (j->xv.nmissing && now - pb->bcast_ns >= REBROADCAST);
-
-			send_to(jp, j, nc, all, 0);
-			if (all)
-				pb->bcast_ns = now;
-			pb->sent_ns = now;
-			pb->digest = d;
-		}
-		pb->publishing = 1;
-	} else if (pb->publishing) { /* progress here again: say so once */
-		send_to(jp, j, nc, 0, PART_F_REPLY);
-		pb->publishing = 0;
-		pb->sent_ns = now;
-	}
-	/* answer the hosts that asked (a host that stalls wants to know we do not) */
-	for (int i = 0; i < jp->nr; i++) {
-		struct remote *r = &jp->rv[i];
-
-		if (!r->want_reply || !same_job(&r->part, (uint32_t)j->uid, j->id) || r->stale_ns)
-			continue;
-		r->want_reply = 0;
-		if (pb->sent_ns == now || now - r->replied_ns < REFRESH / 2)
-			continue;
-		r->replied_ns = now;
-		send_chunks(jp, &r->from, nc, PART_F_REPLY);
-	}
+	if (sd.to != PARTBOOK_SEND_NONE)
+		send_to(jp, j, nc, sd.to == PARTBOOK_SEND_ALL, sd.flags);
+	for (int i = 0;
+	     (i = partbook_next_reply(&jp->book, (uint32_t)j->uid, j->id, &pb->sched, now, i)) >= 0;
+	     i++)
+		send_chunks(jp, &jp->book.rv[i].from, nc, PART_F_REPLY);
 }
 
 /* ---- cadence parts ---- */
@@ -561,14 +352,8 @@ static int gather(struct jobparts *jp, const struct job *j, int nc)
 
 	for (int i = 0; i < nc && n < MAX_PARTS; i++)
 		jp->parts[n++] = jp->chunks[i];
-	for (int pass = 0; pass < 2; pass++) /* fresh parts first, then the stale */
-		for (int i = 0; i < jp->nr && n < MAX_PARTS; i++)
-			if (same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id) &&
-			    !jp->rv[i].stale_ns == !pass) {
-				jp->parts[n] = jp->rv[i].part;
-				jp->parts[n++].stale = pass;
-			}
-	return n;
+	return n +
+	       partbook_gather(&jp->book, (uint32_t)j->uid, j->id, jp->parts + n, MAX_PARTS - n);
 }
 
 static int hosts_of(struct jobparts *jp)
@@ -638,10 +423,10 @@ static int distinct_ranks(const struct job *j)
 
 static int needs_resolution(const struct jobparts *jp, const struct job *j)
 {
-	for (int i = 0; i < jp->nr; i++) {
-		const struct jv_part *p = &jp->rv[i].part;
+	for (int i = 0; i < jp->book.nr; i++) {
+		const struct jv_part *p = &jp->book.rv[i].part;
 
-		if (jp->rv[i].stale_ns || !same_job(p, (uint32_t)j->uid, j->id))
+		if (jp->book.rv[i].stale_ns || !same_job(p, (uint32_t)j->uid, j->id))
 			continue;
 		for (int k = 0; k < p->nedges; k++)
 			if (p->edges[k].to_rank == -1 &&
@@ -746,17 +531,7 @@ void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now)
 
 void jobparts_tick(struct jobparts *jp, uint64_t now)
 {
-	for (int i = 0; i < jp->nr; i++) {
-		struct remote *r = &jp->rv[i];
-
-		if (!r->stale_ns && now >= r->expires_ns) {
-			r->stale_ns = now;
-			jp->c.expired++;
-		}
-		if ((r->stale_ns && now - r->stale_ns > STALE_KEEP) ||
-		    !ranks_job_find(jp->o.ranks, r->part.uid, r->part.job))
-			drop_remote(jp, i--);
-	}
+	partbook_expire(&jp->book, jp->o.ranks, now);
 	cadparts_tick(jp->cp, jp->o.ranks, now);
 	for (int i = 0; i < jp->np; i++)
 		if (now - jp->pv[i].seen_ns > 10 * CLOCK_NS_PER_S)
@@ -770,11 +545,7 @@ void jobparts_peer_event(struct jobparts *jp, const char *type, const struct swi
 	if (strcmp(type, "peer_dead") && strcmp(type, "peer_left") &&
 	    strcmp(type, "peer_restarted"))
 		return;
-	for (int i = 0; i < jp->nr; i++)
-		if (mesh_addr_eq(&jp->rv[i].from, &m->addr) && !jp->rv[i].stale_ns) {
-			jp->rv[i].stale_ns = now;
-			jp->c.expired++;
-		}
+	partbook_host_gone(&jp->book, &m->addr, now);
 	cadparts_forget_host(jp->cp, &m->addr); /* its ranks' cadence is no longer judged */
 }
 
@@ -792,34 +563,22 @@ void jobparts_counters(const struct jobparts *jp, struct json_object *c)
 	jint(c, "parts_rx", (int64_t)jp->c.rx);
 	jint(c, "parts_tx", (int64_t)jp->c.tx);
 	jint(c, "parts_tx_errors", (int64_t)jp->c.tx_errors);
-	jint(c, "parts_accepted", (int64_t)jp->c.accepted);
+	jint(c, "parts_accepted", (int64_t)jp->book.c.accepted);
 	for (int i = 1; i <= 6; i++)
 		jint(c, bad[i], (int64_t)jp->c.bad[i]);
 	jint(c, "parts_bad_source", (int64_t)jp->c.bad_source);
 	partgate_counters(&jp->gate, c);
 	jint(c, "parts_misdirected", (int64_t)jp->c.misdirected);
 	jint(c, "parts_stale", (int64_t)jp->c.stale);
-	jint(c, "parts_replayed", (int64_t)jp->c.replayed);
+	jint(c, "parts_replayed", (int64_t)jp->book.c.replayed);
 	jint(c, "parts_not_ours", (int64_t)jp->c.not_ours);
-	jint(c, "parts_claim_our_ranks", (int64_t)jp->c.claims_ours);
-	jint(c, "parts_rank_conflict", (int64_t)jp->c.conflict);
-	jint(c, "parts_world_mismatch", (int64_t)jp->c.world_mismatch);
-	jint(c, "parts_bad_seq", (int64_t)jp->c.bad_seq);
-	jint(c, "parts_expired", (int64_t)jp->c.expired);
+	jint(c, "parts_claim_our_ranks", (int64_t)jp->book.c.claims_ours);
+	jint(c, "parts_rank_conflict", (int64_t)jp->book.c.conflict);
+	jint(c, "parts_world_mismatch", (int64_t)jp->book.c.world_mismatch);
+	jint(c, "parts_bad_seq", (int64_t)jp->book.c.bad_seq);
+	jint(c, "parts_expired", (int64_t)jp->book.c.expired);
 	cadparts_counters(jp->cp, c);
 	jint(c, "socket_dumps", (int64_t)jp->pl.dumps);
-}
-
-/* Is rank `rank` of j in a fresh part from `from`? */
-static int in_parts(const struct jobparts *jp, const struct job *j, const struct mesh_addr *from,
-		    int rank)
-{
-	for (int i = 0; i < jp->nr; i++)
-		if (!jp->rv[i].stale_ns && same_job(&jp->rv[i].part, (uint32_t)j->uid, j->id) &&
-		    mesh_addr_eq(&jp->rv[i].from, from) &&
-		    jobview_part_rank(&jp->rv[i].part, rank) >= 0)
-			return 1;
-	return 0;
 }
 
 struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struct job *j,
@@ -827,8 +586,8 @@ struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struc
 {
 	struct json_object *arr = json_object_new_array();
 
-	for (int i = 0; i < jp->nr; i++) {
-		const struct remote *r = &jp->rv[i];
+	for (int i = 0; i < jp->book.nr; i++) {
+		const struct partbook_remote *r = &jp->book.rv[i];
 
 		if (r->stale_ns || !same_job(&r->part, (uint32_t)j->uid, j->id))
 			continue;
@@ -864,7 +623,8 @@ struct json_object *jobparts_remote_ranks(const struct jobparts *jp, const struc
 
 		if (!x)
 			break;
-		if (job_holds_live(j, x->rank) || in_parts(jp, j, &from, x->rank))
+		if (job_holds_live(j, x->rank) ||
+		    partbook_holds_rank(&jp->book, (uint32_t)j->uid, j->id, &from, x->rank))
 			continue;
 		o = json_object_new_object();
 		jint(o, "rank", x->rank);
@@ -965,8 +725,7 @@ void jobparts_free(struct jobparts *jp)
 		mesh_set_part_handler(jp->o.mesh, NULL, NULL);
 	partlocal_fini(&jp->pl);
 	memset(jp->key, 0, sizeof(jp->key));
-	free(jp->rv);
-	free(jp->sv);
+	partbook_fini(&jp->book);
 	free(jp->pv);
 	free(jp->hosts);
 	cadparts_free(jp->cp);

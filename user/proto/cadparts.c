@@ -1,5 +1,5 @@
 /* Step cadence across hosts: see cadparts.h. */
-#include "agent/cadparts.h"
+#include "proto/cadparts.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -10,7 +10,6 @@
 #include "lib/jobview.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
-#include "os/clock.h"
 #include "proto/part_proto.h"
 
 #define MS	    1000000ull
