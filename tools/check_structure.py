@@ -10,6 +10,11 @@ Fails, saying where, on:
     layer the table marks pure (its code takes its inputs as arguments and returns its effects;
     the owner of a table that holds descriptors releases them through a hook it sets; writing
     into a stream the caller gives, fprintf/fwrite, is formatting, and allowed);
+  - a function a module's header declares whose name does not start with one of the module's
+    prefixes: NAME_ (or NAME itself) for user/LAYER/NAME.h, or those the prefix table in docs/architecture.md
+    gives it (a prefix ends with "_"; an entry without one is a whole name). A name belongs to
+    the module of its longest matching prefix, so `ctl_client_open` is ctl_client's even though
+    agent/ctl owns `ctl_`; a prefix given to two modules fails too;
   - a link out of the repository (`../`) in docs/architecture.md, which a clone does not have;
   - a C, header or BPF file over 1,000 lines.
 Stdlib only; run from the repository root (or pass it as the first argument).
@@ -39,6 +44,12 @@ SYS_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>')
 COMMENT_OR_STRING = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
                                re.S)
 SKIP_DIRS = {'.git', 'build'}
+# a row of the prefix table: | `lib/decide_policy` | `dp_` ... |
+PREFIX_ROW = re.compile(r'^\|\s*`([a-z]+/[a-z0-9_]+)`\s*\|([^|]*)\|')
+# a function a header declares: at the start of a line, not static, not a macro or typedef
+DECL = re.compile(r'^(?!static\b|typedef\b|#|return\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*'
+                  r'\([^;{}]*\)\s*;', re.M | re.S)
+C_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 
 
 def module_of(layer, name):
@@ -86,6 +97,63 @@ def impure(root, layer):
                 continue
             for m in IO_CALL.finditer(line):
                 yield '%s:%d: calls %s()' % (path, no, m.group(1))
+
+
+def read_prefixes(doc):
+    """The prefix table between the markers in docs/architecture.md: module -> [prefix]."""
+    table, inside = {}, False
+    with open(doc, encoding='utf-8') as f:
+        for line in f:
+            if 'prefixes:begin' in line:
+                inside = True
+            elif 'prefixes:end' in line:
+                break
+            elif inside:
+                m = PREFIX_ROW.match(line)
+                if m:
+                    table.setdefault(m.group(1), []).extend(re.findall(r'`([A-Za-z_]\w*)`',
+                                                                        m.group(2)))
+    return table
+
+
+def prefix_errors(root, doc):
+    """Exported names outside their module's prefixes, and prefixes given twice."""
+    table, errors, owner, decls = read_prefixes(doc), [], {}, []
+    for layer in sorted(os.listdir(os.path.join(root, 'user'))):
+        d = os.path.join(root, 'user', layer)
+        if not os.path.isdir(d):
+            continue
+        for fn in sorted(os.listdir(d)):
+            base, ext = os.path.splitext(fn)
+            if ext != '.h':
+                continue
+            mod = module_of(layer, base)
+            if mod not in owner.values():
+                base = mod.split('/')[1]
+                for p in [base + '_', base] + table.get(mod, []):
+                    if p in owner and owner[p] != mod:
+                        errors.append('prefix %s given to both %s and %s' % (p, owner[p], mod))
+                    owner.setdefault(p, mod)
+            path = os.path.join('user', layer, fn)
+            with open(os.path.join(root, path), encoding='utf-8', errors='replace') as f:
+                text = C_COMMENT.sub(lambda m: '\n' * m.group(0).count('\n'), f.read())
+            for m in DECL.finditer(text):
+                decls.append((path, text.count('\n', 0, m.start(1)) + 1, mod, m.group(1)))
+    for mod in sorted(set(table) - set(owner.values())):
+        errors.append('%s: the prefix table names module %s, which has no header' % (doc, mod))
+    for path, no, mod, name in decls:
+        best = max((p for p in owner if name == p or (p.endswith('_') and
+                                                       name.startswith(p))),
+                   key=len, default=None)
+        if owner.get(best) != mod:
+            errors.append('%s:%d: %s() is declared by %s but %s (give it one of %s\'s '
+                          'prefixes: %s; or a row in the prefix table of %s)' %
+                          (path, no, name, mod,
+                           'its prefix %s is %s\'s' % (best, owner[best]) if best
+                           else 'no module has its prefix', mod,
+                           ', '.join(p for p in owner if owner[p] == mod and p.endswith('_')),
+                           doc))
+    return errors
 
 
 def outside_links(doc):
@@ -224,6 +292,7 @@ def main():
         for where in impure(root, layer):
             errors.append('%s, in layer %s, which docs/architecture.md marks pure: do the I/O '
                           'in a layer that may (os, agent) and pass its result in' % (where, layer))
+    errors.extend(prefix_errors(root, doc))
     for no in outside_links(doc):
         errors.append('%s:%d: a link out of the repository (a clone does not have it)' % (doc, no))
     for path, n in long_files(root):
@@ -234,8 +303,8 @@ def main():
         print('check-structure: FAILED (%d problem(s))' % len(errors), file=sys.stderr)
         return 1
     print('check-structure: ok (%d modules, no include cycle, layers as documented, no I/O in '
-          'the pure layers (%s), no file over %d lines)' % (len(graph), ', '.join(sorted(pure)),
-                                                          MAX_LINES))
+          'the pure layers (%s), every function under its module\'s prefix, no file over %d '
+          'lines)' % (len(graph), ', '.join(sorted(pure)), MAX_LINES))
     return 0
 
 

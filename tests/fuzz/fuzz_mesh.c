@@ -51,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		buf[2] = MESH_VERSION;
 		crypto_auth_hmacsha256(buf + len - MESH_MAC_BYTES, buf, len - MESH_MAC_BYTES, key);
 	}
-	if (mesh_decode(buf, len, key, &p) == MESH_OK) {
-		mesh_replay_check(&replay, p.boot, p.seq);
+	if (mesh_proto_decode(buf, len, key, &p) == MESH_OK) {
+		mesh_proto_replay_check(&replay, p.boot, p.seq);
 		now += 10;
 		swim_receive(node, &p, now);
 		swim_tick(node, now);

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = 0;
 
 	json_tokener_free(tok);
-	if (metrics_format(o, &text, &len) == 0) {
+	if (metrics_text_format(o, &text, &len) == 0) {
 		if (strlen(text) != len || (len && text[len - 1] != '\n'))
 			abort();
 		for (size_t i = 0; i < len; i++)

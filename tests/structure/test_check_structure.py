@@ -16,9 +16,19 @@ DOC = '''# made-up tree
 | `os` | `lib` | no |
 <!-- layer-rules:end -->
 '''
+PREFIXES = '''
+<!-- prefixes:begin -->
+| module | prefixes |
+| --- | --- |
+| `os/b` | `bx_`, `b_only` |
+<!-- prefixes:end -->
+'''
 CLEAN = {
-    'docs/architecture.md': DOC,
-    'user/lib/a.h': 'int a_sum(int x);\n',
+    'docs/architecture.md': DOC + PREFIXES,
+    'user/lib/a.h': 'int a_sum(int x);\nstatic inline int q(void) { return 0; }\n'
+                    '/* int zz_commented(void); */\nstruct a_s { int (*cb)(void *ctx); };\n',
+    'user/lib/a_b.h': 'int a_b(void);\nint a_b_twice(int x,\n\t\tint y);\n',
+    'user/os/b.h': 'int b_read(void);\nint bx_more(void);\nint b_only(void);\n',
     'user/lib/a.c': '#include "lib/a.h"\n#include <stdio.h>\n'
                     '/* read(fd) is named here, "open(" there: not calls */\n'
                     'int a_sum(int x) { char s[8]; return snprintf(s, 8, "read(%d", x); }\n',
@@ -37,8 +47,22 @@ CASES = [
      'layer lib uses os'),
     ('a layer with no row', {'user/zzz/g.c': ''}, 'layer user/zzz/ has no row'),
     ('a file over 1,000 lines', {'user/os/h.c': '\n' * 1001}, 'user/os/h.c: 1001 lines'),
+    ('a function outside its module\'s prefixes', {'user/os/b.h': 'int c_read(void);\n'},
+     'user/os/b.h:1: c_read() is declared by os/b but no module has its prefix'),
+    ('a function under another module\'s prefix',
+     {'user/os/b.h': 'int b_read(void);\nstruct x *a_make(int n,\n\tint m);\n'},
+     'user/os/b.h:2: a_make() is declared by os/b but its prefix a_ is lib/a\'s'),
+    ('a longer prefix wins: a_b_ is lib/a_b\'s', {'user/lib/a.h': 'int a_b_sum(void);\n'},
+     'a_b_sum() is declared by lib/a but its prefix a_b_ is lib/a_b\'s'),
+    ('a prefix given to two modules',
+     {'docs/architecture.md': DOC + PREFIXES.replace('| `os/b` |', '| `lib/a` | `bx_` |\n| `os/b` |')},
+     'prefix bx_ given to both'),
+    ('a prefix table row of no module',
+     {'docs/architecture.md': DOC + PREFIXES.replace('| `os/b` |', '| `os/zz` | `zz_` |\n| `os/b` |')},
+     'names module os/zz, which has no header'),
     ('a link out of the repository',
-     {'docs/architecture.md': DOC + 'see ../shared/x.md\n'}, 'a link out of the repository'),
+     {'docs/architecture.md': DOC + PREFIXES + 'see ../shared/x.md\n'},
+     'a link out of the repository'),
 ]
 
 

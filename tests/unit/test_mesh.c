@@ -26,9 +26,9 @@ static void test_roundtrip(void)
 	    (struct mesh_update){.node = {0x0a000004, 2}, .state = MESH_ALIVE, .has_health = 1};
 	p.updates[1].health =
 	    (struct mesh_health){.jobs = 1, .ranks = 8, .hung = 2, .culprit_rank = 5, .version = 9};
-	len = mesh_encode(&p, key, buf, sizeof(buf));
+	len = mesh_proto_encode(&p, key, buf, sizeof(buf));
 	CU_ASSERT_EQUAL(len, MESH_HDR_BYTES + 2 * MESH_UPDATE_BYTES + MESH_MAC_BYTES);
-	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_decode(buf, (size_t)len, key, &q), MESH_OK);
 	CU_ASSERT_EQUAL(q.type, MESH_PING_REQ);
 	CU_ASSERT_EQUAL(q.target.port, 7947);
 	CU_ASSERT_EQUAL(q.seq, 7);
@@ -39,20 +39,20 @@ static void test_roundtrip(void)
 	/* every single-bit flip is caught (MAC, or size/magic/version checks before it) */
 	for (int i = 0; i < len * 8; i += 7) {
 		buf[i / 8] ^= (uint8_t)(1 << (i % 8));
-		CU_ASSERT_NOT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_OK);
+		CU_ASSERT_NOT_EQUAL(mesh_proto_decode(buf, (size_t)len, key, &q), MESH_OK);
 		buf[i / 8] ^= (uint8_t)(1 << (i % 8));
 	}
 	{
 		uint8_t other[MESH_KEY_BYTES] = {1};
 
-		CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, other, &q), MESH_E_MAC);
+		CU_ASSERT_EQUAL(mesh_proto_decode(buf, (size_t)len, other, &q), MESH_E_MAC);
 	}
-	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len - 1, key, &q), MESH_E_SIZE);
-	CU_ASSERT_EQUAL(mesh_decode(buf, 10, key, &q), MESH_E_SIZE);
+	CU_ASSERT_EQUAL(mesh_proto_decode(buf, (size_t)len - 1, key, &q), MESH_E_SIZE);
+	CU_ASSERT_EQUAL(mesh_proto_decode(buf, 10, key, &q), MESH_E_SIZE);
 	buf[2] = 1; /* version 1 had no destination in the MAC */
-	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_E_VERSION);
+	CU_ASSERT_EQUAL(mesh_proto_decode(buf, (size_t)len, key, &q), MESH_E_VERSION);
 	buf[0] = 'X';
-	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_E_MAGIC);
+	CU_ASSERT_EQUAL(mesh_proto_decode(buf, (size_t)len, key, &q), MESH_E_MAGIC);
 }
 
 /* A packet is bound to its receiver and to the receiver's life: replayed to another node, or
@@ -68,33 +68,37 @@ static void test_destination(void)
 	p.from = (struct mesh_addr){0x0a000001, 7946};
 	p.to = m3;
 	p.to_boot = 33;
-	len = mesh_encode(&p, key, buf, sizeof(buf));
-	CU_ASSERT_EQUAL_FATAL(mesh_decode(buf, (size_t)len, key, &q), MESH_OK);
-	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 33, 1000000), MESH_OK);
-	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m2, 33, 1000000), MESH_E_DEST); /* m1->m3 sent to m2 */
-	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 34, 1000000), MESH_E_STALE); /* m3 restarted */
-	buf[48] ^= 1; /* the destination is under the MAC */
-	CU_ASSERT_EQUAL(mesh_decode(buf, (size_t)len, key, &q), MESH_E_MAC);
+	len = mesh_proto_encode(&p, key, buf, sizeof(buf));
+	CU_ASSERT_EQUAL_FATAL(mesh_proto_decode(buf, (size_t)len, key, &q), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_check_dest(&q, &m3, 33, 1000000), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_check_dest(&q, &m2, 33, 1000000),
+			MESH_E_DEST); /* m1->m3 sent to m2 */
+	CU_ASSERT_EQUAL(mesh_proto_check_dest(&q, &m3, 34, 1000000),
+			MESH_E_STALE); /* m3 restarted */
+	buf[48] ^= 1;		       /* the destination is under the MAC */
+	CU_ASSERT_EQUAL(mesh_proto_decode(buf, (size_t)len, key, &q), MESH_E_MAC);
 	p.to_boot = 0; /* first contact: only while recent */
-	len = mesh_encode(&p, key, buf, sizeof(buf));
-	CU_ASSERT_EQUAL_FATAL(mesh_decode(buf, (size_t)len, key, &q), MESH_OK);
-	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 34, 1000000 + MESH_MAX_SKEW_MS), MESH_OK);
-	CU_ASSERT_EQUAL(mesh_check_dest(&q, &m3, 34, 1000001 + MESH_MAX_SKEW_MS), MESH_E_STALE);
+	len = mesh_proto_encode(&p, key, buf, sizeof(buf));
+	CU_ASSERT_EQUAL_FATAL(mesh_proto_decode(buf, (size_t)len, key, &q), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_check_dest(&q, &m3, 34, 1000000 + MESH_MAX_SKEW_MS), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_check_dest(&q, &m3, 34, 1000001 + MESH_MAX_SKEW_MS),
+			MESH_E_STALE);
 }
 
 static void test_replay(void)
 {
 	struct mesh_replay r = {0};
 
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 10, 1), MESH_OK);
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 10, 1), MESH_E_REPLAY);
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 10, 3), MESH_OK);
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 10, 2), MESH_OK); /* late but new */
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 10, 2), MESH_E_REPLAY);
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 10, 200), MESH_OK);
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 10, 100), MESH_E_REPLAY); /* out of the window */
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 9, 500), MESH_E_REPLAY);	/* an older boot */
-	CU_ASSERT_EQUAL(mesh_replay_check(&r, 11, 1), MESH_OK);		/* restarted */
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 10, 1), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 10, 1), MESH_E_REPLAY);
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 10, 3), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 10, 2), MESH_OK); /* late but new */
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 10, 2), MESH_E_REPLAY);
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 10, 200), MESH_OK);
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 10, 100),
+			MESH_E_REPLAY);					     /* out of the window */
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 9, 500), MESH_E_REPLAY); /* an older boot */
+	CU_ASSERT_EQUAL(mesh_proto_replay_check(&r, 11, 1), MESH_OK);	     /* restarted */
 }
 
 static void test_addr(void)
@@ -102,13 +106,13 @@ static void test_addr(void)
 	struct mesh_addr a;
 	char s[32];
 
-	CU_ASSERT_EQUAL(mesh_parse_addr("10.1.2.3:7946", &a), 0);
-	mesh_format_addr(&a, s, sizeof(s));
+	CU_ASSERT_EQUAL(meshaddr_parse("10.1.2.3:7946", &a), 0);
+	meshaddr_format(&a, s, sizeof(s));
 	CU_ASSERT_STRING_EQUAL(s, "10.1.2.3:7946");
-	CU_ASSERT_NOT_EQUAL(mesh_parse_addr("10.1.2.3", &a), 0);
-	CU_ASSERT_NOT_EQUAL(mesh_parse_addr("10.1.2.300:1", &a), 0);
-	CU_ASSERT_NOT_EQUAL(mesh_parse_addr("10.1.2.3:0", &a), 0);
-	CU_ASSERT_NOT_EQUAL(mesh_parse_addr("10.1.2.3:1x", &a), 0);
+	CU_ASSERT_NOT_EQUAL(meshaddr_parse("10.1.2.3", &a), 0);
+	CU_ASSERT_NOT_EQUAL(meshaddr_parse("10.1.2.300:1", &a), 0);
+	CU_ASSERT_NOT_EQUAL(meshaddr_parse("10.1.2.3:0", &a), 0);
+	CU_ASSERT_NOT_EQUAL(meshaddr_parse("10.1.2.3:1x", &a), 0);
 }
 
 /* ---- a small in-memory cluster: packets are delivered through the real encoder and parser ---- */
@@ -144,7 +148,7 @@ static void net_send(void *ctx, const struct mesh_addr *to, const struct mesh_pa
 
 	sp.sent_ms = clock_ms; /* as mesh.c does with the wall clock */
 	q[nq].to = dst;
-	q[nq].len = mesh_encode(&sp, key, q[nq].buf, sizeof(q[nq].buf));
+	q[nq].len = mesh_proto_encode(&sp, key, q[nq].buf, sizeof(q[nq].buf));
 	nq++;
 }
 
@@ -192,8 +196,8 @@ static void run(uint64_t from, uint64_t to)
 
 			clock_ms = t;
 			if (up[q[k].to] &&
-			    mesh_decode(q[k].buf, (size_t)q[k].len, key, &p) == MESH_OK &&
-			    mesh_check_dest(&p, &self, boots[q[k].to], t) == MESH_OK) {
+			    mesh_proto_decode(q[k].buf, (size_t)q[k].len, key, &p) == MESH_OK &&
+			    mesh_proto_check_dest(&p, &self, boots[q[k].to], t) == MESH_OK) {
 				cur = q[k].to;
 				swim_receive(nodes[cur], &p, t);
 			}

@@ -29,7 +29,7 @@ static char *format(const char *json)
 	struct json_object *o = json_tokener_parse(json);
 	char *text = NULL;
 	size_t len = 0;
-	int r = metrics_format(o, &text, &len);
+	int r = metrics_text_format(o, &text, &len);
 
 	json_object_put(o);
 	if (r < 0)
@@ -165,7 +165,7 @@ static void test_help_distinct(void)
 	for (int i = 0; names[i]; i++)
 		json_object_object_add(c, names[i], json_object_new_int(i));
 	json_object_object_add(agent, "counters", c);
-	CU_ASSERT_EQUAL_FATAL(metrics_format(st, &text, &len), 0);
+	CU_ASSERT_EQUAL_FATAL(metrics_text_format(st, &text, &len), 0);
 	for (char *l = strtok_r(text, "\n", &save); l && n < 128; l = strtok_r(NULL, "\n", &save))
 		if (!strncmp(l, "# HELP ", 7)) {
 			const char *desc = strchr(l + 7, ' ');
@@ -226,7 +226,7 @@ static char *status_of(int njobs, int nranks, int pid0)
 	}
 	json_object_object_add(st, "jobs", jobs);
 	json_object_object_add(st, "ranks", ranks);
-	if (metrics_format(st, &text, &len) < 0)
+	if (metrics_text_format(st, &text, &len) < 0)
 		text = NULL;
 	json_object_put(st);
 	return text;
@@ -292,7 +292,7 @@ static void test_not_a_status(void)
 {
 	CU_ASSERT_PTR_NULL(format("[1,2]"));
 	CU_ASSERT_PTR_NULL(format("{\"jobs\":[]}"));
-	CU_ASSERT_EQUAL(metrics_format(NULL, NULL, NULL), -22);
+	CU_ASSERT_EQUAL(metrics_text_format(NULL, NULL, NULL), -22);
 }
 
 static void test_odd_shapes(void)
@@ -329,7 +329,7 @@ static void test_not_utf8(void)
 			       json_object_new_string("b\xff"
 						      "c"));
 	json_object_object_add(o, "ranks", json_object_new_array());
-	CU_ASSERT_EQUAL_FATAL(metrics_format(o, &u, &len), 0);
+	CU_ASSERT_EQUAL_FATAL(metrics_text_format(o, &u, &len), 0);
 	CU_ASSERT_PTR_NULL(memchr(u, 0xff, len));
 	CU_ASSERT_PTR_NOT_NULL(strstr(u, "\"b\xef\xbf\xbd"
 					 "c\""));

@@ -45,13 +45,13 @@ int main(int argc, char **argv)
 	int len = 0, fd;
 
 	if (argc < 4 || conffile_mesh_key(argv[1], key, err, sizeof(err)) < 0 ||
-	    mesh_parse_addr(argv[2], &to) < 0) {
+	    meshaddr_parse(argv[2], &to) < 0) {
 		fprintf(stderr, "usage: mesh_send KEYFILE TARGET "
 				"garbage|forged|replay|oversized|misdirected|stale|old "
 				"[FROM [OTHER]]\n");
 		return 2;
 	}
-	if (argc > 4 && mesh_parse_addr(argv[4], &p.from) < 0)
+	if (argc > 4 && meshaddr_parse(argv[4], &p.from) < 0)
 		return 2;
 	p.to = to; /* addressed to the target, as the sender names it */
 	p.sent_ms = now_ms();
@@ -64,22 +64,22 @@ int main(int argc, char **argv)
 		memset(buf, 'F', (size_t)len);
 	} else if (!strcmp(argv[3], "forged")) {
 		key[0] ^= 1;
-		len = mesh_encode(&p, key, buf, sizeof(buf));
+		len = mesh_proto_encode(&p, key, buf, sizeof(buf));
 	} else if (!strcmp(argv[3], "replay")) {
-		len = mesh_encode(&p, key, buf, sizeof(buf));
+		len = mesh_proto_encode(&p, key, buf, sizeof(buf));
 	} else if (!strcmp(argv[3], "misdirected")) {
-		if (argc < 6 || mesh_parse_addr(argv[5], &p.to) < 0)
+		if (argc < 6 || meshaddr_parse(argv[5], &p.to) < 0)
 			return 2;
 		p.boot = now_ms() << 8; /* a live sender's boot */
-		len = mesh_encode(&p, key, buf, sizeof(buf));
+		len = mesh_proto_encode(&p, key, buf, sizeof(buf));
 	} else if (!strcmp(argv[3], "stale")) {
 		p.boot = now_ms() << 8;
 		p.to_boot = 1;
-		len = mesh_encode(&p, key, buf, sizeof(buf));
+		len = mesh_proto_encode(&p, key, buf, sizeof(buf));
 	} else if (!strcmp(argv[3], "old")) {
 		p.boot = now_ms() << 8;
 		p.sent_ms -= 600000;
-		len = mesh_encode(&p, key, buf, sizeof(buf));
+		len = mesh_proto_encode(&p, key, buf, sizeof(buf));
 	}
 	if (len <= 0)
 		return 2;

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	int len, fd, sends = 1, sign = 0;
 
 	if (argc < 8 || conffile_mesh_key(argv[1], mk, err, sizeof(err)) < 0 ||
-	    mesh_parse_addr(argv[2], &p.to) < 0 || mesh_parse_addr(argv[4], &p.from) < 0) {
+	    meshaddr_parse(argv[2], &p.to) < 0 || meshaddr_parse(argv[4], &p.from) < 0) {
 		fprintf(stderr, "usage: part_send KEYFILE TARGET garbage|forged|replay|claim|range|"
 				"seq|cadclaim|cadrange FROM JOB WORLD RANK\n");
 		return 2;

@@ -407,7 +407,7 @@ static void on_mesh_event(void *ctx, const char *type, const struct swim_member 
 	if (a->dc && (!strcmp(type, "peer_dead") || !strcmp(type, "peer_alive"))) {
 		char addr[32];
 
-		mesh_format_addr(&m->addr, addr, sizeof(addr));
+		meshaddr_format(&m->addr, addr, sizeof(addr));
 		if (type[5] == 'd')
 			decide_peer_dead(a->dc, addr);
 		else
@@ -882,7 +882,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 		if (a->dc && a->mesh) { /* how the mesh names this node, beside its node name */
 			char addr[32];
 
-			mesh_format_addr(mesh_self(a->mesh), addr, sizeof(addr));
+			meshaddr_format(mesh_self(a->mesh), addr, sizeof(addr));
 			decide_set_mesh(a->dc, addr);
 		}
 		if (!a->jp) {

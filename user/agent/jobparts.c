@@ -104,7 +104,7 @@ static void note_drop(struct jobparts *jp, const struct part_packet *p, const ch
 	}
 	if (jp->logged++ >= 10) /* at most 10 per 10 s: a peer cannot flood the log */
 		return;
-	mesh_format_addr(&p->from, a, sizeof(a));
+	meshaddr_format(&p->from, a, sizeof(a));
 	log_debug("job parts: ignored a part of job %s from %s: %s", p->part.job, a, why);
 }
 
@@ -159,7 +159,7 @@ static void on_part(void *ctx, const uint8_t *buf, size_t len, const struct mesh
 	jp->c.rx++;
 	r = part_decode(buf, len, jp->key, &p);
 	/* the sender it names is the datagram's source: no host speaks for a made-up one */
-	if (r == PART_OK && !mesh_addr_eq(&p.from, src)) {
+	if (r == PART_OK && !meshaddr_eq(&p.from, src)) {
 		jp->c.bad_source++;
 		return;
 	}
@@ -172,7 +172,7 @@ static void on_part(void *ctx, const uint8_t *buf, size_t len, const struct mesh
 	mp.to = p.to;
 	mp.to_boot = p.to_boot;
 	mp.sent_ms = p.sent_ms;
-	r = mesh_check_dest(&mp, &jp->self, swim_boot(sw), wall_ms());
+	r = mesh_proto_check_dest(&mp, &jp->self, swim_boot(sw), wall_ms());
 	if (r != MESH_OK) {
 		if (r == MESH_E_DEST)
 			jp->c.misdirected++;
@@ -366,7 +366,7 @@ static int hosts_of(struct jobparts *jp)
 	for (int i = 0; i < n; i++) {
 		const struct swim_member *m = swim_member_at(sw, i);
 
-		mesh_format_addr(&m->addr, jp->hosts[i].node, sizeof(jp->hosts[i].node));
+		meshaddr_format(&m->addr, jp->hosts[i].node, sizeof(jp->hosts[i].node));
 		jp->hosts[i].ip = m->addr.ip;
 		jp->hosts[i].down = m->state == MESH_DEAD || m->state == MESH_LEFT;
 	}
@@ -710,7 +710,7 @@ struct jobparts *jobparts_new(const struct jobparts_opts *o)
 	snprintf(jp->node, sizeof(jp->node), "%s", o->node && *o->node ? o->node : "localhost");
 	if (o->mesh) {
 		jp->self = *mesh_self(o->mesh);
-		mesh_format_addr(&jp->self, jp->node, sizeof(jp->node));
+		meshaddr_format(&jp->self, jp->node, sizeof(jp->node));
 		mesh_part_key(o->mesh, jp->key);
 		mesh_set_part_handler(o->mesh, on_part, jp);
 	}

@@ -67,7 +67,7 @@ static void sock_send(void *ctx, const struct mesh_addr *to, const struct mesh_p
 	int len;
 
 	q.sent_ms = wall_ms();
-	len = mesh_encode(&q, m->key, buf, sizeof(buf));
+	len = mesh_proto_encode(&q, m->key, buf, sizeof(buf));
 	if (len < 0)
 		return;
 	sa.sin_addr.s_addr = htonl(to->ip);
@@ -103,7 +103,7 @@ static int add_peers(struct mesh *m, const char *list, char *err, size_t errlen)
 
 		if (tok[0] == '#')
 			break;
-		if (mesh_parse_addr(tok, &a) < 0) {
+		if (meshaddr_parse(tok, &a) < 0) {
 			snprintf(err, errlen, "peer '%s' is not IPv4ADDR:PORT", tok);
 			return -1;
 		}
@@ -158,7 +158,7 @@ struct mesh *mesh_open(const struct mesh_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "libsodium init failed");
 		goto fail;
 	}
-	if (mesh_parse_addr(o->bind, &m->self) < 0) {
+	if (meshaddr_parse(o->bind, &m->self) < 0) {
 		snprintf(err, errlen, "bind '%s' is not IPv4ADDR:PORT", o->bind);
 		goto fail;
 	}
@@ -244,9 +244,9 @@ static void on_readable(struct mesh *m)
 			m->on_part(m->part_ctx, buf, (size_t)n, &src);
 			continue;
 		}
-		r = mesh_decode(buf, (size_t)n, m->key, &p);
+		r = mesh_proto_decode(buf, (size_t)n, m->key, &p);
 		if (r == MESH_OK)
-			r = mesh_check_dest(&p, &m->self, swim_boot(m->swim), wall_ms());
+			r = mesh_proto_check_dest(&p, &m->self, swim_boot(m->swim), wall_ms());
 		if (r == MESH_OK) {
 			uint64_t before = swim_counters(m->swim)->replays;
 
@@ -265,7 +265,7 @@ static void on_readable(struct mesh *m)
 			if (m->logged++ < 10) /* at most 10 per 10 s */
 				log_debug("mesh: dropped %zd bytes from %s:%u: %s", n,
 					  inet_ntoa(from.sin_addr), ntohs(from.sin_port),
-					  mesh_err_name(r));
+					  mesh_proto_err_name(r));
 		}
 	}
 }
@@ -354,7 +354,7 @@ struct json_object *mesh_json(const struct mesh *m)
 	uint64_t now = now_ms();
 	char a[32];
 
-	mesh_format_addr(&m->self, a, sizeof(a));
+	meshaddr_format(&m->self, a, sizeof(a));
 	json_object_object_add(o, "self", json_object_new_string(a));
 	json_object_object_add(o, "incarnation", json_object_new_int64(swim_incarnation(m->swim)));
 	json_object_object_add(o, "local_health", json_object_new_int(swim_local_health(m->swim)));
@@ -364,7 +364,7 @@ struct json_object *mesh_json(const struct mesh *m)
 		const struct swim_member *sm = swim_member_at(m->swim, i);
 		struct json_object *p = json_object_new_object(), *h;
 
-		mesh_format_addr(&sm->addr, a, sizeof(a));
+		meshaddr_format(&sm->addr, a, sizeof(a));
 		json_object_object_add(p, "addr", json_object_new_string(a));
 		json_object_object_add(p, "state",
 				       json_object_new_string(swim_state_name(sm->state)));

@@ -183,7 +183,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 			     "this endpoint needs its token: Authorization: Bearer TOKEN\n");
 	}
 	st = m->fn(m->ctx);
-	if (!st || metrics_format(st, &text, &len) < 0) {
+	if (!st || metrics_text_format(st, &text, &len) < 0) {
 		json_object_put(st);
 		m->errors++;
 		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -301,7 +301,7 @@ struct metrics *metrics_open(struct loop *l, const struct metrics_opts *o, char 
 		    MHD_OPTION_CONNECTION_LIMIT, MAX_CONNS, MHD_OPTION_CONNECTION_TIMEOUT, 10,
 		    MHD_OPTION_NOTIFY_CONNECTION, on_conn, m, MHD_OPTION_END);
 	} else {
-		if (mesh_parse_addr(o->listen, &a) < 0) {
+		if (meshaddr_parse(o->listen, &a) < 0) {
 			snprintf(err, errlen,
 				 "metrics_listen '%s': not an IPv4 ADDR:PORT or unix:/PATH",
 				 o->listen);

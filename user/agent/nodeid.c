@@ -55,7 +55,7 @@ int nodeid_load(struct nodeid *n, const struct ftbpf_config *cfg, const char *no
 		return r;
 	}
 	n->self = nodekeys_by_name(&n->keys, node);
-	if (!n->self && *cfg->mesh_bind && mesh_parse_addr(cfg->mesh_bind, &bind) == 0)
+	if (!n->self && *cfg->mesh_bind && meshaddr_parse(cfg->mesh_bind, &bind) == 0)
 		n->self = nodekeys_by_addr(&n->keys, &bind);
 	if (!n->self || memcmp(n->self->pub, n->pk, NODEKEY_BYTES)) {
 		snprintf(err, errlen,

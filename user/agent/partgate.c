@@ -38,7 +38,7 @@ int partgate_pass(struct partgate *g, const struct job *j, const struct part_pac
 
 	if (!j)
 		return 1; /* not ours to judge: a job not here is dropped after (parts_not_ours) */
-	mesh_format_addr(&p->from, a, sizeof(a));
+	meshaddr_format(&p->from, a, sizeof(a));
 	pj.world = job_world_size(j);
 	if (g->member)
 		pj.member = g->member(g->member_ctx, p->part.uid, p->part.job, a);

@@ -478,7 +478,7 @@ struct json_object *view_peer(const char *type, const struct swim_member *m)
 	struct json_object *o = view_event(type);
 	char addr[32];
 
-	mesh_format_addr(&m->addr, addr, sizeof(addr));
+	meshaddr_format(&m->addr, addr, sizeof(addr));
 	jstr(o, "peer", addr);
 	jstr(o, "peer_state", swim_state_name(m->state));
 	jint(o, "incarnation", m->incarnation);

@@ -612,7 +612,7 @@ int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 			 c->syscall_clock);
 		return -EINVAL;
 	}
-	if (*c->mesh_bind && mesh_parse_addr(c->mesh_bind, &a) < 0) {
+	if (*c->mesh_bind && meshaddr_parse(c->mesh_bind, &a) < 0) {
 		snprintf(err, errlen, "bind: '%s' is not IPv4ADDR:PORT", c->mesh_bind);
 		return -EINVAL;
 	}
@@ -621,7 +621,7 @@ int config_check(const struct ftbpf_config *c, char *err, size_t errlen)
 		size_t n = strcspn(p, ", \t");
 
 		if (n && (n >= sizeof(one) ||
-			  (memcpy(one, p, n), one[n] = 0, mesh_parse_addr(one, &a) < 0))) {
+			  (memcpy(one, p, n), one[n] = 0, meshaddr_parse(one, &a) < 0))) {
 			snprintf(err, errlen, "peers: '%.*s' is not IPv4ADDR:PORT", (int)n, p);
 			return -EINVAL;
 		}

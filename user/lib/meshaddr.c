@@ -4,7 +4,7 @@
 
 #include "lib/meshaddr.h"
 
-int mesh_parse_addr(const char *s, struct mesh_addr *ret)
+int meshaddr_parse(const char *s, struct mesh_addr *ret)
 {
 	unsigned a, b, c, d, port;
 	char tail;
@@ -17,7 +17,7 @@ int mesh_parse_addr(const char *s, struct mesh_addr *ret)
 	return 0;
 }
 
-void mesh_format_addr(const struct mesh_addr *a, char *buf, size_t len)
+void meshaddr_format(const struct mesh_addr *a, char *buf, size_t len)
 {
 	snprintf(buf, len, "%u.%u.%u.%u:%u", a->ip >> 24, (a->ip >> 16) & 255, (a->ip >> 8) & 255,
 		 a->ip & 255, a->port);

@@ -16,13 +16,13 @@ struct mesh_addr {
 };
 
 /* The same node? */
-static inline int mesh_addr_eq(const struct mesh_addr *a, const struct mesh_addr *b)
+static inline int meshaddr_eq(const struct mesh_addr *a, const struct mesh_addr *b)
 {
 	return a->ip == b->ip && a->port == b->port;
 }
 
 /* "10.0.0.1:7946" -> addr; 0 or -EINVAL. */
-int mesh_parse_addr(const char *s, struct mesh_addr *ret);
-void mesh_format_addr(const struct mesh_addr *a, char *buf, size_t len);
+int meshaddr_parse(const char *s, struct mesh_addr *ret);
+void meshaddr_format(const struct mesh_addr *a, char *buf, size_t len);
 
 #endif

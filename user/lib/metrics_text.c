@@ -516,7 +516,7 @@ static void mesh_section(FILE *f, struct json_object *cluster)
 	}
 }
 
-int metrics_format(struct json_object *status, char **ret, size_t *ret_len)
+int metrics_text_format(struct json_object *status, char **ret, size_t *ret_len)
 {
 	FILE *f;
 	int rc;

@@ -12,6 +12,6 @@ struct json_object;
 
 /* *ret: the text (owned by the caller, free()), *ret_len its length. 0, -EINVAL when status
  * is not a status object, or -ENOMEM. */
-int metrics_format(struct json_object *status, char **ret, size_t *ret_len);
+int metrics_text_format(struct json_object *status, char **ret, size_t *ret_len);
 
 #endif

@@ -82,7 +82,7 @@ static int parse_line(const char *s, const char *end, struct nodekey *k, int lin
 		return bad(err, errlen, line, "not an address ADDR:PORT");
 	memcpy(addr, f[1], n[1]);
 	addr[n[1]] = 0;
-	if (mesh_parse_addr(addr, &k->addr) < 0)
+	if (meshaddr_parse(addr, &k->addr) < 0)
 		return bad(err, errlen, line, "not an address ADDR:PORT");
 	if (nodekeys_hex(f[2], n[2], k->pub) < 0)
 		return bad(err, errlen, line, "a public key is 64 hex digits");
@@ -118,7 +118,7 @@ int nodekeys_parse(const char *text, size_t len, struct nodekeys *ret, char *err
 				r = parse_line(q, le, &k.v[k.n], line, err, errlen);
 			for (int i = 0; !r && i < k.n; i++)
 				if (!strcmp(k.v[i].name, k.v[k.n].name) ||
-				    mesh_addr_eq(&k.v[i].addr, &k.v[k.n].addr) ||
+				    meshaddr_eq(&k.v[i].addr, &k.v[k.n].addr) ||
 				    !memcmp(k.v[i].pub, k.v[k.n].pub, NODEKEY_BYTES))
 					r = bad(err, errlen, line,
 						"a name, address or key listed twice");
@@ -148,7 +148,7 @@ void nodekeys_free(struct nodekeys *k)
 const struct nodekey *nodekeys_by_addr(const struct nodekeys *k, const struct mesh_addr *a)
 {
 	for (int i = 0; k && i < k->n; i++)
-		if (mesh_addr_eq(&k->v[i].addr, a))
+		if (meshaddr_eq(&k->v[i].addr, a))
 			return &k->v[i];
 	return NULL;
 }

@@ -88,7 +88,7 @@ int conffile_mesh_key(const char *path, uint8_t key[MESH_KEY_BYTES], char *err, 
 		snprintf(err, errlen, "key file %s: needs at least 16 bytes of secret", path);
 		return -1;
 	}
-	mesh_key_derive(buf, (size_t)n, key);
+	mesh_proto_key_derive(buf, (size_t)n, key);
 	sodium_memzero(buf, sizeof(buf));
 	return 0;
 }

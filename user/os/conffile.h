@@ -15,7 +15,7 @@
 
 /* The config file at path applied to c (config_parse_buffer). 0, or -errno with a message. */
 int conffile_config(struct ftbpf_config *c, const char *path, char *err, size_t errlen);
-/* The cluster key from a file: any secret of 16+ bytes (mesh_key_derive). Not a symbolic
+/* The cluster key from a file: any secret of 16+ bytes (mesh_proto_key_derive). Not a symbolic
  * link; nobody but its owner may read or write it. 0, or -1 with a message in err. */
 int conffile_mesh_key(const char *path, uint8_t key[MESH_KEY_BYTES], char *err, size_t errlen);
 

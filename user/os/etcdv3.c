@@ -117,7 +117,7 @@ void etcd_conn_stats(const struct etcd_conn *c, struct etcd_stats *ret)
 }
 
 /* ---- encoding ---- */
-#define b64 etcd_b64
+#define b64 etcd_reply_b64
 
 /* The end of the range of keys starting with prefix: the prefix with its last byte + 1. */
 static char *prefix_end(const char *prefix)

@@ -25,7 +25,7 @@
 #define LINE_MAX_ 256
 
 struct ctx {
-	const struct ras_query *q;
+	const struct rasclient_query *q;
 	struct ras_answer *a;
 	char *why;
 	size_t whylen;
@@ -150,7 +150,7 @@ static int recv_all(int fd, struct ras_answer *a, uint64_t deadline)
 }
 
 /* Host pid of the job's rank that holds the server end of fd's connection; -EPERM if none. */
-static int server_of_job(int fd, const struct ras_query *q)
+static int server_of_job(int fd, const struct rasclient_query *q)
 {
 	struct sockaddr_storage ls, ps;
 	socklen_t ll = sizeof(ls), pl = sizeof(ps);
@@ -195,7 +195,7 @@ static int server_of_job(int fd, const struct ras_query *q)
 /* One connection: greeting, the server's identity, format, STATUS. 0 or -errno. */
 static int one_try(struct ctx *c, const struct addrinfo *ai)
 {
-	const struct ras_query *q = c->q;
+	const struct rasclient_query *q = c->q;
 	struct ras_answer *a = c->a;
 	char line[LINE_MAX_];
 	int fd, r, ms = ms_left(q->deadline_ns, RAS_HELLO_TIMEOUT_MS);
@@ -237,7 +237,7 @@ static int one_try(struct ctx *c, const struct addrinfo *ai)
 static void *query_thread(void *arg)
 {
 	struct ctx *c = arg;
-	const struct ras_query *q = c->q;
+	const struct rasclient_query *q = c->q;
 	struct ras_answer *a = c->a;
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
 			*res = NULL;
@@ -305,7 +305,8 @@ done:
 	return NULL;
 }
 
-int ras_query(const struct ras_query *q, struct ras_answer *ret, char *why, size_t whylen)
+int rasclient_query(const struct rasclient_query *q, struct ras_answer *ret, char *why,
+		    size_t whylen)
 {
 	struct ctx c = {q, ret, why, whylen, 0};
 	char *env = malloc(ENV_MAX);

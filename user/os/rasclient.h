@@ -19,7 +19,7 @@
 #define RAS_TRIES	     16	  /* connections tried for one query */
 #define RAS_HELLO_TIMEOUT_MS 1000 /* a server that does not greet within it is stuck (stopped) */
 
-struct ras_query {
+struct rasclient_query {
 	int pid, pidfd;	     /* the rank whose namespace and environment are used */
 	const int *job_pids; /* the job's live ranks on this host: one must be the server */
 	int njob;
@@ -41,6 +41,7 @@ struct ras_answer {
  * listens), -EPERM (only processes not of the job answered), -ETIMEDOUT, -ESRCH (the rank
  * ended), or -errno; why says what happened. *ret's env and counts are filled on failure too.
  */
-int ras_query(const struct ras_query *q, struct ras_answer *ret, char *why, size_t whylen);
+int rasclient_query(const struct rasclient_query *q, struct ras_answer *ret, char *why,
+		    size_t whylen);
 
 #endif

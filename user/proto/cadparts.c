@@ -97,7 +97,7 @@ static struct clock *clock_of(struct cadparts *cp, const struct mesh_addr *a, in
 	int old = 0;
 
 	for (int i = 0; i < cp->nck; i++) {
-		if (mesh_addr_eq(&cp->ck[i].a, a))
+		if (meshaddr_eq(&cp->ck[i].a, a))
 			return &cp->ck[i];
 		if (cp->ck[i].heard_ns < cp->ck[old].heard_ns)
 			old = i;
@@ -136,7 +136,7 @@ static void accept_arrivals(struct cadparts *cp, const struct part_packet *p, ui
 		return;
 	for (int i = 0; i < cp->nf && !f; i++)
 		if (cp->fv[i].uid == pt->uid && !strcmp(cp->fv[i].job, pt->job) &&
-		    mesh_addr_eq(&cp->fv[i].from, &p->from))
+		    meshaddr_eq(&cp->fv[i].from, &p->from))
 			f = &cp->fv[i];
 	if (!f) {
 		if (cp->nf >= MAX_FIRSTS ||
@@ -203,7 +203,7 @@ void cadparts_clocks_json(const struct cadparts *cp, uint64_t now, struct json_o
 		if (clk_offset(&cp->ck[i].c, now, &off, &bound) < 0)
 			continue;
 		o = json_object_new_object();
-		mesh_format_addr(&cp->ck[i].a, addr, sizeof(addr));
+		meshaddr_format(&cp->ck[i].a, addr, sizeof(addr));
 		jstr(o, "node", addr);
 		/* against this host's clock as the others see it (with the tests' skew, the skewed
 		 * one; conversions use the clock underneath, which the skew never touches) */
@@ -276,7 +276,7 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 
 		/* two hosts claim a rank: the first holds while fresh, unless the newcomer is a
 		 * live member of the mesh and the first is not */
-		if (e && !mesh_addr_eq(&e->from, &p->from) && now < e->expires_ns &&
+		if (e && !meshaddr_eq(&e->from, &p->from) && now < e->expires_ns &&
 		    !(member && !e->member)) {
 			cp->conflict++;
 			continue;
@@ -285,12 +285,12 @@ int cadparts_accept(struct cadparts *cp, const struct part_packet *p, int member
 			cp->dropped++;
 			continue;
 		}
-		if (!mesh_addr_eq(&e->from, &p->from)) { /* another host's now: judged anew */
+		if (!meshaddr_eq(&e->from, &p->from)) { /* another host's now: judged anew */
 			memset(&e->x, 0, sizeof(e->x));
 			e->x.rank = pt->cad[i].rank;
 		}
 		e->from = p->from;
-		mesh_format_addr(&p->from, e->x.node, sizeof(e->x.node));
+		meshaddr_format(&p->from, e->x.node, sizeof(e->x.node));
 		e->member = member;
 		e->x.s = pt->cad[i];
 		e->at_ns = now;
@@ -308,10 +308,10 @@ void cadparts_forget_host(struct cadparts *cp, const struct mesh_addr *a)
 	struct clock *c = clock_of(cp, a, 0);
 
 	for (int i = 0; i < cp->n; i++)
-		if (mesh_addr_eq(&cp->v[i].from, a))
+		if (meshaddr_eq(&cp->v[i].from, a))
 			cp->v[i--] = cp->v[--cp->n];
 	for (int i = 0; i < cp->nf; i++)
-		if (mesh_addr_eq(&cp->fv[i].from, a))
+		if (meshaddr_eq(&cp->fv[i].from, a))
 			cp->fv[i--] = cp->fv[--cp->nf];
 	if (c) /* a restarted host may have another clock (a reboot) */
 		memset(&c->c, 0, sizeof(c->c));
@@ -321,7 +321,7 @@ int cadparts_is_host(const struct cadparts *cp, const struct job *j, const struc
 		     uint64_t now)
 {
 	for (int i = 0; i < cp->n; i++)
-		if (fresh(&cp->v[i], j, now) && mesh_addr_eq(&cp->v[i].from, a))
+		if (fresh(&cp->v[i], j, now) && meshaddr_eq(&cp->v[i].from, a))
 			return 1;
 	return 0;
 }
@@ -494,7 +494,7 @@ void cadparts_rank_json(const struct cadparts *cp, const struct job *j, int rank
 	for (int i = 0; i < cp->n; i++) {
 		const struct entry *e = &cp->v[i];
 
-		if (e->x.rank == rank && fresh(e, j, now) && mesh_addr_eq(&e->from, from)) {
+		if (e->x.rank == rank && fresh(e, j, now) && meshaddr_eq(&e->from, from)) {
 			cadparts_json(&e->x, now - e->at_ns, o);
 			return;
 		}

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *etcd_b64(const char *s)
+char *etcd_reply_b64(const char *s)
 {
 	size_t n = strlen(s), m = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
 	char *out = malloc(m);

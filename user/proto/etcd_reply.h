@@ -20,7 +20,7 @@ typedef int (*etcd_reply_event_fn)(void *ctx, int put, const char *key, const ch
 				   int64_t rev);
 
 /* Base64 of text (the caller frees), NULL on ENOMEM. */
-char *etcd_b64(const char *s);
+char *etcd_reply_b64(const char *s);
 /* /v3/kv/range: fn for every key and value; the revision in *ret_rev, whether more keys
  * follow (a limit was given) in *ret_more; entries whose key or value is not text are left out
  * and counted in *ret_skipped. 0, -EPROTO, or what fn returned. */

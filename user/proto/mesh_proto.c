@@ -50,7 +50,7 @@ static uint64_t get64(const uint8_t *b)
 	return (uint64_t)get32(b) | (uint64_t)get32(b + 4) << 32;
 }
 
-const char *mesh_err_name(int err)
+const char *mesh_proto_err_name(int err)
 {
 	switch (err) {
 	case MESH_OK:
@@ -75,8 +75,8 @@ const char *mesh_err_name(int err)
 	return "?";
 }
 
-int mesh_encode(const struct mesh_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
-		size_t cap)
+int mesh_proto_encode(const struct mesh_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
+		      size_t cap)
 {
 	size_t len = MESH_HDR_BYTES + (size_t)p->nupdates * MESH_UPDATE_BYTES;
 
@@ -125,8 +125,8 @@ int mesh_encode(const struct mesh_packet *p, const uint8_t key[MESH_KEY_BYTES], 
 	return (int)(len + MESH_MAC_BYTES);
 }
 
-int mesh_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
-		struct mesh_packet *p)
+int mesh_proto_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
+		      struct mesh_packet *p)
 {
 	size_t body;
 	int n;
@@ -188,8 +188,8 @@ int mesh_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES
 	return MESH_OK;
 }
 
-int mesh_check_dest(const struct mesh_packet *p, const struct mesh_addr *self, uint64_t self_boot,
-		    uint64_t now_ms)
+int mesh_proto_check_dest(const struct mesh_packet *p, const struct mesh_addr *self,
+			  uint64_t self_boot, uint64_t now_ms)
 {
 	if (p->to.ip != self->ip || p->to.port != self->port)
 		return MESH_E_DEST;
@@ -201,7 +201,7 @@ int mesh_check_dest(const struct mesh_packet *p, const struct mesh_addr *self, u
 	return MESH_OK;
 }
 
-int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq)
+int mesh_proto_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq)
 {
 	if (boot < r->boot)
 		return MESH_E_REPLAY; /* an earlier life of the sender */
@@ -224,7 +224,7 @@ int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq)
 	return MESH_OK;
 }
 
-void mesh_key_derive(const uint8_t *secret, size_t len, uint8_t key[MESH_KEY_BYTES])
+void mesh_proto_key_derive(const uint8_t *secret, size_t len, uint8_t key[MESH_KEY_BYTES])
 {
 	crypto_generichash(key, MESH_KEY_BYTES, secret, len, NULL, 0);
 }

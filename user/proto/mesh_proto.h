@@ -86,19 +86,19 @@ enum mesh_err {
 	MESH_E_STALE = -8,   /* addressed to an earlier life of ours, or a first contact too old */
 };
 
-const char *mesh_err_name(int err);
+const char *mesh_proto_err_name(int err);
 
 /* Encode p into buf (at least MESH_MAX_PACKET bytes) with the MAC; returns the length or -1. */
-int mesh_encode(const struct mesh_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
-		size_t cap);
+int mesh_proto_encode(const struct mesh_packet *p, const uint8_t key[MESH_KEY_BYTES], uint8_t *buf,
+		      size_t cap);
 /* Check size, magic, version, MAC, then fields; fills p. Returns MESH_OK or a mesh_err. */
-int mesh_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
-		struct mesh_packet *p);
+int mesh_proto_decode(const uint8_t *buf, size_t len, const uint8_t key[MESH_KEY_BYTES],
+		      struct mesh_packet *p);
 
 /* Is p (decoded, so authentic) meant for us, now? self and self_boot: who we are; now_ms: our
  * wall clock. MESH_OK, MESH_E_DEST or MESH_E_STALE. */
-int mesh_check_dest(const struct mesh_packet *p, const struct mesh_addr *self, uint64_t self_boot,
-		    uint64_t now_ms);
+int mesh_proto_check_dest(const struct mesh_packet *p, const struct mesh_addr *self,
+			  uint64_t self_boot, uint64_t now_ms);
 
 /* Per-sender replay window: the newest boot seen, the highest seq, and a 64-packet bitmap. */
 struct mesh_replay {
@@ -106,10 +106,10 @@ struct mesh_replay {
 	uint64_t window;
 };
 /* MESH_OK (and records it) or MESH_E_REPLAY. */
-int mesh_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq);
+int mesh_proto_replay_check(struct mesh_replay *r, uint64_t boot, uint64_t seq);
 
 /* The cluster key from its secret (any 16+ bytes, os/conffile.h reads the file): the secret
  * hashed (BLAKE2b) to the MAC key. */
-void mesh_key_derive(const uint8_t *secret, size_t len, uint8_t key[MESH_KEY_BYTES]);
+void mesh_proto_key_derive(const uint8_t *secret, size_t len, uint8_t key[MESH_KEY_BYTES]);
 
 #endif

@@ -48,7 +48,7 @@ int partbook_fresh_seq(struct partbook *b, const struct mesh_addr *from, uint64_
 	struct mesh_replay *w = NULL;
 
 	for (int i = 0; i < b->ns && !w; i++)
-		if (mesh_addr_eq(&b->sv[i].a, from))
+		if (meshaddr_eq(&b->sv[i].a, from))
 			w = &b->sv[i].r;
 	if (!w && b->ns < PARTBOOK_MAX_REMOTE &&
 	    !grow((void **)&b->sv, &b->scap, b->ns, sizeof(*b->sv))) {
@@ -56,7 +56,7 @@ int partbook_fresh_seq(struct partbook *b, const struct mesh_addr *from, uint64_
 		b->sv[b->ns].a = *from;
 		w = &b->sv[b->ns++].r;
 	}
-	if (!w || mesh_replay_check(w, boot, seq) != MESH_OK) {
+	if (!w || mesh_proto_replay_check(w, boot, seq) != MESH_OK) {
 		b->c.replayed++;
 		return 0;
 	}
@@ -107,7 +107,7 @@ static enum partbook_verdict believe(struct partbook *b, const struct part_packe
 
 		if (!same_job(&r->part, pt->uid, pt->job) || r->stale_ns)
 			continue;
-		if (mesh_addr_eq(&r->from, &p->from)) {
+		if (meshaddr_eq(&r->from, &p->from)) {
 			if (r->part.chunk != pt->chunk)
 				continue;
 			*ret_same = i;
@@ -162,7 +162,7 @@ enum partbook_verdict partbook_offer(struct partbook *b, const struct part_packe
 	}
 	r = &b->rv[same];
 	r->part = p->part;
-	mesh_format_addr(&p->from, r->part.node, sizeof(r->part.node));
+	meshaddr_format(&p->from, r->part.node, sizeof(r->part.node));
 	r->part.at_ns = now;
 	r->part.stale = 0;
 	r->from = p->from;
@@ -215,7 +215,7 @@ void partbook_expire(struct partbook *b, const struct ranks *ranks, uint64_t now
 void partbook_host_gone(struct partbook *b, const struct mesh_addr *a, uint64_t now)
 {
 	for (int i = 0; i < b->nr; i++)
-		if (mesh_addr_eq(&b->rv[i].from, a) && !b->rv[i].stale_ns) {
+		if (meshaddr_eq(&b->rv[i].from, a) && !b->rv[i].stale_ns) {
 			b->rv[i].stale_ns = now;
 			b->c.expired++;
 		}
@@ -225,7 +225,7 @@ int partbook_is_job_host(const struct partbook *b, uint32_t uid, const char *job
 			 const struct mesh_addr *a)
 {
 	for (int i = 0; i < b->nr; i++)
-		if (mesh_addr_eq(&b->rv[i].from, a) && !b->rv[i].stale_ns &&
+		if (meshaddr_eq(&b->rv[i].from, a) && !b->rv[i].stale_ns &&
 		    same_job(&b->rv[i].part, uid, job))
 			return 1;
 	return 0;
@@ -236,7 +236,7 @@ int partbook_holds_rank(const struct partbook *b, uint32_t uid, const char *job,
 {
 	for (int i = 0; i < b->nr; i++)
 		if (!b->rv[i].stale_ns && same_job(&b->rv[i].part, uid, job) &&
-		    mesh_addr_eq(&b->rv[i].from, from) &&
+		    meshaddr_eq(&b->rv[i].from, from) &&
 		    jobview_part_rank(&b->rv[i].part, rank) >= 0)
 			return 1;
 	return 0;

@@ -111,7 +111,7 @@ static int find_idx(const struct swim *s, const struct mesh_addr *a)
 
 		if (!v)
 			return -1;
-		if (mesh_addr_eq(&s->m[v - 1].addr, a))
+		if (meshaddr_eq(&s->m[v - 1].addr, a))
 			return v - 1;
 	}
 }
@@ -187,7 +187,7 @@ static struct mesh_replay *replay_of(struct swim *s, const struct mesh_addr *a)
 	}
 	for (i = addr_hash(a) & (uint32_t)(s->rpcap - 1); s->rp[i].a.port;
 	     i = (i + 1) & (uint32_t)(s->rpcap - 1))
-		if (mesh_addr_eq(&s->rp[i].a, a))
+		if (meshaddr_eq(&s->rp[i].a, a))
 			return &s->rp[i].r;
 	s->rp[i].a = *a;
 	s->nrp++;
@@ -268,7 +268,7 @@ static int is_live(int state)
 static void enqueue(struct swim *s, const struct mesh_update *u)
 {
 	for (int i = 0; i < s->nq; i++)
-		if (mesh_addr_eq(&s->q[i].u.node, &u->node)) {
+		if (meshaddr_eq(&s->q[i].u.node, &u->node)) {
 			s->q[i].u = *u;
 			s->q[i].sent = 0;
 			return;
@@ -431,7 +431,7 @@ static void suspect(struct swim *s, struct swim_member *m, uint64_t now)
 {
 	struct mesh_packet p = {.type = MESH_PING, .probe = 0};
 
-	if (m->state == MESH_SUSPECT && !mesh_addr_eq(&m->accuser, &s->self)) {
+	if (m->state == MESH_SUSPECT && !meshaddr_eq(&m->accuser, &s->self)) {
 		/* our own probe failed too: an independent confirmation, for us and for the others */
 		struct mesh_update u;
 
@@ -469,7 +469,7 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 	struct swim_member *m;
 	int idx;
 
-	if (mesh_addr_eq(&u->node, &s->self)) {
+	if (meshaddr_eq(&u->node, &s->self)) {
 		if (u->boot == s->boot && u->state != MESH_ALIVE && u->state != MESH_LEFT &&
 		    u->incarnation >= s->incarnation)
 			refute(s, u->incarnation, now);
@@ -543,7 +543,7 @@ static void apply(struct swim *s, const struct mesh_update *u, const struct mesh
 			enqueue_member(s, m);
 			event(s, SWIM_EV_SUSPECT, m, now);
 		} else if (m->state == MESH_SUSPECT && u->incarnation == m->incarnation && from &&
-			   u->accuser.port && !mesh_addr_eq(&u->accuser, &m->accuser)) {
+			   u->accuser.port && !meshaddr_eq(&u->accuser, &m->accuser)) {
 			confirm(s, m, &u->accuser); /* another node suspected it independently */
 		}
 		break;
@@ -576,7 +576,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	struct mesh_replay *r;
 	int idx;
 
-	if (mesh_addr_eq(&p->from, &s->self))
+	if (meshaddr_eq(&p->from, &s->self))
 		return;
 	/* the sender says it is alive: apply that first (it may be a new member) */
 	sender.node = p->from;
@@ -585,7 +585,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	sender.boot = p->boot;
 	idx = find_idx(s, &p->from);
 	if (idx >= 0 && (r = replay_of(s, &p->from)) &&
-	    mesh_replay_check(r, p->boot, p->seq) != MESH_OK) {
+	    mesh_proto_replay_check(r, p->boot, p->seq) != MESH_OK) {
 		s->cnt.replays++;
 		return;
 	}
@@ -597,7 +597,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	if (idx < 0) { /* a member now: start its replay window */
 		idx = find_idx(s, &p->from);
 		if (idx >= 0 && (r = replay_of(s, &p->from)))
-			mesh_replay_check(r, p->boot, p->seq);
+			mesh_proto_replay_check(r, p->boot, p->seq);
 	}
 	for (int i = 0; i < p->nupdates; i++)
 		apply(s, &p->updates[i], &p->from, now);
@@ -623,7 +623,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 	}
 	case MESH_ACK:
 		if (s->inflight >= 0 && p->probe == s->inflight_probe &&
-		    mesh_addr_eq(&p->target, &s->m[s->inflight].addr)) {
+		    meshaddr_eq(&p->target, &s->m[s->inflight].addr)) {
 			if (!s->acked && s->lhm > 0)
 				s->lhm--;
 			s->acked = 1;
@@ -633,7 +633,7 @@ void swim_receive(struct swim *s, const struct mesh_packet *p, uint64_t now)
 			struct relay *r = &s->relays[i];
 
 			if (r->expires_ms > now && r->our_probe == p->probe &&
-			    mesh_addr_eq(&r->target, &p->from)) {
+			    meshaddr_eq(&r->target, &p->from)) {
 				send_ack(s, &r->requester, r->their_probe, &r->target);
 				r->expires_ms = 0;
 			}
@@ -797,7 +797,7 @@ int swim_add_peer(struct swim *s, const struct mesh_addr *peer, uint64_t now)
 {
 	struct swim_member *m;
 
-	if (mesh_addr_eq(peer, &s->self) || find_idx(s, peer) >= 0)
+	if (meshaddr_eq(peer, &s->self) || find_idx(s, peer) >= 0)
 		return 0;
 	m = add_member(s, peer, now);
 	return m ? 0 : -1;

@@ -96,10 +96,10 @@ static struct job *take(struct inspector *in, enum job_kind kind)
 /* NCCL RAS: ask, check who answered, keep what concerns the job. */
 static void run_ras(struct job *j)
 {
-	struct ras_query q = {j->pid, j->pidfd, j->jpids, j->njpids, j->deadline};
+	struct rasclient_query q = {j->pid, j->pidfd, j->jpids, j->njpids, j->deadline};
 	int nspids[INSPECTOR_RAS_PIDS], n = 0;
 
-	j->err = ras_query(&q, &j->ras, j->why, sizeof(j->why));
+	j->err = rasclient_query(&q, &j->ras, j->why, sizeof(j->why));
 	if (j->err || !j->ras.json)
 		return; /* text (an NCCL before 2.28.7): the caller says so */
 	for (int i = 0; i < j->njpids; i++)
