@@ -14,7 +14,7 @@
 
 #include "agent/eventlog.h"
 #include "agent/jobstate.h"
-#include "agent/pystacks.h"
+#include "agent/inspect.h"
 #include "agent/rasquery.h"
 #include "lib/config.h"
 #include "lib/jsonx.h"
@@ -43,7 +43,7 @@ static void hang_report(struct actions *ac, struct job *j, uint64_t now)
 {
 	sampler_refresh(ac->vs.sp, 1); /* with kernel stacks, for the report */
 	/* emitted once the Python stacks are read (off the loop, within their time limit) */
-	pystacks_hang(ac->vs.ins, ac->el, j, view_hang(&ac->vs, j, now, view_secs(j->res.soft_ns)));
+	inspect_hang(ac->vs.ins, ac->el, j, view_hang(&ac->vs, j, now, view_secs(j->res.soft_ns)));
 	/* NCCL's own view of the job's communicators: independent evidence, its own event */
 	rasq_hang(ac->vs.rq, ac->vs.ins, j);
 	ac->hangs++;

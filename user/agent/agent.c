@@ -45,7 +45,7 @@
 #include "agent/tables.h"
 #include "agent/timersvc.h"
 #include "agent/views.h"
-#include "agent/watch.h"
+#include "agent/scan.h"
 #include "lib/gpuapi.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
@@ -81,7 +81,7 @@ struct agent {
 	struct tables *tb; /* the per-user shares of the tables */
 	struct timersvc *ts;
 	struct ranks ranks; /* the rank and job table */
-	struct watch w;
+	struct scan w;
 	struct jobstate js;
 	struct kevents kv;
 	struct actions ac;
@@ -119,7 +119,7 @@ static struct json_object *agent_json(void *ctx, uint64_t now)
 	jbool(ft, "oom", f->oom);
 	jbool(ft, "resumed", f->resumed);
 	jint(ft, "syscall_clock_hz", f->hz);
-	json_object_object_add(ft, "gpu_majors", watch_gpu_majors_json(&a->w));
+	json_object_object_add(ft, "gpu_majors", scan_gpu_majors_json(&a->w));
 	jint(ft, "pid_max", f->pid_max);
 	jbool(ft, "uprobes", f->uprobes);
 	jbool(ft, "gpu_probes", a->gp != NULL);
@@ -266,7 +266,7 @@ static void release_judged(struct agent *a)
 static void judge_job(struct agent *a, struct job *j, uint64_t now)
 {
 	if (!j->timers_only && /* timers alone: never judged */
-	    watch_judge(&a->w, j, now) == 0) {
+	    scan_judge(&a->w, j, now) == 0) {
 		jobparts_job(a->jp, j, now);
 		actions_job(&a->ac, j, now);
 	}
@@ -295,14 +295,14 @@ static void scan(struct agent *a)
 
 	if (a->ins) /* answers past their time limit, if the inspector is stuck */
 		inspector_poll(a->ins);
-	watch_begin(&a->w);
+	scan_begin(&a->w);
 	now = clock_mono_ns();
 	ctl_tick(a->ctl, now);
 	adopt_catch_up(a->ad, now);
 	for (int j = 0; j < a->ranks.njobs; j++) /* before its ranks are sampled */
 		if (!a->ranks.jobs[j]->restored)
 			jobstate_restore(&a->js, a->ranks.jobs[j]);
-	watch_sample(&a->w, now);
+	scan_sample(&a->w, now);
 	for (int j = 0; j < a->ranks.njobs; j++)
 		judge_job(a, a->ranks.jobs[j], now);
 	release_judged(a);
@@ -320,7 +320,7 @@ static void scan(struct agent *a)
 	if (a->mesh) {
 		struct mesh_health h;
 
-		watch_health(&a->w, &h);
+		scan_health(&a->w, &h);
 		mesh_set_health(a->mesh, &h);
 	}
 	metrics_tick(a->metrics);
@@ -797,7 +797,7 @@ struct agent *agent_new(const struct ftbpf_config *cfg, int reset_state, char *e
 	}
 	if (open_tracker(a, reset_state, err, errlen) < 0)
 		goto fail;
-	watch_init(&a->w, a->tr, a->gp, &a->ranks, a->el, &a->cfg);
+	scan_init(&a->w, a->tr, a->gp, &a->ranks, a->el, &a->cfg);
 	a->w.ins = a->ins;
 	a->ad = adopter_new(a->tr, &a->ranks, a->el, a->cfg.only_jobs, a->cfg.only_netns);
 	a->tb = tables_new(a->tr, a->el);
@@ -948,7 +948,7 @@ void agent_free(struct agent *a)
 	actions_close(&a->ac); /* after the timer service, which queues into it */
 	adopter_free(a->ad);
 	tables_free(a->tb);
-	watch_fini(&a->w);
+	scan_fini(&a->w);
 	gpuprobe_free(a->gp); /* its links before the programs they attach */
 	tracker_close(a->tr);
 	eventlog_free(a->el);

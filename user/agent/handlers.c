@@ -15,7 +15,7 @@
 #include "agent/eventlog.h"
 #include "agent/jobparts.h"
 #include "agent/mesh.h"
-#include "agent/pystacks.h"
+#include "agent/inspect.h"
 #include "agent/rasquery.h"
 #include "agent/timersvc.h"
 #include "lib/jsonx.h"
@@ -103,7 +103,7 @@ static struct json_object *do_explain(struct handlers *h, const struct ctl_reque
 		json_object_object_add(o, "ranks_elsewhere",
 				       jobparts_remote_ranks(h->jp, k->job, now));
 	/* the Python stacks are read off the loop: the reply goes out when they are in */
-	if (pystacks_explain(h->vs.ins, h->ctl, k, o))
+	if (inspect_explain(h->vs.ins, h->ctl, k, o))
 		return NULL;
 	return o;
 }
@@ -137,7 +137,7 @@ static int own_process(const struct ctl_peer *peer, int pid, unsigned *ret_uid)
 
 /* A live rank as a target of `ftbpf stacks`: its process object in procs. */
 static int stacks_rank(struct handlers *h, const struct rank *k, struct json_object *procs,
-		       struct pystacks_target *t, uint64_t now)
+		       struct inspect_target *t, uint64_t now)
 {
 	struct json_object *p = json_object_new_object();
 	int fd = fcntl(k->pidfd, F_DUPFD_CLOEXEC, 0);
@@ -154,7 +154,7 @@ static int stacks_rank(struct handlers *h, const struct rank *k, struct json_obj
 	jstr(p, "reason", k->d.reason);
 	json_object_object_add(p, "threads", view_threads_pid(&h->vs, k->pid, now));
 	json_object_array_add(procs, p);
-	*t = (struct pystacks_target){k->pid, fd, k->uid, p};
+	*t = (struct inspect_target){k->pid, fd, k->uid, p};
 	return 0;
 }
 
@@ -174,7 +174,7 @@ static struct job *peer_job(struct handlers *h, const char *id, const struct ctl
 static struct json_object *do_stacks(struct handlers *h, const struct ctl_request *req,
 				     const struct ctl_peer *peer)
 {
-	struct pystacks_target t[STACKS_MAX];
+	struct inspect_target t[STACKS_MAX];
 	struct json_object *o, *procs;
 	uint64_t now = clock_mono_ns();
 	struct job *j = NULL;
@@ -234,12 +234,12 @@ static struct json_object *do_stacks(struct handlers *h, const struct ctl_reques
 		json_object_object_add(p, "state", json_object_new_string_len(&st.state, 1));
 		json_object_object_add(p, "threads", view_threads_pid(&h->vs, req->pid, now));
 		json_object_array_add(procs, p);
-		t[n++] = (struct pystacks_target){req->pid, fd, uid, p};
+		t[n++] = (struct inspect_target){req->pid, fd, uid, p};
 	}
 	json_object_object_add(o, "processes", procs);
 	jint(o, "not_shown", more); /* ranks past STACKS_MAX */
 	/* the Python stacks are read off the loop: the reply goes out when they are in */
-	if (pystacks_many(h->vs.ins, h->ctl, o, t, n))
+	if (inspect_many(h->vs.ins, h->ctl, o, t, n))
 		return NULL;
 	return o;
 }

@@ -47,7 +47,7 @@ struct jobparts_opts {
 
 struct jobparts *jobparts_new(const struct jobparts_opts *o);
 void jobparts_free(struct jobparts *jp);
-/* After the job's local verdict (watch_judge) at now: the job-wide one, and what to send. */
+/* After the job's local verdict (scan_judge) at now: the job-wide one, and what to send. */
 void jobparts_job(struct jobparts *jp, struct job *j, uint64_t now);
 /* End of a scan: expire parts, forget jobs gone. */
 void jobparts_tick(struct jobparts *jp, uint64_t now);

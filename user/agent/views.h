@@ -106,7 +106,7 @@ struct json_object *view_folded(const struct rank *k, uint64_t count, uint64_t t
 /* A run of the job ended (no live rank left): "job_end", with the job's fields and state. */
 struct json_object *view_job_end(const struct job *j);
 /* The hang report: the job, why, every rank with its kernel stack, the culprits' threads
- * (refresh the snapshot with stacks first). Without Python stacks: agent/pystacks.c adds them
+ * (refresh the snapshot with stacks first). Without Python stacks: agent/inspect.c adds them
  * (the culprits', and every rank's in a small job) before it is emitted. */
 struct json_object *view_hang(const struct view_src *v, const struct job *j, uint64_t now,
 			      double soft_timeout_s);
@@ -121,7 +121,7 @@ struct json_object *view_rank(const struct view_src *v, const struct rank *k, ui
 struct json_object *view_threads(const struct view_src *v, const struct rank *k, uint64_t now);
 /* Every thread of process pid (a rank or not): state, syscall, wait channel, kernel stack. */
 struct json_object *view_threads_pid(const struct view_src *v, int pid, uint64_t now);
-/* A CPython rank's Python stacks (read by the inspector: agent/pystacks.c) into o:
+/* A CPython rank's Python stacks (read by the inspector: agent/inspect.c) into o:
  * "python_version", "python_stack" (the main thread's frames, innermost first) and
  * "python_threads" (every thread: id, tid, name, stack), or "python_stack_error"; nothing for
  * a process that is not CPython (err -ENOENT). */

@@ -1,5 +1,5 @@
-/* Watching the ranks: see watch.h. */
-#include "agent/watch.h"
+/* Watching the ranks, once per scan: see scan.h. */
+#include "agent/scan.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -22,7 +22,7 @@
 #include "watch/tracker.h"
 
 /* ---- GPU device majors ---- */
-static void gpu_major_add(struct watch *w, unsigned major)
+static void gpu_major_add(struct scan *w, unsigned major)
 {
 	for (int i = 0; i < w->ngpu; i++)
 		if (w->gpu_majors[i] == major)
@@ -34,7 +34,7 @@ static void gpu_major_add(struct watch *w, unsigned major)
 
 /* The majors /proc/devices gives GPU drivers (nvidia, nvidia-uvm, nvidia-caps,
  * nvidia-nvlink, DRM, AMD kfd), plus the configured ones. */
-static void gpu_majors_setup(struct watch *w, const char *extra_list)
+static void gpu_majors_setup(struct scan *w, const char *extra_list)
 {
 	unsigned extra[32];
 	char line[128], name[64];
@@ -59,7 +59,7 @@ static void gpu_majors_setup(struct watch *w, const char *extra_list)
 		gpu_major_add(w, extra[i]);
 }
 
-struct json_object *watch_gpu_majors_json(const struct watch *w)
+struct json_object *scan_gpu_majors_json(const struct scan *w)
 {
 	struct json_object *g = json_object_new_array();
 
@@ -68,8 +68,8 @@ struct json_object *watch_gpu_majors_json(const struct watch *w)
 	return g;
 }
 
-void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct ranks *ranks,
-		struct eventlog *el, const struct ftbpf_config *cfg)
+void scan_init(struct scan *w, struct tracker *tr, struct gpuprobe *gp, struct ranks *ranks,
+	       struct eventlog *el, const struct ftbpf_config *cfg)
 {
 	memset(w, 0, sizeof(*w));
 	w->tr = tr;
@@ -88,7 +88,7 @@ void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct
 	gpu_majors_setup(w, cfg->gpu_majors);
 }
 
-void watch_fini(struct watch *w)
+void scan_fini(struct scan *w)
 {
 	sampler_fini(&w->sp);
 	cadwatch_fini(&w->cw);
@@ -103,7 +103,7 @@ void watch_fini(struct watch *w)
 /* ---- NCCL communicators and CUDA/NCCL probes ---- */
 static int comm_one(void *ctx, const struct ftbpf_comm_key *key, const struct ftbpf_comm *c)
 {
-	struct watch *w = ctx;
+	struct scan *w = ctx;
 	struct rank *k = ranks_find_live(w->ranks, (int)key->tgid);
 	struct det_comm *d;
 
@@ -145,7 +145,7 @@ static int comm_one(void *ctx, const struct ftbpf_comm_key *key, const struct ft
 	return 0;
 }
 
-void watch_begin(struct watch *w)
+void scan_begin(struct scan *w)
 {
 	w->scans++;
 	sampler_refresh(&w->sp, 0);
@@ -167,7 +167,7 @@ void watch_begin(struct watch *w)
 /* ---- sampling ---- */
 /* Events of a rank (or its children) over its budget were folded by the kernel: say how many,
  * at most every ten seconds per rank, so that the log shows the flood without carrying it. */
-static void folded_report(struct watch *w, struct rank *k, uint64_t total, uint64_t now)
+static void folded_report(struct scan *w, struct rank *k, uint64_t total, uint64_t now)
 {
 	if (k->folded_ns && now - k->folded_ns < 10 * CLOCK_NS_PER_S)
 		return;
@@ -178,7 +178,7 @@ static void folded_report(struct watch *w, struct rank *k, uint64_t total, uint6
 
 /* ---- a rank that waits for its children ---- */
 struct child_progress {
-	struct watch *w;
+	struct scan *w;
 	uint64_t latest; /* the latest progress of a tracked descendant */
 	int depth;
 };
@@ -205,7 +205,7 @@ static int child_progress_one(void *ctx, int pid)
  * Python launcher's subprocess.run, a rank waiting for its compiler) makes progress when its
  * children do: no verdict rests on a wait4 while the work goes on below it.
  */
-static void children_progress(struct watch *w, struct rank *k)
+static void children_progress(struct scan *w, struct rank *k)
 {
 	struct child_progress c = {w, 0, 0};
 
@@ -216,7 +216,7 @@ static void children_progress(struct watch *w, struct rank *k)
 		k->s.progress_ns = c.latest;
 }
 
-static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
+static void sample_rank(struct scan *w, struct rank *k, uint64_t now)
 {
 	struct ftbpf_proc p;
 	struct ftbpf_thread t;
@@ -277,7 +277,7 @@ static void sample_rank(struct watch *w, struct rank *k, uint64_t now)
 	k->nthreads = sampler_nthreads(&w->sp, k->pid);
 }
 
-void watch_sample(struct watch *w, uint64_t now)
+void scan_sample(struct scan *w, uint64_t now)
 {
 	for (int i = 0; i < w->ranks->n; i++) {
 		struct rank *k = w->ranks->v[i];
@@ -302,7 +302,7 @@ static void hang_ended(struct job *j, const struct rank *k)
 	job_keep_hang(j, &e);
 }
 
-int watch_judge(struct watch *w, struct job *j, uint64_t now)
+int scan_judge(struct scan *w, struct job *j, uint64_t now)
 {
 	int m = j->nmembers, n;
 	struct det_pace pace;
@@ -356,7 +356,7 @@ int watch_judge(struct watch *w, struct job *j, uint64_t now)
 	return 0;
 }
 
-void watch_health(const struct watch *w, struct mesh_health *h)
+void scan_health(const struct scan *w, struct mesh_health *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->culprit_rank = -1;

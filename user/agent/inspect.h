@@ -4,8 +4,8 @@
  * once they are in — or once their time limit passed, with "python_stack_error" saying so. The
  * loop never waits.
  */
-#ifndef FTBPF_PYSTACKS_H
-#define FTBPF_PYSTACKS_H
+#ifndef FTBPF_INSPECT_H
+#define FTBPF_INSPECT_H
 
 struct inspector;
 struct ctl_server;
@@ -21,10 +21,10 @@ struct json_object;
 
 /* From explain's handler: read k's stacks into the reply o. 1: deferred (o is owned here and
  * goes out with the stacks); 0: nothing to wait for (o may have "python_stack_error"). */
-int pystacks_explain(struct inspector *ins, struct ctl_server *ctl, const struct rank *k,
-		     struct json_object *o);
+int inspect_explain(struct inspector *ins, struct ctl_server *ctl, const struct rank *k,
+		    struct json_object *o);
 /* A process of `ftbpf stacks`: its Python stacks go into o (an object of the reply). */
-struct pystacks_target {
+struct inspect_target {
 	int pid;
 	int pidfd; /* owned (closed once read) */
 	unsigned uid;
@@ -36,11 +36,11 @@ struct pystacks_target {
 #define PYSTACKS_PARALLEL 8
 /* From stacks' handler: read the targets' Python stacks (t is copied; every pidfd is owned
  * here from now), then send reply o. 1: deferred; 0: o is to be sent now. */
-int pystacks_many(struct inspector *ins, struct ctl_server *ctl, struct json_object *o,
-		  const struct pystacks_target *t, int n);
+int inspect_many(struct inspector *ins, struct ctl_server *ctl, struct json_object *o,
+		 const struct inspect_target *t, int n);
 /* The hang event ev of job j (owned here from now): its ranks' stacks (the culprits', every
  * rank's in a small job) are added, then it is emitted into el. */
-void pystacks_hang(struct inspector *ins, struct eventlog *el, const struct job *j,
-		   struct json_object *ev);
+void inspect_hang(struct inspector *ins, struct eventlog *el, const struct job *j,
+		  struct json_object *ev);
 
 #endif

@@ -1,5 +1,5 @@
-/* Python stacks in explain replies and hang reports (see pystacks.h). */
-#include "agent/pystacks.h"
+/* Python stacks in explain replies and hang reports (see inspect.h). */
+#include "agent/inspect.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -29,8 +29,8 @@ static void explain_done(void *ctx, int pid, int err, const struct py_stack *s, 
 	free(w);
 }
 
-int pystacks_explain(struct inspector *ins, struct ctl_server *ctl, const struct rank *k,
-		     struct json_object *o)
+int inspect_explain(struct inspector *ins, struct ctl_server *ctl, const struct rank *k,
+		    struct json_object *o)
 {
 	struct explain_wait *w;
 	int r;
@@ -58,7 +58,7 @@ struct many_wait {
 	uint64_t token;
 	struct json_object *o;
 	int n, next, pending;
-	struct pystacks_target t[]; /* their pidfds: owned until asked for */
+	struct inspect_target t[]; /* their pidfds: owned until asked for */
 };
 
 struct many_one {
@@ -83,7 +83,7 @@ static void many_done(void *ctx, int pid, int err, const struct py_stack *s, con
 static void many_submit(struct many_wait *w)
 {
 	while (w->next < w->n && w->pending < PYSTACKS_PARALLEL) {
-		struct pystacks_target *t = &w->t[w->next];
+		struct inspect_target *t = &w->t[w->next];
 		struct many_one *one = calloc(1, sizeof(*one));
 		int r = -ENOMEM;
 
@@ -118,8 +118,8 @@ static void many_next(struct many_wait *w)
 	}
 }
 
-int pystacks_many(struct inspector *ins, struct ctl_server *ctl, struct json_object *o,
-		  const struct pystacks_target *t, int n)
+int inspect_many(struct inspector *ins, struct ctl_server *ctl, struct json_object *o,
+		 const struct inspect_target *t, int n)
 {
 	struct many_wait *w;
 
@@ -167,8 +167,8 @@ static void hang_done(void *ctx, int pid, int err, const struct py_stack *s, con
 	free(one);
 }
 
-void pystacks_hang(struct inspector *ins, struct eventlog *el, const struct job *j,
-		   struct json_object *ev)
+void inspect_hang(struct inspector *ins, struct eventlog *el, const struct job *j,
+		  struct json_object *ev)
 {
 	struct hang_wait *w = calloc(1, sizeof(*w));
 	struct json_object *arr = NULL;

@@ -5,8 +5,8 @@
  * acts on them (actions.c). Also: which character devices are GPUs, CUDA/NCCL probes for the
  * libraries ranks map, NCCL communicators, and the node's health summary for the mesh.
  */
-#ifndef FTBPF_WATCH_H
-#define FTBPF_WATCH_H
+#ifndef FTBPF_SCAN_H
+#define FTBPF_SCAN_H
 
 #include <stdint.h>
 
@@ -24,7 +24,7 @@ struct mesh_health;
 struct json_object;
 struct ftbpf_config;
 
-struct watch {
+struct scan {
 	struct tracker *tr;    /* borrowed (these four) */
 	struct gpuprobe *gp;   /* NULL: no CUDA/NCCL probes */
 	struct inspector *ins; /* probes them off the loop; NULL: none */
@@ -42,20 +42,20 @@ struct watch {
 	uint64_t scans;
 };
 
-void watch_init(struct watch *w, struct tracker *tr, struct gpuprobe *gp, struct ranks *ranks,
-		struct eventlog *el, const struct ftbpf_config *cfg);
-void watch_fini(struct watch *w);
+void scan_init(struct scan *w, struct tracker *tr, struct gpuprobe *gp, struct ranks *ranks,
+	       struct eventlog *el, const struct ftbpf_config *cfg);
+void scan_fini(struct scan *w);
 /* Start a scan: a new task snapshot, probes for newly mapped CUDA/NCCL libraries, the NCCL
  * communicators of every rank. */
-void watch_begin(struct watch *w);
+void scan_begin(struct scan *w);
 /* Sample every rank and update its state. */
-void watch_sample(struct watch *w, uint64_t now);
+void scan_sample(struct scan *w, uint64_t now);
 /* Judge job j (its ranks sampled at now): j->res, and hung/culprit of each member. 0, or
  * -ENOMEM (the job waits for the next scan). */
-int watch_judge(struct watch *w, struct job *j, uint64_t now);
+int scan_judge(struct scan *w, struct job *j, uint64_t now);
 /* The node's summary for the heartbeat mesh. */
-void watch_health(const struct watch *w, struct mesh_health *h);
+void scan_health(const struct scan *w, struct mesh_health *h);
 /* The GPU device majors, a new array. */
-struct json_object *watch_gpu_majors_json(const struct watch *w);
+struct json_object *scan_gpu_majors_json(const struct scan *w);
 
 #endif
