@@ -102,6 +102,8 @@ static void test_complete_after_relaunch(void)
 	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
 	CU_ASSERT_TRUE(out.nwrites > 0 && strstr(out.writes[out.nwrites - 1].rel, "done/") &&
 		       !out.writes[out.nwrites - 1].claim);
+	/* it names its writer: with the node keys, a completion counts only by a member */
+	CU_ASSERT_PTR_NOT_NULL(strstr(out.writes[out.nwrites - 1].value, "\"by\":\"n1\""));
 	CU_ASSERT_TRUE(dp_request_done(&rec, "{\"step\":130,\"at_ms\":5}", &at));
 	CU_ASSERT_EQUAL(at, 5);
 	rec.bound = 0; /* never before the step is bound */
@@ -115,16 +117,29 @@ static void test_done_step(void)
 	struct dec_bind b = {.target = 130};
 	int64_t step = -1;
 
-	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":130,\"at_ms\":5}", &step), 0);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5}", &step), 0);
 	CU_ASSERT_EQUAL(step, 130);
 	step = -1;
-	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":500,\"at_ms\":5}", &step), -ESTALE);
-	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":124,\"at_ms\":5}", &step), -ESTALE);
-	CU_ASSERT_EQUAL(dp_done_step(NULL, "{\"step\":130,\"at_ms\":5}", &step), -ESTALE);
-	CU_ASSERT_EQUAL(dp_done_step(&b, "{\"step\":-4}", &step), -EINVAL);
-	CU_ASSERT_EQUAL(dp_done_step(&b, "{not json", &step), -EINVAL);
-	CU_ASSERT_EQUAL(dp_done_step(&b, NULL, &step), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":500,\"at_ms\":5}", &step), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":124,\"at_ms\":5}", &step), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, NULL, "{\"step\":130,\"at_ms\":5}", &step), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":-4}", &step), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{not json", &step), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, NULL, &step), -EINVAL);
 	CU_ASSERT_EQUAL(step, -1); /* untouched unless it completes */
+	/* with the node keys and a shared store, only a member of the run completes a request */
+	reset();
+	member("n1", 2, 0);
+	rec.members_only = 1;
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n1\"}", &step),
+			0);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n9\"}", &step),
+			-EPERM);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5}", &step), -EPERM);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"by\":\"a b\"}", &step), -EINVAL);
+	rec.members_only = 0; /* no node keys: any agent with the cluster key */
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n9\"}", &step),
+			0);
 }
 
 /* rule: a generation that leaves nodes out runs with a smaller world (their ranks taken away),

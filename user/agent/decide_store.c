@@ -234,10 +234,12 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 		dec_key_bind(rel, sizeof(rel), g, n);
 		snprintf(bkey, sizeof(bkey), "%s%s", lc->prefix, rel);
 		bv = store_get(lc->st, bkey);
-		rc = dp_done_step(bv && dec_bind_parse(bv, &b) == 0 ? &b : NULL, value, &step);
+		rc = dp_done_step(r, bv && dec_bind_parse(bv, &b) == 0 ? &b : NULL, value, &step);
 		free(bv);
 		if (rc == -EINVAL)
 			refuse(lc, key, value, "malformed completion record");
+		else if (rc == -EPERM)
+			refuse(lc, key, value, "completed by a node that is no member of the run");
 		else if (rc < 0)
 			refuse(lc, key, value,
 			       "completion record of a step its request was not bound to");
@@ -305,6 +307,7 @@ void dc_load(struct decider *d, struct djob *dj)
 	r->lease = store_lease_renewed(d->st, &r->lease_renewed_ms);
 	r->unreachable_ms = r->reachable || !last || last > now ? 0 : now - last;
 	r->run = dj->run;
+	r->members_only = lc.members_only;
 	r->run_resume = -1;
 	r->last_complete = -1;
 	if (!dj->run)

@@ -153,12 +153,15 @@ int64_t dp_request_target(const struct dp_records *r)
 	return r->ck_n && !r->ck_done && r->bound ? r->bind_target : -1;
 }
 
-int dp_done_step(const struct dec_bind *bind, const char *value, int64_t *ret_step)
+int dp_done_step(const struct dp_records *r, const struct dec_bind *bind, const char *value,
+		 int64_t *ret_step)
 {
 	struct dec_done dn;
 
 	if (!value || dec_done_parse(value, &dn) < 0)
 		return -EINVAL;
+	if (r->members_only && !(*dn.by && dp_member(r, dn.by)))
+		return -EPERM;
 	/* a record merely present is no completion: its step must be the one every rank saved */
 	if (!bind || dn.step != bind->target)
 		return -ESTALE;
@@ -172,7 +175,7 @@ int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret
 	struct dec_done dn;
 	int64_t step;
 
-	if (!r->ck_n || !r->bound || dp_done_step(&b, value, &step) < 0)
+	if (!r->ck_n || !r->bound || dp_done_step(r, &b, value, &step) < 0)
 		return 0;
 	if (ret_at_ms && dec_done_parse(value, &dn) == 0)
 		*ret_at_ms = dn.at_ms;
@@ -856,7 +859,9 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 	}
 	/* claimed; a damaged record in its place is no claim (I2): put over it */
 	if (dp_complete(c, r, l) && (w = write_of(out, !r->done_refused, 0))) {
-		struct dec_done done = {r->bind_target, now->wall_ms};
+		struct dec_done done = {r->bind_target, now->wall_ms, ""};
+
+		snprintf(done.by, sizeof(done.by), "%s", c->node);
 
 		dec_key_done(w->rel, sizeof(w->rel), r->gen, r->ck_n);
 		if (dec_done_format(&done, w->value, sizeof(w->value)) == 0)

@@ -73,10 +73,11 @@ struct dp_records {
 	uint64_t lease_renewed_ms; /* when it was last granted or renewed (mono, 0 never) */
 	uint64_t unreachable_ms;   /* for how long it has not (mono), 0 reachable */
 	uint64_t run;		   /* the run these records are of (0: none yet) */
-	int64_t run_resume;	   /* where the run began: the job's last complete checkpoint */
-	int run_known;		   /* the run's record is in the store (else run_resume is not) */
-	uint64_t gen;		   /* the current generation (0: the first) */
-	struct dec_gen g;	   /* how it began (when gen > 0) */
+	int members_only; /* node keys and a shared store: records count only by the run's members */
+	int64_t run_resume; /* where the run began: the job's last complete checkpoint */
+	int run_known;	    /* the run's record is in the store (else run_resume is not) */
+	uint64_t gen;	    /* the current generation (0: the first) */
+	struct dec_gen g;   /* how it began (when gen > 0) */
 	uint64_t fail_at[DP_MAX_GENS]; /* when each failure generation was decided (wall) */
 	int nfail;
 	char fault_node[DP_MAX_GENS][DEC_NODE_LEN];
@@ -249,8 +250,10 @@ int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret
 /* I3: the step a completion record (value) of a request completes, given the request's bind
  * record (NULL: none, or malformed): the bound step when the record is well-formed and names it
  * (0, *ret_step); -EINVAL when it is malformed; -ESTALE when the request was bound to no step or
- * to another one (a record merely present is no completion, and raises no resume step). */
-int dp_done_step(const struct dec_bind *bind, const char *value, int64_t *ret_step);
+ * to another one (a record merely present is no completion, and raises no resume step);
+ * -EPERM when r->members_only and its writer ("by") is no member of the run. */
+int dp_done_step(const struct dp_records *r, const struct dec_bind *bind, const char *value,
+		 int64_t *ret_step);
 /* The local ranks' report on a request at target (target < 0: none). */
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
 /* The job's step rate, updated from the highest step reached (and its world size). */

@@ -296,6 +296,8 @@ int dec_done_format(const struct dec_done *d, char *buf, size_t len)
 
 	jint(o, "step", d->step);
 	jint(o, "at_ms", (int64_t)d->at_ms);
+	if (*d->by)
+		jstr(o, "by", d->by);
 	return emit(o, buf, len);
 }
 
@@ -311,6 +313,10 @@ int dec_done_parse(const char *json, struct dec_done *d)
 		r = -EINVAL;
 	if (r == 0)
 		r = get_u64(o, "at_ms", &d->at_ms, 1);
+	if (r == 0)
+		r = get_str(o, "by", d->by, sizeof(d->by), 1);
+	if (r == 0 && *d->by && !dec_node_valid(d->by))
+		r = -EINVAL;
 	json_object_put(o);
 	return r;
 }

@@ -111,6 +111,8 @@ struct dec_launch {
 struct dec_done {
 	int64_t step;
 	uint64_t at_ms;
+	char
+	    by[DEC_NODE_LEN]; /* who completed it ("" in records of agents before it was written) */
 };
 
 /* out/<g>/<node>: node left out of generation g as it runs, by the node that decided it */
