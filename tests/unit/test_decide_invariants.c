@@ -379,6 +379,18 @@ static void test_one_fault_one_generation(void)
 		CU_ASSERT_FALSE(dp_out_believed(&rec, &x, 1));
 		CU_ASSERT_TRUE(dp_out_believed(&rec, &x, 0));
 	}
+	/* a refused record (an older agent's, malformed, a stranger's) holds the create-only key:
+	 * ours is put over it, not claimed beside it */
+	strcpy(rec.out_refused[0], "n3");
+	rec.nout_refused = 1;
+	CU_ASSERT_TRUE(dp_out_refused(&rec, "n3") && !dp_out_refused(&rec, "n2"));
+	out.nwrites = 0;
+	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
+	CU_ASSERT_FALSE(claimed("out/"));
+	CU_ASSERT_TRUE(out.nwrites == 1 &&
+		       !strcmp(out.writes[0].rel, "out/00000000000000000001/n3") &&
+		       !out.writes[0].claim);
+	rec.nout_refused = 0;
 	/* generation 1 runs without n3's 2 ranks: a world of 6 is 4 */
 	{
 		struct dp_local l;

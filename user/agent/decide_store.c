@@ -201,19 +201,25 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 		char gs[32];
 		const char *node = strchr(k + 4, '/');
 		struct dec_out x;
+		int cur, bad;
 
-		if (!node || node - (k + 4) != 20 || !dec_node_valid(node + 1) ||
-		    dec_out_parse(value, &x) < 0) {
+		if (!node || node - (k + 4) != 20 || !dec_node_valid(node + 1)) {
 			refuse(lc, key, value, "malformed left-out record");
 			return 0;
 		}
-		if (!dp_out_believed(r, &x, lc->members_only)) {
-			refuse(lc, key, value, "left out by a node that is no member of the run");
+		snprintf(gs, sizeof(gs), "gen/%.20s", k + 4);
+		cur = dec_key_numbers(gs, "gen", &g, NULL) == 0 && g == r->gen;
+		bad = dec_out_parse(value, &x) < 0;
+		if (bad || !dp_out_believed(r, &x, lc->members_only)) {
+			refuse(lc, key, value,
+			       bad ? "malformed left-out record"
+				   : "left out by a node that is no member of the run");
+			if (cur && r->nout_refused < DP_MAX_NODES) /* ours goes over it */
+				snprintf(r->out_refused[r->nout_refused++], DEC_NODE_LEN, "%s",
+					 node + 1);
 			return 0;
 		}
-		snprintf(gs, sizeof(gs), "gen/%.20s", k + 4);
-		if (dec_key_numbers(gs, "gen", &g, NULL) == 0 && g == r->gen &&
-		    r->nout < DP_MAX_NODES) {
+		if (cur && r->nout < DP_MAX_NODES) {
 			snprintf(r->out[r->nout], DEC_NODE_LEN, "%s", node + 1);
 			r->out_ranks[r->nout++] = x.ranks;
 		}
@@ -299,7 +305,7 @@ void dc_load(struct decider *d, struct djob *dj)
 
 	memset(r, 0, offsetof(struct dp_records, fail_at));
 	r->g.resume_step = -1;
-	r->nfail = r->nfault = r->nmem = r->nrep = r->nout = 0;
+	r->nfail = r->nfault = r->nmem = r->nrep = r->nout = r->nout_refused = 0;
 	r->ck_n = 0;
 	r->ck_done = r->bound = r->done_refused = 0;
 	r->done_at_ms = 0;

@@ -19,6 +19,14 @@ int dp_out_believed(const struct dp_records *r, const struct dec_out *x, int mem
 	return !members_only || (*x->by && dp_member(r, x->by));
 }
 
+int dp_out_refused(const struct dp_records *r, const char *node)
+{
+	for (int i = 0; i < r->nout_refused; i++)
+		if (!strcmp(r->out_refused[i], node))
+			return 1;
+	return 0;
+}
+
 const char *dp_node_by_mesh(const struct dp_records *r, const char *addr)
 {
 	const struct dp_node_member *x;

@@ -769,7 +769,8 @@ void dp_failures(const struct dp_config *c, const struct dp_records *r, struct d
 			 * generation: it is left out of this one as it runs */
 			struct dp_write *w;
 
-			if (!dp_left_out(r, m->lost[i]) && (w = write_of(out, 1, 0))) {
+			if (!dp_left_out(r, m->lost[i]) &&
+			    (w = write_of(out, !dp_out_refused(r, m->lost[i]), 0))) {
 				struct dec_out x = {.ranks = m->lost_ranks[i]};
 
 				snprintf(x.by, sizeof(x.by), "%s", c->node);

@@ -99,6 +99,10 @@ struct dp_records {
 	char out[DP_MAX_NODES][DEC_NODE_LEN];
 	int out_ranks[DP_MAX_NODES];
 	int nout;
+	/* nodes whose out/G/NODE record of the current generation was refused (malformed, or by
+	 * no member): a member's own goes over it, not beside it (the key is create-only) */
+	char out_refused[DP_MAX_NODES][DEC_NODE_LEN];
+	int nout_refused;
 };
 
 /* One local rank of the job (the agent copies back generation, fail_seen, killed_by_agent,
@@ -270,6 +274,8 @@ const struct dp_node_member *dp_member(const struct dp_records *r, const char *n
  * (members_only: its "by" is then its signer, store_etcd.c) only when a member of the run
  * decided it: a key holder cannot leave a node of another job's run out. */
 int dp_out_believed(const struct dp_records *r, const struct dec_out *x, int members_only);
+/* Was node's out/ record of the current generation refused (so ours is put over it)? */
+int dp_out_refused(const struct dp_records *r, const char *node);
 /* The member a host is, by its mesh address (how the mesh and the job's verdict over every
  * host name it: a member's node name may be another, node_name): the member whose agent gave
  * that address, else the one so named; NULL when none is. */
