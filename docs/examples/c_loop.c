@@ -9,9 +9,9 @@
  * agents decided (42: restart, 93: do not requeue), or goes on after an operator's checkpoint.
  * After a restart it resumes from the last complete checkpoint. --crash-at makes it abort at
  * that step (a failure). A save is committed with the fencing token of its ticket: DIR/ckpt.R.STEP
- * is written, then DIR/commit.R.STEP ({"step", "generation", "token"}) only when
- * ftbpf_saved_gen() says the generation is still the job's and no newer token was committed in
- * DIR (DIR/fence holds the newest: a rank of a generation or run left behind commits nothing).
+ * is written, then DIR/commit.R.STEP ({"step", "generation", "token"}) only when no newer
+ * token was committed in DIR and then ftbpf_saved_gen() says the generation is still the job's
+ * (both under a lock on DIR) (DIR/fence holds the newest: a rank of a generation or run left behind commits nothing).
  * --peers FILE (tests): in the
  * launcher's first start of the rank, exit 1 as soon as a pid listed in FILE is gone, as a rank
  * whose collective lost a peer does. Run by tests/integration/decide_*.sh.
@@ -19,32 +19,43 @@
  * Build: cc c_loop.c -lftbpf (or with libftbpf.a and -lpthread).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftbpf/ftbpf.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t preempted;
 
-/* Commit the save of step with its fencing token, unless dir holds a newer one: the commit
- * marker, then the newest token (written to a temporary file and renamed). 0, -ESTALE. */
-static int commit(const char *dir, long rank, long step, uint64_t gen, uint64_t token)
+/* Commit the save of step with its fencing token, unless dir holds a newer one or the agents
+ * refuse it: under a lock on dir (the job's ranks here save side by side), the fence checked,
+ * then the save reported (ftbpf_saved_gen), then the commit marker and the newest token
+ * (written to a temporary file and renamed). A save refused either way is neither reported
+ * nor committed. 0, -ESTALE. */
+static int commit(struct ftbpf *h, const char *dir, long rank, long step, uint64_t gen,
+		  uint64_t token)
 {
 	unsigned long long newest = 0;
 	char p[512], t[512];
+	int lk = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
 	FILE *f;
 
+	if (lk >= 0)
+		flock(lk, LOCK_EX);
 	snprintf(p, sizeof(p), "%s/fence", dir);
 	if ((f = fopen(p, "r"))) {
 		if (fscanf(f, "%llu", &newest) != 1)
 			newest = 0;
 		fclose(f);
 	}
-	if (token < newest)
-		return -ESTALE;
+	if (token < newest || ftbpf_saved_gen(h, step, gen) != 0) {
+		r = -ESTALE;
+		goto out;
+	}
 	snprintf(p, sizeof(p), "%s/commit.%ld.%ld", dir, rank, step);
 	if ((f = fopen(p, "w"))) {
 		fprintf(f, "{\"step\": %ld, \"generation\": %llu, \"token\": %llu}\n", step,
@@ -60,7 +71,10 @@ static int commit(const char *dir, long rank, long step, uint64_t gen, uint64_t 
 			rename(t, p);
 		}
 	}
-	return 0;
+out:
+	if (lk >= 0)
+		close(lk); /* and its lock */
+	return r;
 }
 
 /* Is a process listed in file (pids, blank separated) gone? */
@@ -200,8 +214,7 @@ int main(int argc, char **argv)
 			snprintf(p, sizeof(p), "%s/ckpt.%ld.%ld", dir, rank, step);
 			fclose(fopen(p, "w"));
 			ftbpf_save_ticket(h, step, NULL, &token);
-			if (ftbpf_saved_gen(h, step, gen) == 0 &&
-			    commit(dir, rank, step, gen, token) == 0) {
+			if (commit(h, dir, rank, step, gen, token) == 0) {
 				fprintf(log, "SAVED %ld generation %llu token %llu\n", step,
 					(unsigned long long)gen, (unsigned long long)token);
 			} else {

@@ -121,8 +121,10 @@ def save_file(path, data, ticket, report=True):
     """Commit the checkpoint file `path` under the fencing token of `ticket`.
 
     data: bytes, or a function called with the open (binary) temporary file that writes it.
-    report: first tell the agents this rank saved (ftbpf.saved): a save they refuse (a newer
-    generation decided meanwhile, this node cut off) is not committed. Raises StaleTokenError
+    report: tell the agents this rank saved (ftbpf.saved) once the fence holds, under the
+    directory's lock, right before the commit: a save they refuse (a newer generation decided
+    meanwhile, this node cut off) is not committed, and a save a newer token fenced off is not
+    reported. Raises StaleTokenError
     (nothing committed, the temporary file removed) when the agents refuse it or when a newer
     token was committed in the directory; returns the metadata written."""
     step, gen, token = _ticket_fields(ticket)
@@ -142,15 +144,16 @@ def save_file(path, data, ticket, report=True):
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         size = os.path.getsize(tmp)
-        _check_fence(directory, token)  # a stale save is not reported to the agents either
-        if report and not ftbpf.saved(step, ticket):
-            raise StaleTokenError(errno.ESTALE, "the agents refused the save of step %d in "
-                                  "generation %d (a newer generation was decided, or this "
-                                  "node is cut off): %s not committed" % (step, gen, path))
+        _check_fence(directory, token)  # early: a stale save is not even reported
         meta = {"step": step, "generation": gen, "token": token, "size": size,
                 "sha256": h.hexdigest(), "file": os.path.basename(path)}
         with _DirLock(directory):
             newest = _check_fence(directory, token)
+            # reported only now: a save the fence refuses above is never counted as saved
+            if report and not ftbpf.saved(step, ticket):
+                raise StaleTokenError(errno.ESTALE, "the agents refused the save of step %d in "
+                                      "generation %d (a newer generation was decided, or this "
+                                      "node is cut off): %s not committed" % (step, gen, path))
             mtmp = "%s%s.tmp.%d" % (path, META_SUFFIX, os.getpid())
             with open(mtmp, "wb") as f:
                 f.write(json.dumps(meta, sort_keys=True).encode())

@@ -3,6 +3,7 @@
 is refused, a newer one accepted, resume verifies the metadata and the token, a torn write is
 never committed, and a save without a ticket is refused. The DCP helper runs over a stand-in
 for torch.distributed.checkpoint (Debian's torch 1.13 cannot import it on Python 3.11)."""
+import errno
 import json
 import os
 import sys
@@ -89,7 +90,26 @@ class PlainFile(unittest.TestCase):
         with mock.patch.object(ftbpf, "saved", return_value=False):
             with self.assertRaises(ck.StaleTokenError):
                 ck.save_file(self.path(8), b"x", ticket(8, 1))
-        self.assertEqual(os.listdir(self.d), [])
+        self.assertEqual(os.listdir(self.d), [".ftbpf-fence.lock"])  # nothing committed
+
+    def test_fenced_off_under_the_lock_not_reported(self):
+        # a newer token committed between the early check and the lock: the save is refused
+        # and never reported to the agents as saved (they would count a rank that did not)
+        real, calls = ck._check_fence, []
+
+        def fence(directory, token):
+            calls.append(token)
+            if len(calls) == 2:
+                real(directory, token + 1)  # (a newer one landed meanwhile)
+                raise ck.StaleTokenError(errno.ESTALE, "a newer token was committed")
+            return real(directory, token)
+        ftbpf.saved.reset_mock()
+        with mock.patch.object(ck, "_check_fence", side_effect=fence):
+            with self.assertRaises(ck.StaleTokenError):
+                ck.save_file(self.path(9), b"x", ticket(9, 1))
+        self.assertEqual(len(calls), 2)
+        ftbpf.saved.assert_not_called()
+        self.assertFalse(os.path.exists(self.path(9)))
 
     def test_no_ticket_refused(self):
         with self.assertRaises(ck.StaleTokenError):
