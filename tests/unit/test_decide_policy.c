@@ -813,7 +813,79 @@ static void test_final_save(void)
 	CU_ASSERT_EQUAL(c.id, 2);
 	CU_ASSERT_EQUAL(c.target, 32);
 	CU_ASSERT_TRUE(mem.final_claimed);
+	/* the ranks save that one first: nobody exits at the first save's completion */
+	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_NONE);
+	rec.ck_n = 2;
+	rec.ck.id = 2;
+	rec.ck_done = 0;
+	dp_observe(&mem, &rec, &t, &out);
+	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_NONE);
+	rec.ck_done = 1; /* the last save complete: now they exit, and the generation begins */
+	rec.bind_target = 32;
+	dp_observe(&mem, &rec, &t, &out);
 	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_RESTART);
+	out.nwrites = 0;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(claimed_gen(&(struct dec_gen){0}), 0);
+}
+
+/* rule (preempt_grace): a node that did not claim the last save knows it for the last when it
+ * sees it (a preemption's save after its first one completed), claims no third, and its ranks
+ * exit when it completes; the signalled node's preemption neither ends at the first save nor
+ * is lost while the grace runs */
+static void test_final_save_elsewhere(void)
+{
+	struct dp_local l = {.ranks = 2, .max_step = 30};
+	struct dp_now t = now;
+	struct dec_ckpt c;
+
+	reset();
+	cfg.preempt_grace_s = 300;
+	mem.preempt_ms = t.mono_ms; /* this node got the signal, and asked */
+	mem.preempt_ck = 1;
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	dp_observe(&mem, &rec, &t, &out);
+	rec.ck_done = 1; /* every rank saved it */
+	t.mono_ms += 1000;
+	dp_observe(&mem, &rec, &t, &out);
+	t.mono_ms += 130000; /* past the 120 s a preemption may wait for its first checkpoint */
+	out.nwrites = out.nacts = 0;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_PREEMPTION_LOST), 0);
+	CU_ASSERT_EQUAL(claimed_gen(&(struct dec_gen){0}),
+			-ENOENT); /* not over at the first save */
+	CU_ASSERT_NOT_EQUAL(mem.preempt_ms, 0);
+	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_NONE);
+	/* another node claimed the last save: seen here, none claimed again */
+	rec.ck_n = 2;
+	rec.ck.id = 2;
+	rec.ck_done = 0;
+	dp_observe(&mem, &rec, &t, &out);
+	CU_ASSERT_TRUE(mem.final_claimed);
+	rec.ck_done = 1;
+	dp_observe(&mem, &rec, &t, &out);
+	t.mono_ms += 200000; /* the grace's end long past */
+	out.nwrites = 0;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &t, &out);
+	CU_ASSERT_EQUAL(claimed_ckpt(&c), -ENOENT);
+	CU_ASSERT_EQUAL(claimed_gen(&(struct dec_gen){0}), 0); /* it ends with the last save */
+	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_RESTART);
+	/* an operator's checkpoint before a preemption is not its first save */
+	reset();
+	cfg.preempt_grace_s = 300;
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.cause = DEC_CAUSE_OPERATOR;
+	rec.ck_done = 1;
+	dp_observe(&mem, &rec, &t, &out);
+	rec.ck_n = 2;
+	rec.ck.id = 2;
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	rec.ck_done = 0;
+	dp_observe(&mem, &rec, &t, &out);
+	CU_ASSERT_FALSE(mem.final_claimed);
 }
 
 /* rule: this node's member record carries its ranks, generation, lease; none without ranks */
@@ -873,6 +945,8 @@ int main(void)
 	CU_add_test(s, "applying a generation", test_apply_generation);
 	CU_add_test(s, "decisions logged once", test_observe);
 	CU_add_test(s, "final save in the grace period", test_final_save);
+	CU_add_test(s, "final save in the grace period, claimed elsewhere",
+		    test_final_save_elsewhere);
 	CU_add_test(s, "member record", test_member_record);
 	CU_basic_set_mode(CU_BRM_NORMAL);
 	CU_basic_run_tests();

@@ -100,6 +100,15 @@ int dp_left_out(const struct dp_records *r, const char *node)
 	return 0;
 }
 
+/* Is the completed checkpoint the preemption's last one: any, without a grace period; with
+ * one, the last save claimed before it ends (a first save's completion is not the end)? */
+static int final_done(const struct dp_config *c, const struct dp_records *r,
+		      const struct dp_memory *m)
+{
+	return c->preempt_grace_s <= 0 ||
+	       (m->final_ck && r->gen * 1000000 + r->ck_n >= m->final_ck);
+}
+
 uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 			 const struct dp_memory *m, const struct dp_rank *k)
 {
@@ -107,9 +116,10 @@ uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 		return FTBPF_ACT_STOP;
 	if (m->fenced || k->generation < r->gen)
 		return FTBPF_ACT_RESTART;
-	/* a completed preemption checkpoint (after its grace): the ranks that were asked */
-	if (r->ck_done && r->ck.cause == DEC_CAUSE_PREEMPTION &&
-	    (c->preempt_grace_s <= 0 || m->final_claimed) && !dp_started_since(k, m->done_ms))
+	/* a completed preemption checkpoint (after its grace: the last one): the ranks that were
+	 * asked */
+	if (r->ck_done && r->ck.cause == DEC_CAUSE_PREEMPTION && final_done(c, r, m) &&
+	    !dp_started_since(k, m->done_ms))
 		return FTBPF_ACT_RESTART;
 	return FTBPF_ACT_NONE;
 }
@@ -559,6 +569,12 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 	if (r->ck_n && r->gen * 1000000 + r->ck_n > m->seen_ck) {
 		m->seen_ck = r->gen * 1000000 + r->ck_n;
 		m->claimed_ck_ms = 0;
+		/* with preempt_grace, a preemption's save after its first one completed is its
+		 * last, whichever node claimed it: none is claimed again */
+		if (r->ck.cause == DEC_CAUSE_PREEMPTION && m->preempt_saved && !m->final_ck) {
+			m->final_claimed = 1;
+			m->final_ck = m->seen_ck;
+		}
 		m->req_ms = m->req_ms ? m->req_ms : now->mono_ms;
 		act(out, DP_ACT_LOG_DECISION, -1, 0, "checkpoint");
 	}
@@ -566,6 +582,7 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 		m->seen_done = r->gen * 1000000 + r->ck_n;
 		if (!m->done_ms)
 			m->done_ms = now->mono_ms;
+		m->preempt_saved = r->ck.cause == DEC_CAUSE_PREEMPTION;
 		act(out, DP_ACT_LOG_DECISION, -1, 0, "checkpoint_complete");
 	}
 	if (r->reachable)
@@ -657,6 +674,8 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 		since = m->fail_ms;
 	m->fail_ms = m->fail_gen = 0;
 	m->final_claimed = 0;
+	m->final_ck = 0;
+	m->preempt_saved = 0;
 	m->req_ms = m->done_ms = 0;
 	m->retargets = 0;
 	m->launcher_stopped = 0;
@@ -826,6 +845,8 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 			at = at > 2 * took ? at - 2 * took : m->done_ms;
 			if (now->mono_ms >= at) {
 				m->final_claimed = 1;
+				m->final_ck =
+				    r->gen * 1000000 + r->ck_n + 1; /* the one claimed now */
 				m->retargets = 0;
 				dp_claim_ckpt(c, r, m, dec_target(l->max_step, dp_margin(c, m)),
 					      DEC_CAUSE_PREEMPTION,
@@ -833,7 +854,7 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 			}
 			return;
 		}
-		if (c->preempt_grace_s <= 0 || m->final_claimed)
+		if (final_done(c, r, m))
 			preemption_done(c, r, m, now, out);
 		return;
 	}
@@ -890,6 +911,7 @@ int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
 		m->req_ms = now->mono_ms;
 		m->done_ms = 0;
 		m->final_claimed = 0;
+		m->final_ck = 0;
 	}
 	m->retargets = 0;
 	m->claimed_ck_ms = 0;
@@ -907,6 +929,15 @@ void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r
 
 	if (!m->preempt_ms)
 		return;
+	if (r->ck_n >= m->preempt_ck && r->ck_done) { /* complete (an operator's too): its own */
+		/* with preempt_grace, a preemption's own checkpoints go on to the last save
+		 * (dp_checkpoint_progress), and the preemption ends with it */
+		if (r->ck.cause == DEC_CAUSE_PREEMPTION && !final_done(c, r, m))
+			return;
+		m->final_claimed = 1;
+		preemption_done(c, r, m, now, out);
+		return;
+	}
 	if (now->mono_ms - m->preempt_ms > DP_PREEMPT_WAIT_MS) { /* its grace is long over */
 		act(out, DP_ACT_PREEMPTION_LOST, -1, 0,
 		    "no checkpoint could be agreed within 120 s of the signal");
@@ -921,11 +952,6 @@ void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r
 		if (r->g.cause != DEC_CAUSE_PREEMPTION)
 			act(out, DP_ACT_PREEMPTION_LOST, -1, 0, why);
 		m->preempt_ms = 0;
-		return;
-	}
-	if (r->ck_n >= m->preempt_ck && r->ck_done) { /* complete (an operator's too): its own */
-		m->final_claimed = 1;
-		preemption_done(c, r, m, now, out);
 		return;
 	}
 	if (!r->ck_n || (r->ck_done && r->ck_n < m->preempt_ck))

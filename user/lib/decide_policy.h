@@ -141,7 +141,9 @@ struct dp_memory {
 	uint64_t seen_gen, seen_ck, seen_done;	/* decisions already logged */
 	uint64_t claimed_gen_ms, claimed_ck_ms; /* a claim in flight (mono) */
 	uint64_t req_ms, done_ms;		/* the current request: seen, completed (mono) */
-	int final_claimed;
+	int final_claimed; /* with preempt_grace: the last save is claimed (here or by another) */
+	uint64_t final_ck; /* its gen * 1000000 + id: the ranks exit once it is complete */
+	int preempt_saved; /* the last completed checkpoint of the generation was a preemption's */
 	uint64_t step_prev, step_prev_ms;
 	int world; /* the job's world size as the local ranks last said it (0 unknown) */
 	double steps_per_s;
