@@ -48,8 +48,8 @@ FTBPF_SOCKET=$SOCK ftbpf status >"$T/status.txt" && log "ftbpf status:" && sed '
 # the README's status, line by line (its figures: soft 10s, hard 600s (report), rank 1, the why)
 grep -qE "^ftbpfd pid [0-9]+, version [0-9.]+, up [0-9]+s, programs [a-z_]+, soft 10s, hard 600s \(report\)" "$T/status.txt" &&
 	pass "status header as in the README: $(head -1 "$T/status.txt")" || fail "status header: $(head -1 "$T/status.txt")"
-grep -E "^$JOB +2 +2 hung +[0-9.]+s +rank 1\$" "$T/status.txt" >/dev/null &&
-	pass "the job's row: 2 ranks, 2 live, hung, rank 1" || fail "job row: $(grep "^torch" "$T/status.txt" | head -1)"
+grep -E "^$JOB +2 +2 hung +[0-9.]+s +rank 1 on ${JOB##*@}\$" "$T/status.txt" >/dev/null &&
+	pass "the job's row: 2 ranks, 2 live, hung, rank 1 on this host" || fail "job row: $(grep "^torch" "$T/status.txt" | head -1)"
 grep -qE "^  why: rank 1 is where no other rank waits: blocked in clock_nanosleep for [0-9.]+s \(wchan hrtimer_nanosleep\)" "$T/status.txt" &&
 	pass "the why line: $(grep -m1 "why:" "$T/status.txt" | cut -c1-110)" || fail "why: $(grep -m1 "why:" "$T/status.txt")"
 grep -qE "^$JOB +0 +[0-9]+ blocked +[0-9.]+s yes +- +blocked in futex" "$T/status.txt" &&
