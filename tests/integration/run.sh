@@ -69,7 +69,10 @@ if [ -n "${BUSY:-}" ]; then
 	echo "busy host: $(nproc) CPU hogs and a fork loop beside the tests"
 fi
 outs=$(mktemp -d /tmp/ftbpf-it-run.XXXXXX)
-LOCK=(flock /tmp/ftbpf-it.lock); [ -n "${FTBPF_IT_LOCKED:-}" ] && LOCK=()
+# the lock is held by flock alone (-o): no process a test starts (a daemon such as munged, which
+# outlives it) inherits it and keeps every later test waiting; the wait is bounded and said
+LOCK_WAIT=${IT_LOCK_WAIT:-1200}
+LOCK=(flock -o -w "$LOCK_WAIT" /tmp/ftbpf-it.lock); [ -n "${FTBPF_IT_LOCKED:-}" ] && LOCK=()
 for t in "${tests[@]}"; do
 	start=$(date +%s)
 	# every test has its own time limit: one that hangs fails with a message, the suite goes on
@@ -80,7 +83,10 @@ for t in "${tests[@]}"; do
 	FTBPF_IT_LOCKED=1 "${LOCK[@]}" bash -c 'date +%s >"$0"; exec timeout --kill-after=15 "$1" ./"$2"' \
 		"$outs/$t.began" "$limit" "$t" 2>&1 | tee "$outs/$t.out"
 	rc=${PIPESTATUS[0]}
-	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	if [ ! -e "$outs/$t.began" ]; then
+		echo "[$t] FAIL: the machine was not free within ${LOCK_WAIT}s (/tmp/ftbpf-it.lock held by: $(fuser /tmp/ftbpf-it.lock 2>/dev/null | xargs -r ps -o pid=,args= -p | head -3 | paste -sd';'))" | tee -a "$outs/$t.out"
+		rc=1
+	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		echo "[$t] FAIL: timed out after ${limit}s (# time-limit in the test, or TEST_TIMEOUT)" | tee -a "$outs/$t.out"
 	fi
 	if [ "$rc" -eq 0 ]; then pass=$((pass + 1)); else failed=$((failed + 1)); names+=("$t"); fi
