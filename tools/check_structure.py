@@ -58,22 +58,30 @@ def module_of(layer, name):
     return layer + '/' + name
 
 
+def table_rows(doc, marker, row):
+    """The matches of row among the lines between <!-- MARKER:begin --> and <!-- MARKER:end -->
+    in doc (docs/architecture.md)."""
+    inside = False
+    with open(doc, encoding='utf-8') as f:
+        for line in f:
+            if marker + ':begin' in line:
+                inside = True
+            elif marker + ':end' in line:
+                return
+            elif inside:
+                m = row.match(line)
+                if m:
+                    yield m
+
+
 def read_rules(doc, pure=None):
     """The layer table between the markers in docs/architecture.md: layer -> allowed layers
     (and, into pure, the layers marked pure)."""
-    rules, inside = {}, False
-    with open(doc, encoding='utf-8') as f:
-        for line in f:
-            if 'layer-rules:begin' in line:
-                inside = True
-            elif 'layer-rules:end' in line:
-                break
-            elif inside:
-                m = RULE_ROW.match(line)
-                if m:
-                    rules[m.group(1)] = set(re.findall(r'`([a-z]+)`', m.group(2)))
-                    if pure is not None and m.group(3) == 'yes':
-                        pure.add(m.group(1))
+    rules = {}
+    for m in table_rows(doc, 'layer-rules', RULE_ROW):
+        rules[m.group(1)] = set(re.findall(r'`([a-z]+)`', m.group(2)))
+        if pure is not None and m.group(3) == 'yes':
+            pure.add(m.group(1))
     return rules
 
 
@@ -101,18 +109,9 @@ def impure(root, layer):
 
 def read_prefixes(doc):
     """The prefix table between the markers in docs/architecture.md: module -> [prefix]."""
-    table, inside = {}, False
-    with open(doc, encoding='utf-8') as f:
-        for line in f:
-            if 'prefixes:begin' in line:
-                inside = True
-            elif 'prefixes:end' in line:
-                break
-            elif inside:
-                m = PREFIX_ROW.match(line)
-                if m:
-                    table.setdefault(m.group(1), []).extend(re.findall(r'`([A-Za-z_]\w*)`',
-                                                                        m.group(2)))
+    table = {}
+    for m in table_rows(doc, 'prefixes', PREFIX_ROW):
+        table.setdefault(m.group(1), []).extend(re.findall(r'`([A-Za-z_]\w*)`', m.group(2)))
     return table
 
 

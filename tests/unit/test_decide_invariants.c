@@ -115,31 +115,30 @@ static void test_complete_after_relaunch(void)
 static void test_done_step(void)
 {
 	struct dec_bind b = {.target = 130};
-	int64_t step = -1;
+	struct dec_done d = {.step = -1};
 
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5}", &step), 0);
-	CU_ASSERT_EQUAL(step, 130);
-	step = -1;
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":500,\"at_ms\":5}", &step), -ESTALE);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":124,\"at_ms\":5}", &step), -ESTALE);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, NULL, "{\"step\":130,\"at_ms\":5}", &step), -ESTALE);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":-4}", &step), -EINVAL);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{not json", &step), -EINVAL);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, NULL, &step), -EINVAL);
-	CU_ASSERT_EQUAL(step, -1); /* untouched unless it completes */
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5}", &d), 0);
+	CU_ASSERT_EQUAL(d.step, 130);
+	CU_ASSERT_EQUAL(d.at_ms, 5);
+	d.step = -1;
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":500,\"at_ms\":5}", &d), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":124,\"at_ms\":5}", &d), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, NULL, "{\"step\":130,\"at_ms\":5}", &d), -ESTALE);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":-4}", &d), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{not json", &d), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, NULL, &d), -EINVAL);
+	CU_ASSERT_EQUAL(d.step, -1); /* untouched unless it completes */
 	/* with the node keys and a shared store, only a member of the run completes a request */
 	reset();
 	member("n1", 2, 0);
 	rec.members_only = 1;
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n1\"}", &step),
-			0);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n9\"}", &step),
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n1\"}", &d), 0);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n9\"}", &d),
 			-EPERM);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5}", &step), -EPERM);
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"by\":\"a b\"}", &step), -EINVAL);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5}", &d), -EPERM);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"by\":\"a b\"}", &d), -EINVAL);
 	rec.members_only = 0; /* no node keys: any agent with the cluster key */
-	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n9\"}", &step),
-			0);
+	CU_ASSERT_EQUAL(dp_done_step(&rec, &b, "{\"step\":130,\"at_ms\":5,\"by\":\"n9\"}", &d), 0);
 }
 
 /* rule: a generation that leaves nodes out runs with a smaller world (their ranks taken away),

@@ -226,7 +226,7 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
 		char bkey[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *bv;
 		struct dec_bind b;
-		int64_t step;
+		struct dec_done dn;
 		int rc;
 
 		if (g !=
@@ -240,7 +240,7 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 		dec_key_bind(rel, sizeof(rel), g, n);
 		snprintf(bkey, sizeof(bkey), "%s%s", lc->prefix, rel);
 		bv = store_get(lc->st, bkey);
-		rc = dp_done_step(r, bv && dec_bind_parse(bv, &b) == 0 ? &b : NULL, value, &step);
+		rc = dp_done_step(r, bv && dec_bind_parse(bv, &b) == 0 ? &b : NULL, value, &dn);
 		free(bv);
 		if (rc == -EINVAL)
 			refuse(lc, key, value, "malformed completion record");
@@ -249,8 +249,8 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 		else if (rc < 0)
 			refuse(lc, key, value,
 			       "completion record of a step its request was not bound to");
-		else if (step > r->last_complete)
-			r->last_complete = step;
+		else if (dn.step > r->last_complete)
+			r->last_complete = dn.step;
 	}
 	return 0;
 }

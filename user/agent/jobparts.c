@@ -7,16 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/cadparts.h"
 #include "agent/eventlog.h"
 #include "agent/mesh.h"
 #include "agent/partgate.h"
 #include "agent/partlocal.h"
+#include "lib/growbuf.h"
 #include "lib/jsonx.h"
 #include "lib/nodekeys.h"
 #include "lib/ranks.h"
 #include "os/clock.h"
 #include "os/log.h"
+#include "proto/cadparts.h"
 #include "proto/part_proto.h"
 #include "proto/partbook.h"
 #include "proto/swim.h"
@@ -69,22 +70,6 @@ struct jobparts {
 static uint64_t wall_ms(void)
 {
 	return clock_real_ns() / 1000000;
-}
-
-static int grow(void **v, int *cap, int n, size_t size)
-{
-	void *nv;
-	int c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 16;
-	nv = realloc(*v, (size_t)c * size);
-	if (!nv)
-		return -1;
-	*v = nv;
-	*cap = c;
-	return 0;
 }
 
 static int same_job(const struct jv_part *p, uint32_t uid, const char *job)
@@ -279,7 +264,7 @@ static struct pub *pub_of(struct jobparts *jp, const struct job *j)
 
 	if (pb)
 		return pb;
-	if (grow((void **)&jp->pv, &jp->pcap, jp->np, sizeof(*jp->pv)) < 0)
+	if (growbuf_items((void **)&jp->pv, &jp->pcap, jp->np, sizeof(*jp->pv)) < 0)
 		return NULL;
 	memset(&jp->pv[jp->np], 0, sizeof(jp->pv[0]));
 	jp->pv[jp->np].uid = (uint32_t)j->uid;
@@ -361,7 +346,7 @@ static int hosts_of(struct jobparts *jp)
 	const struct swim *sw = jp->o.mesh ? mesh_swim(jp->o.mesh) : NULL;
 	int n = sw ? swim_count(sw) : 0;
 
-	if (grow((void **)&jp->hosts, &jp->hcap, n, sizeof(*jp->hosts)) < 0)
+	if (growbuf_items((void **)&jp->hosts, &jp->hcap, n, sizeof(*jp->hosts)) < 0)
 		return 0;
 	for (int i = 0; i < n; i++) {
 		const struct swim_member *m = swim_member_at(sw, i);

@@ -164,7 +164,7 @@ int64_t dp_request_target(const struct dp_records *r)
 }
 
 int dp_done_step(const struct dp_records *r, const struct dec_bind *bind, const char *value,
-		 int64_t *ret_step)
+		 struct dec_done *ret)
 {
 	struct dec_done dn;
 
@@ -175,7 +175,7 @@ int dp_done_step(const struct dp_records *r, const struct dec_bind *bind, const 
 	/* a record merely present is no completion: its step must be the one every rank saved */
 	if (!bind || dn.step != bind->target)
 		return -ESTALE;
-	*ret_step = dn.step;
+	*ret = dn;
 	return 0;
 }
 
@@ -183,11 +183,10 @@ int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret
 {
 	struct dec_bind b = {.target = r->bind_target};
 	struct dec_done dn;
-	int64_t step;
 
-	if (!r->ck_n || !r->bound || dp_done_step(r, &b, value, &step) < 0)
+	if (!r->ck_n || !r->bound || dp_done_step(r, &b, value, &dn) < 0)
 		return 0;
-	if (ret_at_ms && dec_done_parse(value, &dn) == 0)
+	if (ret_at_ms)
 		*ret_at_ms = dn.at_ms;
 	return 1;
 }

@@ -255,11 +255,11 @@ int64_t dp_request_target(const struct dp_records *r);
 int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret_at_ms);
 /* I3: the step a completion record (value) of a request completes, given the request's bind
  * record (NULL: none, or malformed): the bound step when the record is well-formed and names it
- * (0, *ret_step); -EINVAL when it is malformed; -ESTALE when the request was bound to no step or
+ * (0, the record in *ret, its step the bound one; *ret untouched otherwise); -EINVAL when it is malformed; -ESTALE when the request was bound to no step or
  * to another one (a record merely present is no completion, and raises no resume step);
  * -EPERM when r->members_only and its writer ("by") is no member of the run. */
 int dp_done_step(const struct dp_records *r, const struct dec_bind *bind, const char *value,
-		 int64_t *ret_step);
+		 struct dec_done *ret);
 /* The local ranks' report on a request at target (target < 0: none). */
 void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *ret);
 /* The job's step rate, updated from the highest step reached (and its world size). */

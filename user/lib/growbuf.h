@@ -1,5 +1,6 @@
 /* A byte buffer that grows by doubling (from 4 KiB): the control server's output buffers and
- * the etcd client's reply buffer. */
+ * the etcd client's reply buffer; and arrays that grow by doubling (the part book, the cadence
+ * parts, the job parts' tables). */
 #ifndef FTBPF_GROWBUF_H
 #define FTBPF_GROWBUF_H
 
@@ -21,6 +22,24 @@ static inline int growbuf_reserve(char **buf, size_t *cap, size_t need)
 	if (!nb)
 		return -ENOMEM;
 	*buf = nb;
+	*cap = c;
+	return 0;
+}
+
+/* Make the array *v (of *cap items of size bytes, n of them in use) hold one more: doubled,
+ * from 16. 0, or -ENOMEM with *v and *cap unchanged. */
+static inline int growbuf_items(void **v, int *cap, int n, size_t size)
+{
+	void *nv;
+	int c;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	nv = realloc(*v, (size_t)c * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
 	*cap = c;
 	return 0;
 }

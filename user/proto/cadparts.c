@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/clocksync.h"
+#include "lib/growbuf.h"
 #include "lib/jobview.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
@@ -75,22 +76,6 @@ void cadparts_free(struct cadparts *cp)
 	free(cp);
 }
 
-static int grow_array(void **v, int *cap, int n, size_t sz)
-{
-	void *nv;
-	int c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 16;
-	nv = realloc(*v, (size_t)c * sz);
-	if (!nv)
-		return -1;
-	*v = nv;
-	*cap = c;
-	return 0;
-}
-
 /* Host a's clock (add: made when missing, the least recently heard one replaced when full). */
 static struct clock *clock_of(struct cadparts *cp, const struct mesh_addr *a, int add)
 {
@@ -109,7 +94,7 @@ static struct clock *clock_of(struct cadparts *cp, const struct mesh_addr *a, in
 		cp->ck[old].a = *a;
 		return &cp->ck[old];
 	}
-	if (grow_array((void **)&cp->ck, &cp->ckcap, cp->nck, sizeof(*cp->ck)) < 0)
+	if (growbuf_items((void **)&cp->ck, &cp->ckcap, cp->nck, sizeof(*cp->ck)) < 0)
 		return NULL;
 	memset(&cp->ck[cp->nck], 0, sizeof(cp->ck[0]));
 	cp->ck[cp->nck].a = *a;
@@ -140,7 +125,7 @@ static void accept_arrivals(struct cadparts *cp, const struct part_packet *p, ui
 			f = &cp->fv[i];
 	if (!f) {
 		if (cp->nf >= MAX_FIRSTS ||
-		    grow_array((void **)&cp->fv, &cp->fcap, cp->nf, sizeof(*cp->fv)) < 0) {
+		    growbuf_items((void **)&cp->fv, &cp->fcap, cp->nf, sizeof(*cp->fv)) < 0) {
 			cp->firsts_dropped++;
 			return;
 		}

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/growbuf.h"
+
 void partbook_init(struct partbook *b)
 {
 	memset(b, 0, sizeof(*b));
@@ -14,22 +16,6 @@ void partbook_fini(struct partbook *b)
 	free(b->rv);
 	free(b->sv);
 	memset(b, 0, sizeof(*b));
-}
-
-static int grow(void **v, int *cap, int n, size_t size)
-{
-	void *nv;
-	int c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 16;
-	nv = realloc(*v, (size_t)c * size);
-	if (!nv)
-		return -1;
-	*v = nv;
-	*cap = c;
-	return 0;
 }
 
 static int same_job(const struct jv_part *p, uint32_t uid, const char *job)
@@ -51,7 +37,7 @@ int partbook_fresh_seq(struct partbook *b, const struct mesh_addr *from, uint64_
 		if (meshaddr_eq(&b->sv[i].a, from))
 			w = &b->sv[i].r;
 	if (!w && b->ns < PARTBOOK_MAX_REMOTE &&
-	    !grow((void **)&b->sv, &b->scap, b->ns, sizeof(*b->sv))) {
+	    !growbuf_items((void **)&b->sv, &b->scap, b->ns, sizeof(*b->sv))) {
 		memset(&b->sv[b->ns], 0, sizeof(b->sv[0]));
 		b->sv[b->ns].a = *from;
 		w = &b->sv[b->ns++].r;
@@ -155,7 +141,7 @@ enum partbook_verdict partbook_offer(struct partbook *b, const struct part_packe
 	}
 	if (same < 0) {
 		if (b->nr >= PARTBOOK_MAX_REMOTE ||
-		    grow((void **)&b->rv, &b->rcap, b->nr, sizeof(*b->rv)) < 0)
+		    growbuf_items((void **)&b->rv, &b->rcap, b->nr, sizeof(*b->rv)) < 0)
 			return PARTBOOK_NO_ROOM;
 		same = b->nr++;
 		memset(&b->rv[same], 0, sizeof(b->rv[0]));
