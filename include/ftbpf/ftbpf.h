@@ -132,6 +132,14 @@ int ftbpf_saved(struct ftbpf *h, int64_t step);
  * generation was decided or this node is cut off from the others: do not commit it.
  */
 int ftbpf_saved_gen(struct ftbpf *h, int64_t step, uint64_t generation);
+/*
+ * ftbpf_save_failed - this rank's save of @step failed (its storage refused the commit: a newer
+ * fencing token is there; an I/O error): the agents end the request without a checkpoint instead
+ * of waiting for this save forever, and a preemption asks for another one. ftbpf_saved and
+ * ftbpf_saved_gen say it themselves when they answer -ESTALE. 0 (also with no agent), -EINVAL
+ * for a negative step.
+ */
+int ftbpf_save_failed(struct ftbpf *h, int64_t step);
 
 /* ftbpf_generation - the job's restart generation: 0 for the first run, +1 per restart. */
 uint64_t ftbpf_generation(const struct ftbpf *h);
@@ -147,8 +155,8 @@ struct ftbpf_restart_info {
 	uint64_t generation;
 	int64_t resume_step; /* the last complete agreed checkpoint, -1 none */
 	int64_t ckpt_step;   /* the agreed checkpoint step in progress or done, -1 none */
-	int ckpt_state;	     /* 0 none, 1 requested, 2 complete, 3 pending (being agreed) */
-	int action;	     /* FTBPF_ACTION_* */
+	int ckpt_state; /* 0 none, 1 requested, 2 complete, 3 pending (being agreed), 4 failed */
+	int action;	/* FTBPF_ACTION_* */
 	int exit_code;
 	char cause[24]; /* "", "preemption", "rank_died", "hang", "node_dead", "operator" */
 	int nexcluded;

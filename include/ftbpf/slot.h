@@ -46,6 +46,9 @@ struct ftbpf_slot_timer {
 	3u /* requested, the step not yet bound: every rank acknowledges it at
 				 its next step boundary (ack_id, ack_step) and waits at the one
 				 after until the agents bind the step (ckpt_step) */
+#define FTBPF_CK_FAILED                                                                            \
+	4u /* a rank's save of ckpt_step failed or was refused: this request ends
+			      without a checkpoint (a preemption asks for another one) */
 
 /* ftbpf_slot_decision.action: what the process should do now */
 #define FTBPF_ACT_NONE	  0u
@@ -105,6 +108,9 @@ struct ftbpf_slot {
 	/* appended (an older agent leaves it 0: no token) */
 	__u64 fence_token; /* agent: the fencing token of own_generation (run << 32 | generation:
 			      it grows across runs of the job; docs/decisions.md) */
+	/* appended (an older library leaves it 0) */
+	__u64 failed_step; /* process: its save of step failed_step - 1 failed or was refused
+			      (0 none): the request ends failed, not stuck waiting for it */
 };
 
 #endif

@@ -32,7 +32,8 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["expires", "acquire", "release", "ping", "step", "TimerClient", "FtbpfError",
-           "install_preemption_handler", "checkpoint_requested", "should_save", "saved", "SaveTicket",
+           "install_preemption_handler", "checkpoint_requested", "should_save", "saved", "save_failed",
+           "SaveTicket",
            "StaleTokenError", "fence_token",
            "generation", "restart_info", "action", "await_checkpoint", "exit_for_restart",
            "job_status", "agent_available"]
@@ -103,6 +104,8 @@ def _h():
             lib.ftbpf_should_save_gen.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                                   ctypes.POINTER(ctypes.c_uint64)]
             lib.ftbpf_saved_gen.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64]
+            if hasattr(lib, "ftbpf_save_failed"):  # an older library has none
+                lib.ftbpf_save_failed.argtypes = [ctypes.c_void_p, ctypes.c_int64]
             lib.ftbpf_save_ticket.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                               ctypes.POINTER(ctypes.c_uint64),
                                               ctypes.POINTER(ctypes.c_uint64)]
@@ -346,6 +349,19 @@ def saved(step, ticket=None):
     return _lib.ftbpf_saved_gen(h, step, int(ticket.generation)) == 0
 
 
+def save_failed(step):
+    """This rank's save of `step` failed (its storage refused the commit, an I/O error): the
+    agents end the request without a checkpoint instead of waiting for this save, and a
+    preemption asks for another one. saved() says it itself when it returns False, and
+    ftbpf.checkpoint's helpers when they raise."""
+    step = int(step)
+    if step < 0:
+        raise ValueError("save_failed: step must be >= 0, not %d" % step)
+    h = _handle_or_none()
+    if h is not None and hasattr(_lib, "ftbpf_save_failed"):
+        _lib.ftbpf_save_failed(h, step)
+
+
 def fence_token():
     """The fencing token of the generation this process runs in (0 with no agent): a checkpoint
     to resume from carries a token no newer than this."""
@@ -360,7 +376,7 @@ def generation():
 
 
 _ACTIONS = {0: "none", 1: "restart", 2: "stop"}
-_CK_STATES = {0: "none", 1: "requested", 2: "complete", 3: "pending"}
+_CK_STATES = {0: "none", 1: "requested", 2: "complete", 3: "pending", 4: "failed"}
 
 
 def action():

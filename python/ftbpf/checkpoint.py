@@ -126,7 +126,9 @@ def save_file(path, data, ticket, report=True):
     meanwhile, this node cut off) is not committed, and a save a newer token fenced off is not
     reported. Raises StaleTokenError
     (nothing committed, the temporary file removed) when the agents refuse it or when a newer
-    token was committed in the directory; returns the metadata written."""
+    token was committed in the directory, and tells the agents the save failed
+    (ftbpf.save_failed: the request ends instead of waiting for it); returns the metadata
+    written."""
     step, gen, token = _ticket_fields(ticket)
     path = os.path.abspath(path)
     directory = os.path.dirname(path)
@@ -166,6 +168,10 @@ def save_file(path, data, ticket, report=True):
             _raise_fence(directory, token, newest)
             _fsync_dir(directory)
         return meta
+    except BaseException:
+        if report:  # the agents end the request without this save instead of waiting for it
+            ftbpf.save_failed(step)
+        raise
     finally:
         for t in (tmp, "%s%s.tmp.%d" % (path, META_SUFFIX, os.getpid())):
             try:
@@ -281,17 +287,23 @@ def save_dcp(state_dict, path, ticket, fence_dir=None, report=True, **kwargs):
     is refused (StaleTokenError) when a newer token was committed in fence_dir (default: the
     parent of path, where every step's checkpoint directory lives).
     report: once its data is written, each rank tells the agents it saved (ftbpf.saved); a
-    save they refuse raises before DCP commits.
+    save they refuse raises before DCP commits; a save that raises tells them it failed
+    (ftbpf.save_failed).
     kwargs go to DCP's save_state_dict (process_group, coordinator_rank, no_dist)."""
     dcp = _dcp()
     step, gen, _ = _ticket_fields(ticket)
     path = os.path.abspath(path)
     fence_dir = os.path.abspath(fence_dir or os.path.dirname(path))
     os.makedirs(path, exist_ok=True)
-    _check_fence(fence_dir, _ticket_fields(ticket)[2])  # stale: not even written
-    dcp.save_state_dict(state_dict, _fenced_writer(dcp, path, ticket, fence_dir, report),
-                        **kwargs)
-    return _read_meta(os.path.join(path, "ftbpf"))
+    try:
+        _check_fence(fence_dir, _ticket_fields(ticket)[2])  # stale: not even written
+        dcp.save_state_dict(state_dict, _fenced_writer(dcp, path, ticket, fence_dir, report),
+                            **kwargs)
+        return _read_meta(os.path.join(path, "ftbpf"))
+    except BaseException:
+        if report:  # the agents end the request without this save instead of waiting for it
+            ftbpf.save_failed(step)
+        raise
 
 
 def load_dcp(state_dict, path, step=None, max_token=None, **kwargs):

@@ -47,7 +47,7 @@ static inline void reset(void)
 		rk[i].rank = i;
 		rk[i].has_slot = rk[i].registered = 1;
 		rk[i].step = 10;
-		rk[i].saved = rk[i].saving = rk[i].ack = -1;
+		rk[i].saved = rk[i].saving = rk[i].ack = rk[i].failed = -1;
 		rk[i].saved_here = 1;
 		rk[i].started_known = 1;
 		rk[i].start_ms = now.mono_ms - 60000;

@@ -34,6 +34,7 @@ class PlainFile(unittest.TestCase):
         self.saved.start()
         self.token = mock.patch.object(ftbpf, "fence_token", return_value=0)
         self.token.start()
+        mock.patch.object(ftbpf, "save_failed").start()
 
     def tearDown(self):
         mock.patch.stopall()
@@ -58,6 +59,7 @@ class PlainFile(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.d)),
                          sorted([".ftbpf-fence", ".ftbpf-fence.lock", "ckpt.10",
                                  "ckpt.10.ftbpf.json", "ckpt.11", "ckpt.11.ftbpf.json"]))
+        ftbpf.save_failed.assert_not_called()
 
     def test_stale_token_refused(self):
         ck.save_file(self.path(20), b"new", ticket(20, 3))
@@ -67,6 +69,8 @@ class PlainFile(unittest.TestCase):
         with self.assertRaises(ck.StaleTokenError):
             ck.save_file(self.path(15), b"old", ticket(15, 2))
         ftbpf.saved.assert_not_called()
+        # ... but said failed: the agents end the request instead of waiting for it (issue 32)
+        ftbpf.save_failed.assert_called_once_with(15)
         self.assertFalse(os.path.exists(self.path(15)))
         with self.assertRaises(ck.StaleTokenError):  # nor over the newer checkpoint
             ck.save_file(self.path(20), b"old", ticket(20, 2))
@@ -217,6 +221,7 @@ class DCP(unittest.TestCase):
         self.d = self.tmp.name
         mock.patch.object(ftbpf, "saved", return_value=True).start()
         mock.patch.object(ftbpf, "fence_token", return_value=0).start()
+        mock.patch.object(ftbpf, "save_failed").start()
         mod = types.ModuleType("fake_dcp")
         for k in ("FileSystemWriter", "FileSystemReader", "save_state_dict", "load_state_dict"):
             setattr(mod, k, getattr(FakeDCP, k))
@@ -238,6 +243,7 @@ class DCP(unittest.TestCase):
         old = os.path.join(self.d, "step-8")
         with self.assertRaises(ck.StaleTokenError):
             ck.save_dcp({"w": 0}, old, ticket(8, 1))
+        ftbpf.save_failed.assert_called_once_with(8)  # said failed: its request ends
         self.assertFalse(os.path.exists(os.path.join(old, ".metadata")))
         with self.assertRaises(ck.CheckpointError):
             ck.load_dcp({}, old)

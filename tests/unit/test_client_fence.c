@@ -74,6 +74,7 @@ static void test_stale_token_is_refused(void)
 	slot.hold = 1;
 	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, gen), -ESTALE);
 	CU_ASSERT_EQUAL(slot.saved_step, -1);
+	CU_ASSERT_EQUAL(slot.failed_step, 11); /* said failed (step + 1): the request ends */
 	/* a token of another generation than the slot's, whatever the slot says */
 	h = requested(5);
 	CU_ASSERT_EQUAL(ftbpf_saved_gen(h, 10, 4), -ESTALE);
@@ -111,6 +112,26 @@ static void test_saved_needs_ticket(void)
 	CU_ASSERT_EQUAL(slot.saved_generation, 4);
 }
 
+/* A save that failed is said so (issue 32: a refused save left its request stuck): the
+ * agents end the request instead of waiting for it. */
+static void test_save_failed(void)
+{
+	struct ftbpf *h = requested(3);
+
+	CU_ASSERT_EQUAL(slot.failed_step, 0); /* none */
+	CU_ASSERT_EQUAL(ftbpf_save_failed(h, -1), -EINVAL);
+	CU_ASSERT_EQUAL(ftbpf_should_save(h, 10), 1);
+	CU_ASSERT_EQUAL(ftbpf_save_failed(h, 10), 0); /* its storage refused the commit */
+	CU_ASSERT_EQUAL(slot.failed_step, 11);
+	CU_ASSERT_EQUAL(slot.saved_step, -1);
+	CU_ASSERT_EQUAL(ftbpf_save_failed(NULL, 10), 0); /* no agent: nothing to tell */
+	/* a save that counts says nothing failed */
+	h = requested(3);
+	CU_ASSERT_EQUAL(ftbpf_should_save(h, 10), 1);
+	CU_ASSERT_EQUAL(ftbpf_saved(h, 10), 0);
+	CU_ASSERT_EQUAL(slot.failed_step, 0);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -122,6 +143,7 @@ int main(void)
 	CU_add_test(s, "a save commits in its generation", test_token_commits_in_its_generation);
 	CU_add_test(s, "a stale fencing token is refused (I4)", test_stale_token_is_refused);
 	CU_add_test(s, "saved fences with the ticket, none without", test_saved_needs_ticket);
+	CU_add_test(s, "a failed save is said (issue 32)", test_save_failed);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -551,6 +551,110 @@ static void test_job_key(void)
 	CU_ASSERT_STRING_EQUAL(k, "slurm:77:0");
 }
 
+/* A bound preemption request with 2 local ranks at step 12 (its step), on a job of n1 and n2. */
+static void stuck_request(void)
+{
+	reset();
+	member("n1", 2, 0);
+	member("n2", 2, 0);
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.ck.target = 12;
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	rec.bound = 1;
+	rec.bind_target = 12;
+	rk[0].step = rk[1].step = 13;
+	rk[0].saving = rk[1].saving = 12;
+}
+
+/* I5 (issue 32: "a save refused as stale leaves the request stuck"): a request a rank's save
+ * of which was refused or failed ends without a checkpoint, never waits for that save; the
+ * preemption it was for asks for another, and a later preemption is not lost behind it */
+static void test_failed_save(void)
+{
+	struct dp_local l;
+	struct dec_ckpt c;
+	struct ftbpf_slot_decision x;
+	char why[DEC_WHY_LEN];
+	int64_t step;
+
+	/* before: a told rank past the step without its save (an asynchronous save) waits */
+	stuck_request();
+	rk[0].saved = 12;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.failed, 0);
+	CU_ASSERT_FALSE(dp_request_failed(&cfg, &rec, &l, why, sizeof(why)));
+	/* rank 1's save was refused (ftbpf_saved -ESTALE: held while it saved) */
+	rk[1].failed = 12;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.failed, 1);
+	CU_ASSERT_TRUE(dp_request_failed(&cfg, &rec, &l, why, sizeof(why)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "step 12"));
+	dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig", &now, &step, &out);
+	CU_ASSERT_EQUAL(mem.preempt_ck, 1); /* it joined the request in progress */
+	out.nwrites = out.nacts = 0;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_FALSE(claimed("done/"));
+	CU_ASSERT_EQUAL(count(DP_ACT_CKPT_FAILED), 1);
+	CU_ASSERT_EQUAL(out.nwrites, 1); /* the report, which says it */
+	CU_ASSERT_PTR_NOT_NULL(strstr(out.writes[0].value, "\"failed\":1"));
+	dp_slot(&cfg, &rec, &mem, &rk[0], &x);
+	CU_ASSERT_EQUAL(x.ckpt_state, FTBPF_CK_FAILED); /* await_checkpoint returns */
+	/* the preemption asks for another request at once */
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_EQUAL(claimed_ckpt(&c), 0);
+	CU_ASSERT_EQUAL(c.id, 2);
+	CU_ASSERT_EQUAL(c.cause, DEC_CAUSE_PREEMPTION);
+	CU_ASSERT_EQUAL(mem.preempt_ck, 2);
+	/* logged once per request */
+	out.nwrites = out.nacts = 0;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_EQUAL(count(DP_ACT_CKPT_FAILED), 0);
+	/* its successor completes: the preemption ends with it */
+	rec.ck_n = 2;
+	rec.ck.id = 2;
+	rec.bind_target = 14;
+	rec.ck_done = 1;
+	out.nwrites = out.nacts = 0;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_EQUAL(mem.preempt_ms, 0);
+
+	/* seen failed on another node (its report): the same here, and a later signal claims */
+	stuck_request();
+	rk[0].saved = rk[1].saved = 12;
+	report("n2", 2, 1);
+	rec.rep[0].r.failed = 1;
+	dp_local(rk, 2, 12, &l);
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_FALSE(claimed("done/"));
+	CU_ASSERT_EQUAL(count(DP_ACT_CKPT_FAILED), 1);
+	out.nwrites = out.nacts = 0;
+	CU_ASSERT_EQUAL(dp_request_checkpoint(&cfg, &rec, &mem, &l, DEC_CAUSE_PREEMPTION, "sig",
+					      &now, &step, &out),
+			0);
+	CU_ASSERT_EQUAL(claimed_ckpt(&c), 0);
+	CU_ASSERT_EQUAL(c.id, 2);
+
+	/* a failure of another step, or one that a later save made good, is none */
+	stuck_request();
+	rk[1].failed = 8;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.failed, 0);
+	rk[1].failed = 12;
+	rk[1].saved = 12;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_EQUAL(l.failed, 0);
+	/* an operator's request that failed is not retried: nothing pending claims */
+	stuck_request();
+	rec.ck.cause = DEC_CAUSE_OPERATOR;
+	rk[1].failed = 12;
+	dp_local(rk, 2, 12, &l);
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &now, &out);
+	CU_ASSERT_FALSE(claimed("ckpt/"));
+	CU_ASSERT_EQUAL(count(DP_ACT_CKPT_FAILED), 1);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -568,6 +672,7 @@ int main(void)
 	CU_add_test(s, "I3: resume per generation", test_resume_per_generation);
 	CU_add_test(s, "a completed preemption begins a generation", test_preemption_generation);
 	CU_add_test(s, "I5: preemptions not lost", test_preemption_pending);
+	CU_add_test(s, "I5: a failed save ends its request (issue 32)", test_failed_save);
 	CU_add_test(s, "one fault, one generation", test_one_fault_one_generation);
 	CU_add_test(s, "runs", test_run_choose);
 	CU_add_test(s, "runs: a live rank of the current launch here", test_other_live);

@@ -126,6 +126,14 @@ static void test_malformed(void)
 		CU_ASSERT(dec_gen_parse(bad[i], &g) < 0);
 	CU_ASSERT(dec_ckpt_parse("{\"generation\":0,\"id\":1}", &c) < 0); /* no target */
 	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":-1,\"max_step\":1}", &r) < 0);
+	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":1,\"max_step\":1,\"failed\":-1}", &r) <
+		  0);
+	/* "failed" is optional (an older agent's report has none), kept when given */
+	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":1,\"max_step\":1}", &r) == 0 &&
+		  r.failed == 0);
+	CU_ASSERT(dec_report_parse("{\"ranks\":2,\"saved\":1,\"max_step\":1,\"failed\":2}", &r) ==
+		      0 &&
+		  r.failed == 2);
 	CU_ASSERT(dec_done_parse("{\"step\":\"5\"}", &d) < 0);
 }
 

@@ -235,6 +235,10 @@ void dc_carry_out(struct decider *d, struct djob *dj, struct job *j)
 			d->preemptions_lost++;
 			dc_log_preemption(d, dj, 0, "preemption_not_checkpointed", a->why);
 			break;
+		case DP_ACT_CKPT_FAILED:
+			d->ckpts_failed++;
+			dc_log_preemption(d, dj, 0, "checkpoint_failed", a->why);
+			break;
 		}
 	}
 	o->nacts = o->nwrites = 0;

@@ -67,7 +67,7 @@ struct decider {
 	int nrk, rk_cap;
 	int again; /* the last look changed what the next one reads: look again now */
 	uint64_t claims, retargets, fences, preemptions, ignored_signals, health_failures,
-	    unavailable, refused, holds, preemptions_lost, jobs_refused;
+	    unavailable, refused, holds, preemptions_lost, ckpts_failed, jobs_refused;
 };
 
 /* decide_store.c: the inputs */

@@ -597,7 +597,7 @@ int dc_gather(struct decider *d, const struct djob *dj, const struct job *j)
 		x->has_slot = k->slot != NULL;
 		x->registered = k->dec_written != 0;
 		x->world_size = k->id.world_size;
-		x->step = x->saved = x->saving = x->ack = -1;
+		x->step = x->saved = x->saving = x->ack = x->failed = -1;
 		if (k->slot) {
 			const struct ftbpf_slot *sl = k->slot;
 			uint64_t sg = __atomic_load_n(&sl->saved_generation, __ATOMIC_ACQUIRE);
@@ -607,6 +607,8 @@ int dc_gather(struct decider *d, const struct djob *dj, const struct job *j)
 			/* I4: a save counts in the generation it was made in (0: an old library) */
 			x->saved_here = sg == 0 || sg == k->generation + 1;
 			x->saving = __atomic_load_n(&sl->saving_step, __ATOMIC_ACQUIRE);
+			x->failed =
+			    (int64_t)__atomic_load_n(&sl->failed_step, __ATOMIC_ACQUIRE) - 1;
 			if (dj->rec.ck_n && !dj->rec.bound) {
 				/* by when it saw the pending request: its own acknowledgement, or
 				 * the step after the one we read right after writing it (below) */

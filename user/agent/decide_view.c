@@ -318,6 +318,7 @@ struct json_object *decide_json(struct decider *d)
 	jint(c, "records_refused", (int64_t)d->refused);
 	jint(c, "holds", (int64_t)d->holds);
 	jint(c, "preemptions_not_checkpointed", (int64_t)d->preemptions_lost);
+	jint(c, "checkpoints_failed", (int64_t)d->ckpts_failed);
 	json_object_object_add(o, "counters", c);
 	return o;
 }

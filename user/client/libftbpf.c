@@ -465,11 +465,23 @@ int ftbpf_saved_gen(struct ftbpf *h, int64_t step, uint64_t generation)
 	if (__atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) != generation ||
 	    __atomic_load_n(&h->slot->own_generation, __ATOMIC_ACQUIRE) != generation ||
 	    __atomic_load_n(&d->action, __ATOMIC_ACQUIRE) == FTBPF_ACT_STOP ||
-	    __atomic_load_n(&h->slot->hold, __ATOMIC_ACQUIRE))
+	    __atomic_load_n(&h->slot->hold, __ATOMIC_ACQUIRE)) {
+		(void)ftbpf_save_failed(h, step); /* the request must not wait for it */
 		return -ESTALE;
+	}
 	__atomic_store_n(&h->slot->saved_generation, generation + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->slot->saved_ns, mono_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&h->slot->saved_step, step, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ftbpf_save_failed(struct ftbpf *h, int64_t step)
+{
+	if (step < 0)
+		return -EINVAL;
+	if (!dec(h))
+		return 0;
+	__atomic_store_n(&h->slot->failed_step, (uint64_t)step + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -1,5 +1,6 @@
-/* The decision policy, pure: the job's members, and how this node comes to hold one lost (see
- * decide_policy.h and docs/decisions.md: I6). */
+/* The decision policy, pure: the job and its run (its name in the store, which run a launch
+ * belongs to, the fencing token), the job's members, and how this node comes to hold one lost
+ * (see decide_policy.h and docs/decisions.md: I1, I6). */
 #include "lib/decide_policy.h"
 #include "lib/starttime.h"
 
@@ -198,4 +199,50 @@ int dp_other_live(const struct dp_launch_rank *others, int n, const struct dp_la
 		return 1;
 	}
 	return 0;
+}
+
+/* ---- the job and its run ---- */
+static int loopback(const char *addr, size_t n)
+{
+	return n == 0 || (n >= 4 && !strncmp(addr, "127.", 4)) ||
+	       (n == 3 && !strncmp(addr, "::1", 3)) || (n == 5 && !strncmp(addr, "[::1]", 5)) ||
+	       (n == 9 && !strncmp(addr, "localhost", 9));
+}
+
+void dp_job_key(const char *id, const char *node, char *buf, size_t len)
+{
+	const char *a = id + 6, *port = strrchr(id, ':');
+
+	snprintf(buf, len, "%s", id);
+	if (strncmp(id, "torch:", 6) || strchr(id, '@') || !port || port < a)
+		return;
+	if (loopback(a, (size_t)(port - a)))
+		snprintf(buf, len, "%s@%s", id, node);
+}
+
+uint64_t dp_fence_token(uint64_t run, uint64_t gen)
+{
+	if (!run)
+		return 0;
+	if (run > UINT32_MAX)
+		run = UINT32_MAX;
+	if (gen > UINT32_MAX)
+		gen = UINT32_MAX;
+	return run << 32 | gen;
+}
+
+uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
+		       int restart_count, int *ret_new)
+{
+	*ret_new = 0;
+	if (mine && mine->run <= cur)
+		for (int i = 0; i < mine->nlaunchers; i++)
+			if (!strcmp(mine->launchers[i], launcher))
+				return mine->run; /* its launcher restarted it: the same run */
+	if (cur && restart_count > 0)
+		return cur; /* a requeue (TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT) */
+	if (cur && !(mine && mine->run == cur))
+		return cur; /* this node has not launched in the latest run: it joins it */
+	*ret_new = 1;	    /* a relaunch here (or the first launch anywhere) */
+	return cur + 1;
 }

@@ -46,24 +46,6 @@ static void commit_write(struct dp_out *out)
 }
 
 /* ---- small rules ---- */
-static int loopback(const char *addr, size_t n)
-{
-	return n == 0 || (n >= 4 && !strncmp(addr, "127.", 4)) ||
-	       (n == 3 && !strncmp(addr, "::1", 3)) || (n == 5 && !strncmp(addr, "[::1]", 5)) ||
-	       (n == 9 && !strncmp(addr, "localhost", 9));
-}
-
-void dp_job_key(const char *id, const char *node, char *buf, size_t len)
-{
-	const char *a = id + 6, *port = strrchr(id, ':');
-
-	snprintf(buf, len, "%s", id);
-	if (strncmp(id, "torch:", 6) || strchr(id, '@') || !port || port < a)
-		return;
-	if (loopback(a, (size_t)(port - a)))
-		snprintf(buf, len, "%s@%s", id, node);
-}
-
 int dp_abnormal_exit(const struct dp_config *c, const struct dp_rank *k)
 {
 	int sig = k->wait_status & 0x7f, code = (k->wait_status >> 8) & 0xff;
@@ -109,6 +91,19 @@ static int final_done(const struct dp_config *c, const struct dp_records *r,
 	       (m->final_ck && r->gen * 1000000 + r->ck_n >= m->final_ck);
 }
 
+/* The current request as one number (generation, then request), growing. */
+static uint64_t ck_key(const struct dp_records *r)
+{
+	return r->gen * 1000000 + r->ck_n;
+}
+
+/* The current request ended without a checkpoint: a rank's save of its step failed (seen
+ * here: dp_request_failed, then remembered). */
+static int ck_failed(const struct dp_records *r, const struct dp_memory *m)
+{
+	return r->ck_n && !r->ck_done && m->failed_ck == ck_key(r);
+}
+
 uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 			 const struct dp_memory *m, const struct dp_rank *k)
 {
@@ -143,10 +138,11 @@ void dp_slot(const struct dp_config *c, const struct dp_records *r, const struct
 	x->generation = r->gen;
 	x->ckpt_step = r->ck_n && r->bound ? r->bind_target : -1;
 	x->ckpt_id = r->ck_n;
-	x->ckpt_state = !r->ck_n     ? FTBPF_CK_NONE
-			: r->ck_done ? FTBPF_CK_COMPLETE
-			: r->bound   ? FTBPF_CK_REQUESTED
-				     : FTBPF_CK_PENDING;
+	x->ckpt_state = !r->ck_n	  ? FTBPF_CK_NONE
+			: r->ck_done	  ? FTBPF_CK_COMPLETE
+			: ck_failed(r, m) ? FTBPF_CK_FAILED
+			: r->bound	  ? FTBPF_CK_REQUESTED
+					  : FTBPF_CK_PENDING;
 	/* I3: every rank of a generation resumes from the step the generation began with */
 	x->resume_step = r->gen ? r->g.resume_step : r->run_resume;
 	x->cause = r->gen ? (uint32_t)r->g.cause : FTBPF_CAUSE_NONE;
@@ -201,6 +197,8 @@ void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_loca
 
 		if (k->world_size > l->world)
 			l->world = k->world_size;
+		if (target >= 0 && k->has_slot && !saved && k->failed == target)
+			l->failed++; /* its save was refused or failed: it will not come */
 		if (k->exited) {
 			l->saved += saved; /* it saved, then ended: its save counts (I2) */
 			continue;
@@ -331,6 +329,25 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 	return nodes && all;
 }
 
+int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
+		      const struct dp_local *l, char *why, size_t len)
+{
+	if (!r->ck_n || !r->bound || r->ck_done)
+		return 0;
+	if (l->failed) {
+		snprintf(why, len, "the save of step %lld failed for %d rank(s) on %s",
+			 (long long)r->bind_target, l->failed, c->node);
+		return 1;
+	}
+	for (int k = 0; k < r->nrep; k++)
+		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.failed > 0) {
+			snprintf(why, len, "the save of step %lld failed for %d rank(s) on %s",
+				 (long long)r->bind_target, r->rep[k].r.failed, r->rep[k].node);
+			return 1;
+		}
+	return 0;
+}
+
 int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
 		 int64_t *ret_target)
 {
@@ -365,33 +382,6 @@ int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const st
 	}
 	*ret_target = (top < 0 ? 0 : top) + 1;
 	return nodes && all;
-}
-
-uint64_t dp_fence_token(uint64_t run, uint64_t gen)
-{
-	if (!run)
-		return 0;
-	if (run > UINT32_MAX)
-		run = UINT32_MAX;
-	if (gen > UINT32_MAX)
-		gen = UINT32_MAX;
-	return run << 32 | gen;
-}
-
-uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
-		       int restart_count, int *ret_new)
-{
-	*ret_new = 0;
-	if (mine && mine->run <= cur)
-		for (int i = 0; i < mine->nlaunchers; i++)
-			if (!strcmp(mine->launchers[i], launcher))
-				return mine->run; /* its launcher restarted it: the same run */
-	if (cur && restart_count > 0)
-		return cur; /* a requeue (TORCHELASTIC_RESTART_COUNT, SLURM_RESTART_COUNT) */
-	if (cur && !(mine && mine->run == cur))
-		return cur; /* this node has not launched in the latest run: it joins it */
-	*ret_new = 1;	    /* a relaunch here (or the first launch anywhere) */
-	return cur + 1;
 }
 
 static int in_list(const struct dec_gen *g, const char *node)
@@ -829,7 +819,9 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 				 .world = l->world,
 				 .acked = l->acked,
 				 .max_ack = l->max_ack,
-				 .missed = l->missed};
+				 .missed = l->missed,
+				 .failed = l->failed};
+	char why[DEC_WHY_LEN];
 	struct dp_write *w;
 	int64_t target;
 
@@ -872,6 +864,15 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 		}
 		return;
 	}
+	if (dp_request_failed(c, r, l, why, sizeof(why))) {
+		/* it will never complete: it ends here, and a preemption waiting for it asks for
+		 * another one (dp_preemption_pending), an operator's request is not retried */
+		if (m->failed_ck != ck_key(r)) {
+			m->failed_ck = ck_key(r);
+			act(out, DP_ACT_CKPT_FAILED, -1, 0, why);
+		}
+		return;
+	}
 	if (l->missed) { /* a rank ran past it (it waited too long for the step): a new request */
 		m->retargets++;
 		dp_claim_ckpt(c, r, m, dec_target(l->max_step, dp_margin(c, m)), r->ck.cause,
@@ -898,9 +899,11 @@ int dp_request_checkpoint(const struct dp_config *c, const struct dp_records *r,
 	if (cause == DEC_CAUSE_PREEMPTION && !m->preempt_ms) {
 		m->preempt_ms = now->mono_ms; /* I5: until a checkpoint is complete for it */
 		m->preempt_gen = r->gen;
-		m->preempt_ck = r->ck_n && !r->ck_done ? r->ck_n : r->ck_n + 1; /* one that began */
+		m->preempt_ck = r->ck_n && !r->ck_done && !ck_failed(r, m)
+				    ? r->ck_n
+				    : r->ck_n + 1; /* one that began */
 	}
-	if (r->ck_n && !r->ck_done)
+	if (r->ck_n && !r->ck_done && !ck_failed(r, m))
 		return -EBUSY; /* one is in progress: a signal joins it (and waits for its end) */
 	if (!r->reachable) {
 		act(out, DP_ACT_UNAVAILABLE, -1, 0, "the decision store cannot be reached");
@@ -953,7 +956,9 @@ void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r
 		m->preempt_ms = 0;
 		return;
 	}
-	if (!r->ck_n || (r->ck_done && r->ck_n < m->preempt_ck))
+	if (ck_failed(r, m) && r->ck_n >= m->preempt_ck)
+		m->preempt_ck = r->ck_n + 1; /* its request failed: the next one is its own */
+	if (!r->ck_n || (r->ck_done && r->ck_n < m->preempt_ck) || ck_failed(r, m))
 		dp_request_checkpoint(c, r, m, l, DEC_CAUSE_PREEMPTION, "preemption signal", now,
 				      &step, out);
 }

@@ -117,6 +117,7 @@ struct dp_rank {
 	int64_t step, saved; /* from its slot: the step reached, the last step saved (-1) */
 	int saved_here;	     /* saved was saved in the generation it runs in (or unknown) */
 	int64_t saving;	     /* from its slot: should_save said 1 for this step (-1) */
+	int64_t failed;	     /* from its slot: its save of this step failed or was refused (-1) */
 	int64_t ack;	     /* the step boundary by which it saw the pending request (-1 not) */
 	int started_known;
 	uint64_t start_ms;   /* when its process started (mono, I7) */
@@ -133,6 +134,7 @@ struct dp_local {
 	int acked;	 /* ranks that acknowledged the pending request */
 	int64_t max_ack; /* the highest boundary by which one saw it (-1) */
 	int missed;	 /* ranks past the bound target never told to save it */
+	int failed;	 /* ranks whose save of the bound target failed (and did not save it) */
 };
 
 /* What the decider remembers of one job between looks. */
@@ -189,6 +191,7 @@ struct dp_memory {
 	uint64_t preempt_ms; /* since (mono), 0 none */
 	uint64_t preempt_gen;
 	uint64_t preempt_ck; /* the first request that can be its checkpoint */
+	uint64_t failed_ck;  /* a request (gen * 1000000 + id) seen failed: it ended, unsaved */
 };
 
 /* ---- what a look asks the agent to do ---- */
@@ -201,6 +204,7 @@ enum dp_act_kind {
 	DP_ACT_UNAVAILABLE,	/* log: a trigger found the store unreachable (why) */
 	DP_ACT_HOLD,		/* log: the ranks wait (sig 1) or go on (sig 0) */
 	DP_ACT_PREEMPTION_LOST, /* log: a preemption ends in no checkpoint (why) */
+	DP_ACT_CKPT_FAILED,	/* log: the request ends without a checkpoint (why) */
 };
 
 struct dp_act {
@@ -288,6 +292,10 @@ void dp_forget_lost(struct dp_memory *m, int i);
  * (its world size known), else every member node (not left out) reported all of its ranks
  * saved (l: this node's own ranks, fresher than its report)? */
 int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l);
+/* Did the bound request in progress fail (a rank's save of its step was refused or failed,
+ * here, l, or on another node, by its report)? It can never complete: 1, and why; else 0. */
+int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
+		      const struct dp_local *l, char *why, size_t len);
 /* Has every rank acknowledged the pending request (by its world size, or every member node's
  * ranks)? 1, and *ret_target: the step to bind (the highest acknowledged boundary + 1). */
 int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,

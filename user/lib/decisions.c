@@ -258,6 +258,8 @@ int dec_report_format(const struct dec_report *rp, char *buf, size_t len)
 	jint(o, "acked", rp->acked);
 	jint(o, "max_ack", rp->max_ack);
 	jint(o, "missed", rp->missed);
+	if (rp->failed) /* absent when none: an older agent's parser is not asked to know it */
+		jint(o, "failed", rp->failed);
 	return emit(o, buf, len);
 }
 
@@ -286,6 +288,8 @@ int dec_report_parse(const char *json, struct dec_report *rp)
 		r = -EINVAL;
 	if (r == 0)
 		r = get_int(o, "missed", &rp->missed, 0, 1 << 20, 1);
+	if (r == 0)
+		r = get_int(o, "failed", &rp->failed, 0, 1 << 20, 1);
 	json_object_put(o);
 	return r;
 }

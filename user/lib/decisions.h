@@ -83,6 +83,7 @@ struct dec_report {
 	int acked;	  /* ranks that acknowledged the request */
 	int64_t max_ack;  /* the highest step boundary by which one of them saw it (-1) */
 	int missed;	  /* ranks past the bound target that were never told to save it */
+	int failed;	  /* ranks whose save of the bound target failed: the request ends */
 };
 
 /* bind/<g>/<n>: the step of request n */
