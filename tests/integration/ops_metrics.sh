@@ -1,5 +1,5 @@
 #!/bin/bash
-# time-limit: 120
+# time-limit: 200
 # The Prometheus endpoint (--metrics-listen): /metrics parses as the text exposition format
 # (prometheus_client's parser); during a hang the job's and ranks' gauges flip and the hang
 # counter moves; the culprit is a series; other paths 404, other methods 405; every metric the
@@ -107,4 +107,15 @@ curl -s "$M" >"$T/m2.txt"
 MISSING=$(grep -ohE 'ftbpf_[a-z_]+' "$ROOT/contrib/prometheus/ftbpf-alerts.yml" "$ROOT/contrib/grafana/ftbpf-dashboard.json" |
 	sort -u | while read -r n; do grep -q "^# TYPE $n " "$T/m2.txt" || echo "$n"; done)
 [ -z "$MISSING" ] && pass "every metric in contrib's alert rules and dashboard exists" || fail "missing: $MISSING"
+# an ended job stays a minute (its last state, for the alert that fires on it), then leaves:
+# its series are in a scrape before 55 s after its end, in none from 65 s on
+ago() { status_json | jq '[.jobs[] | select(.job == "churn5")][0].ended_s_ago // -1'; }
+in_scrape() { curl -s "$M" | grep -q 'training_job="churn5"'; }
+A=$(ago)
+awk -v a="$A" 'BEGIN {exit !(a >= 0 && a < 55)}' && in_scrape &&
+	pass "an ended job is still exported ${A} s after its end" || fail "churn5 ${A} s after its end: $(curl -s "$M" | grep -c churn5) series"
+wait_until 80 bash -c "! curl -s '$M' | grep -q 'training_job=\"churn5\"'" || fail "churn5 still exported $(ago) s after its end"
+A=$(ago)
+awk -v a="$A" 'BEGIN {exit !(a >= 59 && a < 66)}' || [ "$A" = -1 ] &&
+	pass "it leaves the scrape a minute after its end (gone at ${A} s)" || fail "churn5 left the scrape ${A} s after its end"
 finish
