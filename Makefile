@@ -21,7 +21,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(BUILD) -W
 # user/cli, user/top and user/ci the tools' own parts; entry points in tools/, benchmarks in bench/.
 CORE_SRCS  := $(wildcard user/lib/*.c) $(wildcard user/proto/*.c) \
               user/os/log.c user/os/procfs.c user/os/pidfd.c user/os/safefs.c user/os/conffile.c user/os/statefile.c \
-              user/os/ksyms.c user/os/loop.c user/client/ctl_client.c $(wildcard user/cli/*.c) user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
+              user/os/ksyms.c user/os/loop.c user/os/nvml.c user/client/ctl_client.c $(wildcard user/cli/*.c) user/top/top_model.c user/top/top_render.c user/top/top_collect.c \
               user/agent/eventlog.c user/agent/ctl.c
 WATCH_SRCS := user/watch/tracker.c user/watch/slots.c user/watch/tracker_share.c user/watch/gpuprobe.c user/watch/sample.c user/watch/collect.c user/watch/pystack.c \
               user/watch/pystack_json.c user/watch/inspector.c user/os/elfsym.c user/os/procmem.c user/os/mapfile.c \
@@ -37,8 +37,8 @@ HEADERS    := $(wildcard user/*/*.h) $(wildcard include/ftbpf/*.h)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # BPF programs tested in-process through the skeleton (root; real kernel)
 BPF_TESTS  := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%,$(wildcard tests/bpf/test_*.c))
-WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/clockshift.c,$(wildcard tests/workloads/*.c))) \
-              $(BUILD)/workloads/clockshift.so
+WORKLOADS  := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/clockshift.c tests/workloads/fakenvml.c,$(wildcard tests/workloads/*.c))) \
+              $(BUILD)/workloads/clockshift.so $(BUILD)/workloads/fakenvml/libnvidia-ml.so.1
 FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
@@ -217,6 +217,11 @@ $(BUILD)/workloads/sockchain: tests/workloads/sockchain.c $(BUILD)/libftbpf.a | 
 
 $(BUILD)/workloads/%: tests/workloads/%.c | $(BUILD)/workloads
 	$(CC) $(CFLAGS) $< -o $@ -lpthread -ldl
+
+# NVML's stand-in where the host has no GPU driver (ftbpf-top's GPU columns: top_tui.sh)
+$(BUILD)/workloads/fakenvml/libnvidia-ml.so.1: tests/workloads/fakenvml.c | $(BUILD)/workloads
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -shared -fPIC $< -o $@
 
 # an LD_PRELOAD shim that steps a process's wall clock (decide_faults.sh)
 $(BUILD)/workloads/clockshift.so: tests/workloads/clockshift.c | $(BUILD)/workloads

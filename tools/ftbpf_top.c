@@ -30,12 +30,14 @@ static void usage(FILE *f)
 	    "Usage: ftbpf-top [OPTIONS]\n\n"
 	    "The live view of ftbpfd: the agent's health, jobs, ranks by state and the mesh's\n"
 	    "peers; a table of ranks (job, rank, pid, state, time in state, syscalls/s, GPU\n"
-	    "activity age, ping/step age, armed timers, slowdown, CPU%%, RSS, threads, reason)\n"
+	    "activity age, ping/step age, armed timers, slowdown, CPU%%, RSS, threads, where\n"
+	    "NVML answers GPU%% and GMEM, reason)\n"
 	    "with the culprit of a hung job highlighted and marked '!'; the agent's events; a\n"
 	    "detail view of one rank; its stacks now (as ftbpf stacks PID).\n"
 	    "CPU%% (of one CPU, every thread, over the last refresh) and RSS are read from\n"
 	    "/proc/PID/stat, which every user may read; THR is the agent's thread count.\n"
-	    "No GPU use or memory columns (no NVML here).\n\n"
+	    "GPU%% (SM use, summed over its GPUs) and GMEM (GPU memory it holds) come from\n"
+	    "NVML (libnvidia-ml.so.1, the driver's), shown only where it answers.\n\n"
 	    "Options:\n"
 	    "  --socket PATH      ftbpfd's control socket ($FTBPF_SOCKET, "
 	    "else " FTBPF_DEFAULT_SOCKET ")\n"
@@ -435,6 +437,7 @@ int main(int argc, char **argv)
 		top_model_filter_job(&m, o.job);
 	if (o.once) {
 		rc = run_once(&o, &m, &src);
+		top_collect_close(&src);
 		top_model_fini(&m);
 		return rc;
 	}
@@ -482,6 +485,7 @@ int main(int argc, char **argv)
 	top_draw_fini();
 	top_frame_fini(&f);
 	json_object_put(u.detail);
+	top_collect_close(&src);
 	top_model_fini(&m);
 	return 0;
 }

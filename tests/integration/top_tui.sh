@@ -72,7 +72,7 @@ keys c
 [ "$(cap | grep -cE '^. (ok|hung)job')" = 6 ] && pass "filters cleared" || fail "clear: $(cap | sed -n 3,12p)"
 
 # detail view of the culprit: back to the severity sort, first row, Enter
-for _ in $(seq 12); do screen_has "Sort severity" && break; keys '>'; done
+for _ in $(seq 20); do screen_has "Sort severity" && break; keys '>'; done
 keys Home
 keys Enter
 if wait_screen 5 "rank 2 of job hungjob, pid $CUL"; then
@@ -141,6 +141,15 @@ LC_ALL=C grep -qP '\x1b' "$T/once.txt" && fail "--once has escape sequences" || 
 [ $RC -eq 3 ] && grep -q "cannot reach ftbpfd" "$T/once2.txt" && ! grep -q retrying "$T/once2.txt" &&
 	pass "--once without agent: exit 3, says why (and does not claim to retry)" ||
 	fail "--once without agent: rc $RC $(cat "$T/once2.txt")"
+# GPU use per rank where NVML answers: this host has no driver, so a stand-in libnvidia-ml.so.1
+# (tests/workloads/fakenvml.c) says the culprit holds 2 GiB of GPU memory at 87% SM
+LD_LIBRARY_PATH=$B/workloads/fakenvml FAKE_NVML_PROCS="$CUL:2048:87" \
+	"$B/ftbpf-top" --socket "$SOCK" --once --width 200 > "$T/gpu.txt"; RC=$?
+[ $RC -eq 0 ] && grep -qE "THR GPU% +GMEM REASON" "$T/gpu.txt" && grep -qE "^! hungjob +2 +$CUL .* 87 +2048M " "$T/gpu.txt" &&
+	[ "$(grep -E '^. okjob ' "$T/gpu.txt" | grep -cE ' 0 +0k ')" -ge 1 ] &&
+	pass "NVML's GPU use per rank: GPU% 87 and GMEM 2048M for the culprit, 0 for ranks on no GPU" ||
+	fail "GPU columns (rc $RC): $(grep -E 'GPU%|hungjob|okjob' "$T/gpu.txt" | head -4)"
+! grep -q "GPU%" "$T/once.txt" && pass "without NVML no GPU columns" || fail "GPU columns without NVML: $(grep GPU% "$T/once.txt")"
 # another user sees none of root's ranks, nor their events (the agent checks SO_PEERCRED)
 setpriv --reuid=nobody --regid=nogroup --clear-groups "$B/ftbpf-top" --socket "$SOCK" --once > "$T/once3.txt"; RC=$?
 [ $RC -eq 0 ] && grep -q "Ranks 0: none adopted" "$T/once3.txt" && ! grep -q "hungjob\|okjob" "$T/once3.txt" &&

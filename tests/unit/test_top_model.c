@@ -102,10 +102,15 @@ static void test_rows_and_sorting(void)
 	CU_ASSERT_EQUAL(view_pid(&m, 1), 201);
 	top_model_sort(&m, TC_JOB, 0);
 	CU_ASSERT_EQUAL(view_pid(&m, 0), 201);
-	/* cycling through the columns comes back to where it started */
-	for (int i = 0; i < TC_N; i++)
+	/* cycling through the columns comes back to where it started (the two GPU columns are
+	 * skipped without NVML) */
+	for (int i = 0; i < TC_N - 2; i++)
 		top_model_sort_next(&m, 1);
 	CU_ASSERT_EQUAL(m.sort, TC_JOB);
+	top_model_sort(&m, TC_THR, 0);
+	top_model_sort_next(&m, 1);
+	CU_ASSERT_EQUAL(m.sort, TC_REASON);
+	top_model_sort(&m, TC_JOB, 0);
 	top_model_sort_next(&m, -1);
 	CU_ASSERT_EQUAL(m.sort, TC_SEVERITY);
 	CU_ASSERT_EQUAL(top_col_parse("sc/s"), TC_SYSC);
@@ -203,7 +208,7 @@ static void test_layout(void)
 	int w[TC_N], n, sum;
 
 	for (int width = 40; width <= 240; width += 7) {
-		n = top_layout(width, cols, w);
+		n = top_layout(width, 0, cols, w);
 		sum = 2;
 		for (int i = 0; i < n; i++)
 			sum += w[i] + (i + 1 < n);
@@ -211,10 +216,10 @@ static void test_layout(void)
 		if (width >= 80)
 			CU_ASSERT_EQUAL(sum, width); /* the reason takes exactly what is left */
 	}
-	n = top_layout(200, cols, w);
-	CU_ASSERT_EQUAL(n, TC_N - 1); /* every column */
-	n = top_layout(80, cols, w);
-	CU_ASSERT(n >= 6 && n < TC_N - 1); /* the optional ones go first */
+	n = top_layout(200, 0, cols, w);
+	CU_ASSERT_EQUAL(n, TC_N - 3); /* every column but the GPU ones (no NVML) */
+	n = top_layout(80, 0, cols, w);
+	CU_ASSERT(n >= 6 && n < TC_N - 3); /* the optional ones go first */
 	for (int i = 0; i < n; i++)
 		CU_ASSERT(cols[i] != TC_GPU);
 }
@@ -581,8 +586,8 @@ static void test_proc_columns(void)
 	CU_ASSERT_EQUAL(top_col_parse("rss"), TC_RSS);
 	CU_ASSERT_EQUAL(top_col_parse("thr"), TC_THR);
 	/* 160 columns: every column, CPU% RSS THR before the reason */
-	n = top_layout(160, cols, w);
-	CU_ASSERT_EQUAL(n, TC_N - 1);
+	n = top_layout(160, 0, cols, w);
+	CU_ASSERT_EQUAL(n, TC_N - 3); /* no GPU columns without NVML */
 	top_frame_init(&f, 160);
 	top_render_main(&m, &f, 160, 40, "/run/ftbpf.sock", 1);
 	hdr = find_line(&f, "CPU%");
@@ -593,6 +598,60 @@ static void test_proc_columns(void)
 			CU_ASSERT_PTR_NOT_NULL(strstr(f.lines[i].text, "   75    10M    7 "));
 		}
 	CU_ASSERT(found);
+	top_frame_fini(&f);
+	top_model_fini(&m);
+}
+
+/* GPU use per rank where NVML answers (issue 34): the columns appear, each rank's SM % and GPU
+ * memory, 0 for a rank on no GPU, "-" for a rank of another host; sorted busiest first. */
+static void test_gpu_columns(void)
+{
+	struct top_model m;
+	struct top_frame f;
+	enum top_col cols[TC_N];
+	int w[TC_N], n, hdr, seen = 0;
+	struct top_gpustat g[2] = {{.pid = 103, .sm_pct = 87, .mem_kb = 2048 * 1024},
+				   {.pid = 999, .sm_pct = 50, .mem_kb = 1024}}; /* not a rank */
+
+	top_model_init(&m);
+	load(&m, 1000, 10.0);
+	CU_ASSERT_EQUAL(m.gpu_on, 0);
+	n = top_layout(200, 0, cols, w);
+	for (int i = 0; i < n; i++)
+		CU_ASSERT(cols[i] != TC_GPUU && cols[i] != TC_GMEM);
+	top_model_gpu_stats(&m, g, 2);
+	CU_ASSERT_EQUAL(m.gpu_on, 1);
+	for (int i = 0; i < m.nrows; i++) {
+		const struct top_row *r = &m.rows[i];
+
+		if (r->pid == 103) {
+			CU_ASSERT(r->gpu_pct == 87 && r->gmem_kb == 2048 * 1024);
+		} else if (!r->exited && !r->elsewhere) {
+			CU_ASSERT(r->gpu_pct == 0 && r->gmem_kb == 0);
+		}
+	}
+	n = top_layout(200, 1, cols, w);
+	CU_ASSERT_EQUAL(n, TC_N - 1);
+	CU_ASSERT_EQUAL(cols[n - 3], TC_GPUU);
+	CU_ASSERT_EQUAL(cols[n - 2], TC_GMEM);
+	n = top_layout(80, 1, cols, w); /* narrow: GPU memory goes before GPU use */
+	for (int i = 0; i < n; i++)
+		CU_ASSERT(cols[i] != TC_GMEM);
+	top_model_sort(&m, TC_GPUU, 0);
+	CU_ASSERT_EQUAL(view_pid(&m, 0), 103);
+	CU_ASSERT_EQUAL(top_col_parse("gpu%"), TC_GPUU);
+	CU_ASSERT_EQUAL(top_col_parse("gmem"), TC_GMEM);
+	CU_ASSERT_EQUAL(top_col_parse("gpu"), TC_GPU); /* the GPU call age, as before */
+	top_frame_init(&f, 200);
+	top_render_main(&m, &f, 200, 40, "/run/ftbpf.sock", 1);
+	hdr = find_line(&f, "GPU%");
+	CU_ASSERT(hdr >= 0 && strstr(f.lines[hdr].text, " THR GPU%   GMEM REASON"));
+	for (int i = 0; i < f.n; i++)
+		if (strstr(f.lines[i].text, " 103 ")) {
+			seen = 1;
+			CU_ASSERT_PTR_NOT_NULL(strstr(f.lines[i].text, "   87  2048M "));
+		}
+	CU_ASSERT(seen);
 	top_frame_fini(&f);
 	top_model_fini(&m);
 }
@@ -650,6 +709,7 @@ int main(void)
 	CU_add_test(s, "detail and help", test_detail);
 	CU_add_test(s, "job names in full", test_full_job_names);
 	CU_add_test(s, "CPU%, RSS and threads", test_proc_columns);
+	CU_add_test(s, "GPU use and memory (NVML)", test_gpu_columns);
 	CU_add_test(s, "the stacks view", test_stacks_view);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

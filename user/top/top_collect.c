@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "client/ctl_client.h"
+#include "os/nvml.h"
 
 #define EVENTS_BATCH 100
 
@@ -91,6 +92,41 @@ static void proc_stats(struct top_model *m, double now_s)
 	free(ps);
 }
 
+/* The ranks' GPU use (NVML): every process on the GPUs, handed to the model by pid. A host
+ * without NVML (no driver) shows no GPU columns; an NVML that stops answering hides them. */
+static void gpu_stats(struct top_source *src, struct top_model *m)
+{
+	struct nvml_proc *p = NULL;
+	struct top_gpustat *g;
+	int n = 0;
+
+	if (!src->nvml_tried) {
+		src->nvml_tried = 1;
+		if (nvml_open(&src->nvml) < 0)
+			src->nvml = NULL;
+	}
+	if (!src->nvml || nvml_sample(src->nvml, &p, &n) < 0) {
+		m->gpu_on = 0;
+		return;
+	}
+	if ((g = calloc(n ? (size_t)n : 1, sizeof(*g)))) {
+		for (int i = 0; i < n; i++) {
+			g[i].pid = p[i].pid;
+			g[i].sm_pct = p[i].sm_pct;
+			g[i].mem_kb = (int64_t)(p[i].mem_bytes / 1024);
+		}
+		top_model_gpu_stats(m, g, n);
+		free(g);
+	}
+	free(p);
+}
+
+void top_collect_close(struct top_source *src)
+{
+	nvml_close(src->nvml);
+	src->nvml = NULL;
+}
+
 int top_collect(struct top_source *src, struct top_model *m, double now_s)
 {
 	struct json_object *req = json_object_new_object(), *o = NULL;
@@ -115,6 +151,7 @@ int top_collect(struct top_source *src, struct top_model *m, double now_s)
 		return r;
 	}
 	proc_stats(m, now_s);
+	gpu_stats(src, m);
 	if (m->agent_pid != src->agent_pid) { /* another agent: its own event sequence */
 		top_model_clear_events(m);
 		src->agent_pid = m->agent_pid;

@@ -25,10 +25,11 @@ const char *top_state_filter(int i)
 }
 
 static const char *const col_names[TC_N] = {
-    [TC_SEVERITY] = "severity", [TC_JOB] = "job",     [TC_RANK] = "rank",     [TC_PID] = "pid",
-    [TC_STATE] = "state",	[TC_TIME] = "time",   [TC_SYSC] = "sc/s",     [TC_GPU] = "gpu",
-    [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_SLOW] = "slow",     [TC_CPU] = "cpu%",
-    [TC_RSS] = "rss",		[TC_THR] = "thr",     [TC_REASON] = "reason",
+    [TC_SEVERITY] = "severity", [TC_JOB] = "job",     [TC_RANK] = "rank", [TC_PID] = "pid",
+    [TC_STATE] = "state",	[TC_TIME] = "time",   [TC_SYSC] = "sc/s", [TC_GPU] = "gpu",
+    [TC_PING] = "ping",		[TC_TIMER] = "timer", [TC_SLOW] = "slow", [TC_CPU] = "cpu%",
+    [TC_RSS] = "rss",		[TC_THR] = "thr",     [TC_GPUU] = "gpu%", [TC_GMEM] = "gmem",
+    [TC_REASON] = "reason",
 };
 
 const char *top_col_name(enum top_col c)
@@ -120,6 +121,8 @@ static void row_from_json(struct top_row *r, struct json_object *o)
 	r->cpu_pct = -1;
 	r->rss_kb = -1;
 	r->threads = (int)ctl_get_int(o, "threads", -1);
+	r->gpu_pct = -1;
+	r->gmem_kb = -1;
 }
 
 static void job_from_json(struct top_job *j, struct json_object *o)
@@ -171,7 +174,7 @@ static void elsewhere_rows(struct top_row *r, struct json_object *jobs, size_t n
 			r->state_for_s = ctl_get_dbl(x, "no_progress_s", 0);
 			r->sysc_rate = r->gpu_age_s = r->ping_age_s = r->timer_left_s = -1;
 			r->step = -1;
-			r->cpu_pct = r->rss_kb = r->threads = -1;
+			r->cpu_pct = r->rss_kb = r->threads = r->gpu_pct = r->gmem_kb = -1;
 			r->hung = !strcmp(ctl_get_str_or(j, "state", ""), "hung") &&
 				  !ctl_get_bool(x, "exited");
 			r->culprit = ctl_get_bool(x, "culprit");
@@ -406,6 +409,26 @@ int top_model_proc_stats(struct top_model *m, const struct top_procstat *ps, int
 	return 0;
 }
 
+void top_model_gpu_stats(struct top_model *m, const struct top_gpustat *g, int n)
+{
+	m->gpu_on = 1;
+	for (int i = 0; i < m->nrows; i++) {
+		struct top_row *r = &m->rows[i];
+
+		if (r->elsewhere || r->exited)
+			continue;
+		r->gpu_pct = 0;
+		r->gmem_kb = 0;
+		for (int k = 0; k < n; k++)
+			if (g[k].pid == r->pid) {
+				r->gpu_pct = g[k].sm_pct;
+				r->gmem_kb = g[k].mem_kb;
+				break;
+			}
+	}
+	rebuild_view(m);
+}
+
 void top_model_disconnected(struct top_model *m, const char *why)
 {
 	m->connected = 0;
@@ -626,6 +649,12 @@ static int cmp_rows(const struct top_row *a, const struct top_row *b, enum top_c
 	case TC_THR:
 		r = b->threads - a->threads;
 		break;
+	case TC_GPUU: /* the busiest first */
+		r = b->gpu_pct - a->gpu_pct;
+		break;
+	case TC_GMEM:
+		r = cmp_dbl((double)b->gmem_kb, (double)a->gmem_kb);
+		break;
 	case TC_REASON:
 		r = strcmp(a->reason, b->reason);
 		break;
@@ -703,7 +732,9 @@ void top_model_sort(struct top_model *m, enum top_col c, int reverse)
 
 void top_model_sort_next(struct top_model *m, int dir)
 {
-	m->sort = (enum top_col)(((int)m->sort + (dir < 0 ? TC_N - 1 : 1)) % TC_N);
+	do /* the GPU columns only where they are shown */
+		m->sort = (enum top_col)(((int)m->sort + (dir < 0 ? TC_N - 1 : 1)) % TC_N);
+	while (!m->gpu_on && (m->sort == TC_GPUU || m->sort == TC_GMEM));
 	rebuild_view(m);
 }
 

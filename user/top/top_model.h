@@ -26,6 +26,8 @@ enum top_col {
 	TC_CPU,	   /* the process's CPU use over the last refresh, % of one CPU */
 	TC_RSS,	   /* resident memory */
 	TC_THR,	   /* threads */
+	TC_GPUU,   /* SM utilisation of the GPUs it runs on (NVML), % */
+	TC_GMEM,   /* GPU memory it holds (NVML) */
 	TC_REASON, /* last: takes the width that is left */
 	TC_N,
 };
@@ -64,9 +66,11 @@ struct top_row {
 	int elsewhere;	 /* a rank of the job on another host (its host leads the reason) */
 	double slowdown; /* 0 unknown */
 	int straggler;
-	double cpu_pct; /* % of one CPU over the last refresh (all threads); < 0 unknown */
-	int64_t rss_kb; /* < 0 unknown */
-	int threads;	/* the agent's count; < 0 unknown */
+	double cpu_pct;	 /* % of one CPU over the last refresh (all threads); < 0 unknown */
+	int64_t rss_kb;	 /* < 0 unknown */
+	int threads;	 /* the agent's count; < 0 unknown */
+	int gpu_pct;	 /* SM utilisation summed over its GPUs (NVML); < 0 unknown */
+	int64_t gmem_kb; /* GPU memory it holds (NVML); < 0 unknown */
 };
 
 /* What /proc/PID/stat tells of a rank's process (readable by every user, as ps reads it). */
@@ -75,6 +79,13 @@ struct top_procstat {
 	double cpu_s; /* utime + stime, every thread */
 	int64_t rss_kb;
 	int threads;
+};
+
+/* What NVML tells of a process's GPU use (top_collect reads it: os/nvml.h). */
+struct top_gpustat {
+	int pid;
+	int sm_pct;	/* < 0 unknown */
+	int64_t mem_kb; /* < 0 unknown */
 };
 
 struct top_job {
@@ -136,6 +147,7 @@ struct top_model {
 	struct top_procstat *cpu_prev;
 	int ncpu_prev;
 	double cpu_prev_t;
+	int gpu_on; /* NVML answered: the GPU columns are shown */
 	/* the heartbeat mesh; peers owned */
 	int mesh_on, peers_alive, peers_suspect, peers_dead, peers_left, peers_hung;
 	char mesh_self[32];
@@ -169,6 +181,10 @@ int top_parse_proc_stat(const char *buf, size_t len, long ticks_per_s, long page
  * their pids; CPU% from the CPU time since the last call. Threads the agent counted are kept.
  * 0 or -ENOMEM (the rows keep their values). */
 int top_model_proc_stats(struct top_model *m, const struct top_procstat *ps, int n, double now_s);
+
+/* The processes' GPU use (n of them, after top_model_update) into the rows of their pids; the
+ * GPU columns are shown from now on. A rank not among them uses no GPU: 0. */
+void top_model_gpu_stats(struct top_model *m, const struct top_gpustat *g, int n);
 
 /* The agent could not be reached (or answered badly): keep the last rows, say why. */
 void top_model_disconnected(struct top_model *m, const char *why);

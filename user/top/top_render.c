@@ -83,19 +83,19 @@ void top_frame_add(struct top_frame *f, enum top_attr a, const char *fmt, ...)
 /* Column widths: minimum; REASON takes the rest. Optional columns are dropped, in order, when
  * the terminal is narrow. */
 static const int col_width[TC_N] = {
-    [TC_JOB] = 12, [TC_RANK] = 5, [TC_PID] = 7,	 [TC_STATE] = 10,  [TC_TIME] = 7,
-    [TC_SYSC] = 6, [TC_GPU] = 6,  [TC_PING] = 6, [TC_TIMER] = 10,  [TC_SLOW] = 5,
-    [TC_CPU] = 5,  [TC_RSS] = 6,  [TC_THR] = 4,	 [TC_REASON] = 20,
+    [TC_JOB] = 12, [TC_RANK] = 5, [TC_PID] = 7,	   [TC_STATE] = 10,  [TC_TIME] = 7, [TC_SYSC] = 6,
+    [TC_GPU] = 6,  [TC_PING] = 6, [TC_TIMER] = 10, [TC_SLOW] = 5,    [TC_CPU] = 5,  [TC_RSS] = 6,
+    [TC_THR] = 4,  [TC_GPUU] = 4, [TC_GMEM] = 6,   [TC_REASON] = 20,
 };
-static const enum top_col drop_order[] = {TC_GPU,  TC_PING, TC_THR,  TC_RSS, TC_TIMER,
-					  TC_SLOW, TC_CPU,  TC_SYSC, TC_TIME};
+static const enum top_col drop_order[] = {TC_GPU,  TC_PING, TC_THR, TC_GMEM, TC_RSS, TC_TIMER,
+					  TC_SLOW, TC_GPUU, TC_CPU, TC_SYSC, TC_TIME};
 
-int top_layout(int width, enum top_col *ret_cols, int *ret_widths)
+int top_layout(int width, int gpu, enum top_col *ret_cols, int *ret_widths)
 {
 	int keep[TC_N] = {0}, n = 0, used;
 
 	for (int c = TC_JOB; c < TC_N; c++)
-		keep[c] = 1;
+		keep[c] = gpu || (c != TC_GPUU && c != TC_GMEM);
 	for (size_t d = 0;; d++) {
 		used = 2; /* the marker column and its space */
 		for (int c = TC_JOB; c < TC_N; c++)
@@ -219,6 +219,15 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 		else
 			snprintf(buf, n, "%d", r->threads);
 		break;
+	case TC_GPUU:
+		if (r->gpu_pct < 0)
+			snprintf(buf, n, "-");
+		else
+			snprintf(buf, n, "%d", r->gpu_pct > 999 ? 999 : r->gpu_pct);
+		break;
+	case TC_GMEM:
+		fmt_kb(r->gmem_kb, buf, n);
+		break;
 	case TC_REASON:
 		snprintf(buf, n, "%s", r->reason);
 		break;
@@ -231,7 +240,7 @@ static int right_aligned(enum top_col c)
 {
 	return c == TC_RANK || c == TC_PID || c == TC_TIME || c == TC_SYSC || c == TC_GPU ||
 	       c == TC_PING || c == TC_TIMER || c == TC_SLOW || c == TC_CPU || c == TC_RSS ||
-	       c == TC_THR;
+	       c == TC_THR || c == TC_GPUU || c == TC_GMEM;
 }
 
 /* Cells padded or cut to their column, separated by one space. */
@@ -379,7 +388,7 @@ void top_render_main(struct top_model *m, struct top_frame *f, int width, int he
 		     const char *socket, int show_events)
 {
 	enum top_col cols[TC_N];
-	int widths[TC_N], ncols = top_layout(width, cols, widths), nev, rows_h;
+	int widths[TC_N], ncols = top_layout(width, m->gpu_on, cols, widths), nev, rows_h;
 
 	widen_job(m, cols, widths, ncols);
 	top_frame_clear(f, width);

@@ -24,8 +24,9 @@ void top_frame_clear(struct top_frame *f, int width);
 void top_frame_add(struct top_frame *f, enum top_attr a, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The columns that fit in width, in order; REASON takes what is left. Returns the count. */
-int top_layout(int width, enum top_col *ret_cols, int *ret_widths);
+/* The columns that fit in width, in order; REASON takes what is left; the GPU columns (GPU%,
+ * GMEM) only when gpu (NVML answers here). Returns the count. */
+int top_layout(int width, int gpu, enum top_col *ret_cols, int *ret_widths);
 
 /*
  * The main screen: header, table, event pane, key line, for a width x height terminal
