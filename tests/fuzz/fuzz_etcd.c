@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *s, *existing = NULL;
 	const char *what;
 	struct json_object *o;
-	int64_t x;
+	int64_t x, y;
 	size_t skipped = 0;
 	int more;
 
@@ -108,6 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 5:
 			etcd_reply_time_to_live(o, &x, &what);
+			if (etcd_reply_newest(o, &x, &y, &what) == 0 && (x < 0 || x > y))
+				abort(); /* a newest write past the store's own revision */
 			break;
 		}
 		json_object_put(o);

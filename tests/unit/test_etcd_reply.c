@@ -137,6 +137,42 @@ static void test_leases(void)
 	json_object_put(ttl);
 }
 
+/* The newest write under a prefix (the watch's check, store_etcd.c: check_behind). */
+static void test_newest(void)
+{
+	const char *what;
+	int64_t mod, rev;
+	struct json_object *one = json_tokener_parse("{\"header\":{\"revision\":\"90\"},\"kvs\":[{"
+						     "\"key\":\"YQ==\",\"mod_revision\":\"88\"}],"
+						     "\"more\":true,\"count\":\"7\"}");
+	struct json_object *none = json_tokener_parse("{\"header\":{\"revision\":\"5\"}}");
+	struct json_object *future =
+	    json_tokener_parse("{\"header\":{\"revision\":\"5\"},\"kvs\":[{\"key\":\"YQ==\",\"mod_"
+			       "revision\":\"6\"}]}");
+	struct json_object *two =
+	    json_tokener_parse("{\"header\":{\"revision\":\"9\"},\"kvs\":[{\"mod_revision\":\"3\"},"
+			       "{\"mod_revision\":\"4\"}]}");
+	struct json_object *nohdr = json_tokener_parse("{\"kvs\":[]}");
+	struct json_object *badmod = json_tokener_parse(
+	    "{\"header\":{\"revision\":\"9\"},\"kvs\":[{\"mod_revision\":\"x\"}]}");
+
+	CU_ASSERT_EQUAL(etcd_reply_newest(one, &mod, &rev, &what), 0);
+	CU_ASSERT(mod == 88 && rev == 90);
+	CU_ASSERT_EQUAL(etcd_reply_newest(none, &mod, &rev, &what), 0); /* an empty prefix */
+	CU_ASSERT(mod == 0 && rev == 5);
+	CU_ASSERT_EQUAL(etcd_reply_newest(future, &mod, &rev, &what), -EPROTO);
+	CU_ASSERT_EQUAL(mod, 0);
+	CU_ASSERT_EQUAL(etcd_reply_newest(two, &mod, &rev, &what), -EPROTO);
+	CU_ASSERT_EQUAL(etcd_reply_newest(nohdr, &mod, &rev, &what), -EPROTO);
+	CU_ASSERT_EQUAL(etcd_reply_newest(badmod, &mod, &rev, &what), -EPROTO);
+	json_object_put(one);
+	json_object_put(none);
+	json_object_put(future);
+	json_object_put(two);
+	json_object_put(nohdr);
+	json_object_put(badmod);
+}
+
 static void test_watch(void)
 {
 	const char *what;
@@ -312,6 +348,7 @@ int main(void)
 	CU_add_test(s, "range: kvs, revisions; what etcd never sends", test_range);
 	CU_add_test(s, "create-only txn: won, lost with the value that stands", test_create);
 	CU_add_test(s, "lease grant, keepalive, time to live", test_leases);
+	CU_add_test(s, "the newest write under a prefix", test_newest);
 	CU_add_test(s, "watch lines: events, canceled, null types and kvs refused", test_watch);
 	CU_add_test(s, "auth tokens", test_auth);
 	CU_add_test(s, "records: sealed, opened only under their key, with their key",

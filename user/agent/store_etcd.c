@@ -38,7 +38,14 @@
 	30		  /* a silent watch is read again after this long (the lease's keep-alives
 			   say whether etcd answers: the whole prefix is not read every 3 s) */
 #define REACHABLE_MS 4000 /* an answer this recent: reachable */
-#define RETRY_MS     200
+/* The watch is checked against the store once a second (the newest revision under the prefix,
+ * one small read): a watch that has not delivered a write this long after it was made is
+ * behind (a stalled stream, a member cut off from the others that still serves it), the store
+ * unreachable until a new watch caught up. Without it the mirror could be WATCH_IDLE_S stale
+ * while every keep-alive answered. */
+#define BEHIND_CHECK_MS 1000
+#define WATCH_BEHIND_MS 2000
+#define RETRY_MS	200
 /* The lease is renewed every third of its TTL, and at least every half second: an agent paused
  * for less than the TTL minus this keeps its lease (I6). */
 #define RENEW_MS(ttl_s) ((ttl_s)*1000 / 3 < 500 ? (uint64_t)(ttl_s)*1000 / 3 : 500)
@@ -81,8 +88,13 @@ struct store_etcd {
 	struct op *head, *tail;
 	int stop;
 	uint64_t last_ok_ms;
-	uint64_t watch_fail_ms; /* since when the watcher cannot read the prefix (0: it can) */
-	int mirrored;		/* the prefix was read in full once: the mirror means something */
+	uint64_t watch_fail_ms;	  /* since when the watcher cannot read the prefix (0: it can) */
+	int mirrored;		  /* the prefix was read in full once: the mirror means something */
+	int64_t mirror_rev;	  /* the store's revision the mirror has caught up with */
+	uint64_t behind_ms;	  /* since when a newer write is known than the mirror has */
+	uint64_t behind_check_ms; /* the last check (the requester's thread) */
+	int rewatch;		  /* the watch is behind: read the prefix again, watch anew */
+	uint64_t watch_behind;	  /* times it was */
 	int64_t lease;
 	uint64_t claims_won, claims_lost, claims_expired, watch_restarts, ops_retried;
 	struct lease_left leases[LEASES_KNOWN]; /* round robin */
@@ -244,10 +256,13 @@ static int apply_event(void *ctx, int put, const char *key, const char *value, i
 	struct store_etcd *s = ctx;
 	const char *k = strip(s, key);
 
-	(void)rev;
-	if (!k)
-		return 0;
 	pthread_mutex_lock(&s->mu);
+	if (rev > s->mirror_rev)
+		s->mirror_rev = rev;
+	if (!k) {
+		pthread_mutex_unlock(&s->mu);
+		return 0;
+	}
 	if (!put) {
 		kvmap_del(&s->mirror, k);
 		kvmap_del(&s->refused, k); /* a record put there again is judged again */
@@ -269,6 +284,18 @@ static int stopping(void *ctx)
 
 	pthread_mutex_lock(&s->mu);
 	stop = s->stop;
+	pthread_mutex_unlock(&s->mu);
+	return stop;
+}
+
+/* The watch ends when the agent stops, or when it fell behind (rewatch). */
+static int watch_stop(void *ctx)
+{
+	struct store_etcd *s = ctx;
+	int stop;
+
+	pthread_mutex_lock(&s->mu);
+	stop = s->stop || s->rewatch;
 	pthread_mutex_unlock(&s->mu);
 	return stop;
 }
@@ -317,11 +344,14 @@ static void *watcher(void *arg)
 		s->last_ok_ms = now_ms();
 		s->watch_fail_ms = 0;
 		s->mirrored = 1;
+		s->mirror_rev = rev;
+		s->behind_ms = 0;
+		s->rewatch = 0;
 		s->error[0] = 0;
 		pthread_mutex_unlock(&s->mu);
 		kvmap_fini(&all);
 		notify(s);
-		r = etcd_watch(s->wc, s->prefix, rev + 1, apply_event, stopping, s, WATCH_IDLE_S);
+		r = etcd_watch(s->wc, s->prefix, rev + 1, apply_event, watch_stop, s, WATCH_IDLE_S);
 		pthread_mutex_lock(&s->mu);
 		s->watch_restarts++;
 		pthread_mutex_unlock(&s->mu);
@@ -478,6 +508,40 @@ static void *leaser(void *arg)
 	return NULL;
 }
 
+/* Is the watch behind the store (the newest write under the prefix not in the mirror)? Checked
+ * once a second from the requester's thread; behind for WATCH_BEHIND_MS, the watcher starts
+ * again from a full read. */
+static void check_behind(struct store_etcd *s)
+{
+	uint64_t now = now_ms();
+	int64_t newest = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (!s->mirrored || now - s->behind_check_ms < BEHIND_CHECK_MS) {
+		pthread_mutex_unlock(&s->mu);
+		return;
+	}
+	s->behind_check_ms = now;
+	pthread_mutex_unlock(&s->mu);
+	if (etcd_newest_mod(s->rc, s->prefix, &newest) < 0)
+		return; /* the requests' own failures say the store is away */
+	pthread_mutex_lock(&s->mu);
+	if (newest <= s->mirror_rev) {
+		s->behind_ms = 0;
+	} else if (!s->behind_ms) {
+		s->behind_ms = now;
+	} else if (now - s->behind_ms >= WATCH_BEHIND_MS && !s->rewatch) {
+		s->rewatch = 1;
+		s->watch_behind++;
+		log_warn(
+		    "etcd: the watch of %s is behind (revision %lld written, %lld seen for %llu "
+		    "ms): decisions wait while it is read again",
+		    s->prefix, (long long)newest, (long long)s->mirror_rev,
+		    (unsigned long long)(now - s->behind_ms));
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void *requester(void *arg)
 {
 	struct store_etcd *s = arg;
@@ -506,6 +570,7 @@ static void *requester(void *arg)
 		s->head = s->tail = NULL;
 		lease = s->lease;
 		pthread_mutex_unlock(&s->mu);
+		check_behind(s);
 		for (o = list; o && !failed;) {
 			struct op *next = o->next;
 
@@ -677,13 +742,14 @@ static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
 	struct store_etcd *s = (struct store_etcd *)b;
 	uint64_t last;
 
-	uint64_t failing;
+	uint64_t failing, behind;
 	int mirrored;
 
 	pthread_mutex_lock(&s->mu);
 	last = s->last_ok_ms;
 	failing = s->watch_fail_ms;
 	mirrored = s->mirrored;
+	behind = s->behind_ms;
 	pthread_mutex_unlock(&s->mu);
 	*last_ok_ms = last;
 	/* the lease may be granted before the prefix was read: an empty mirror is not "no record"
@@ -694,6 +760,8 @@ static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
 	 * the prefix makes the store unreachable (nothing is decided on a stale mirror) */
 	if (failing && now_ms() - failing >= REACHABLE_MS)
 		return 0;
+	if (behind && now_ms() - behind >= WATCH_BEHIND_MS)
+		return 0; /* the mirror is stale: nothing is decided on it */
 	return last && now_ms() - last < REACHABLE_MS;
 }
 
@@ -713,6 +781,7 @@ static void etcd_counters(struct store *b, struct json_object *c)
 	jint(c, "claims_expired", (int64_t)s->claims_expired);
 	jint(c, "ops_retried", (int64_t)s->ops_retried);
 	jint(c, "watch_restarts", (int64_t)s->watch_restarts);
+	jint(c, "watch_behind", (int64_t)s->watch_behind);
 	jint(c, "requests", (int64_t)(w->requests + r->requests + l->requests));
 	jint(c, "failures", (int64_t)(w->failures + r->failures + l->failures));
 	jint(c, "bad_replies", (int64_t)(w->bad_replies + r->bad_replies + l->bad_replies));

@@ -366,6 +366,33 @@ int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx
 	return r;
 }
 
+int etcd_newest_mod(struct etcd_conn *c, const char *prefix, int64_t *ret_mod)
+{
+	char *end = prefix_end(prefix), *e = end ? b64(end) : NULL, *k = b64(prefix), *body = NULL;
+	struct json_object *o = NULL;
+	const char *what = "";
+	int64_t rev = 0;
+	int r = -ENOMEM;
+
+	*ret_mod = 0;
+	if (k && e &&
+	    asprintf(&body,
+		     "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"1\",\"keys_only\":true,"
+		     "\"sort_order\":\"DESCEND\",\"sort_target\":\"MOD\"}",
+		     k, e) >= 0) {
+		r = call(c, "/v3/kv/range", body, &o);
+		free(body);
+	}
+	free(k);
+	free(e);
+	free(end);
+	if (r < 0)
+		return r;
+	r = parsed(c, etcd_reply_newest(o, ret_mod, &rev, &what), what);
+	json_object_put(o);
+	return r;
+}
+
 int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t lease,
 		char **ret_existing)
 {

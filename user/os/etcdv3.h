@@ -42,6 +42,10 @@ typedef int (*etcd_kv_fn)(void *ctx, const char *key, const char *value);
 
 /* Every key under prefix, read in pages at one revision (returned in *ret_rev). 0 or -errno. */
 int etcd_range(struct etcd_conn *c, const char *prefix, etcd_kv_fn fn, void *ctx, int64_t *ret_rev);
+/* The mod_revision of the newest key under prefix (0: none), by one small linearizable read
+ * (limit 1, keys only, sorted by mod_revision): a watch of the prefix that has not delivered
+ * it is behind. 0 or -errno. */
+int etcd_newest_mod(struct etcd_conn *c, const char *prefix, int64_t *ret_mod);
 /* Create key only if it does not exist (a transaction: first writer wins). 1 when this call
  * created it; 0 when it existed (*ret_existing: its value, the caller frees); or -errno. */
 int etcd_create(struct etcd_conn *c, const char *key, const char *value, int64_t lease,

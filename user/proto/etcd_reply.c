@@ -146,6 +146,30 @@ int etcd_reply_range(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, int6
 	return each_kv(o, fn, ctx, ret_skipped, ret_what);
 }
 
+int etcd_reply_newest(struct json_object *o, int64_t *ret_mod, int64_t *ret_rev,
+		      const char **ret_what)
+{
+	struct json_object *kvs = member(o, "kvs"), *kv;
+
+	*ret_mod = 0;
+	if ((*ret_rev = revision(o)) < 0)
+		return bad(ret_what, "header.revision");
+	if (!kvs) /* an empty prefix: etcd leaves the array out */
+		return 0;
+	if (!json_object_is_type(kvs, json_type_array))
+		return bad(ret_what, "kvs");
+	if (json_object_array_length(kvs) > 1)
+		return bad(ret_what, "kvs: more than the one asked for");
+	if (!json_object_array_length(kvs))
+		return 0;
+	kv = json_object_array_get_idx(kvs, 0);
+	if ((*ret_mod = get_i64(kv, "mod_revision")) < 0 || *ret_mod > *ret_rev) {
+		*ret_mod = 0;
+		return bad(ret_what, "mod_revision");
+	}
+	return 0;
+}
+
 static int keep_first(void *ctx, const char *key, const char *value)
 {
 	char **out = ctx;

@@ -26,6 +26,11 @@ char *etcd_reply_b64(const char *s);
  * and counted in *ret_skipped. 0, -EPROTO, or what fn returned. */
 int etcd_reply_range(struct json_object *o, etcd_reply_kv_fn fn, void *ctx, int64_t *ret_rev,
 		     int *ret_more, size_t *ret_skipped, const char **ret_what);
+/* /v3/kv/range of the newest key under a prefix (limit 1, sorted by mod_revision descending,
+ * keys only): its mod_revision in *ret_mod (0: the prefix is empty), the store's revision in
+ * *ret_rev. 0 or -EPROTO (a mod_revision past the store's own revision is one). */
+int etcd_reply_newest(struct json_object *o, int64_t *ret_mod, int64_t *ret_rev,
+		      const char **ret_what);
 /* /v3/kv/txn of a create-only put: 1 created; 0 lost, with the value that stands in
  * *ret_existing (the caller frees); or -EPROTO. */
 int etcd_reply_create(struct json_object *o, char **ret_existing, const char **ret_what);
