@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/store_int.h"
+#include "agent/store_seal.h"
 #include "lib/decisions.h"
 #include "lib/jsonx.h"
 #include "lib/kvmap.h"
@@ -100,17 +101,11 @@ struct store_etcd {
 	struct lease_left leases[LEASES_KNOWN]; /* round robin */
 	int nleases, next_lease;
 	char error[200];
-	int auth; /* records are sealed with rkey and checked when read */
-	uint8_t rkey[STORE_RECORD_KEY_BYTES];
-	const struct nodekeys *keys; /* with them, records are signed by nodes too (NULL: not) */
-	uint8_t sk[64];
-	char node[STORE_SIG_NODE_LEN];
-	uint64_t rejected, rejected_told;
-	char rej_key[160], rej_why[96];
+	struct store_seal seal; /* how records are sealed and opened (under mu) */
+	uint64_t rejected_told;
 	uint64_t bad_told;    /* malformed replies said (store_bad_replies) */
 	char bad_why[200];    /* the last malformed reply's error */
 	uint64_t lease_ok_ms; /* the lease last granted or renewed (mono) */
-	struct kvmap refused; /* refused keys -> a hash of what was refused: counted once */
 	/* the agent's side */
 	int efd; /* owned */
 	struct loop *loop;
@@ -163,86 +158,6 @@ static const char *strip(const struct store_etcd *s, const char *key)
 	return strncmp(key, s->prefix, n) ? NULL : key + n;
 }
 
-#define REFUSED_MAX 4096 /* refused records remembered (then forgotten all at once) */
-
-/* Was this very record (key and value) refused already? Remembers it if not. s->mu is held. */
-static int refused_before_locked(struct store_etcd *s, const char *k, const char *stored)
-{
-	unsigned char h[16];
-	char hex[sizeof(h) * 2 + 1];
-	const char *was;
-
-	crypto_generichash(h, sizeof(h), (const unsigned char *)stored, strlen(stored), NULL, 0);
-	sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
-	was = kvmap_get(&s->refused, k);
-	if (was && !strcmp(was, hex))
-		return 1;
-	if (s->refused.n >= REFUSED_MAX)
-		kvmap_clear(&s->refused, "");
-	kvmap_set(&s->refused, k, hex);
-	return 0;
-}
-
-static const uint8_t *pubkey_of(void *ctx, const char *node)
-{
-	const struct nodekey *k = nodekeys_by_name(ctx, node);
-
-	return k ? k->pub : NULL;
-}
-
-/*
- * With the node keys, a record is a node's word: signed by the node that wrote it, which must
- * be the node it belongs to (launch/, members/, saved/, out/ under a node's name) and the node
- * it says decided ("by"). 0 and *ret_value, or -EBADMSG with *ret_why.
- */
-static int signed_by_its_node(struct store_etcd *s, const char *k, const char *v,
-			      const char **ret_value, const char **ret_why)
-{
-	char signer[STORE_SIG_NODE_LEN];
-	const char *owner = dec_key_node(k), *value, *by;
-	struct json_object *o, *jb;
-	int r = 0;
-
-	if (store_record_verify(k, v, pubkey_of, (void *)s->keys, &value, signer, ret_why) < 0)
-		return -EBADMSG;
-	if (owner && strcmp(owner, signer)) {
-		*ret_why = "signed by another node than the one it belongs to";
-		return -EBADMSG;
-	}
-	o = json_tokener_parse(value);
-	if (o && json_object_object_get_ex(o, "by", &jb) && (by = json_object_get_string(jb)) &&
-	    strcmp(by, signer)) {
-		*ret_why = "signed by another node than the one that decided (by)";
-		r = -EBADMSG;
-	}
-	json_object_put(o);
-	if (r == 0)
-		*ret_value = value;
-	return r;
-}
-
-/* A stored value as the mirror holds it: the record itself when it is authentic (or when
- * records are not authenticated), else NULL: refused and counted. s->mu is held. */
-static const char *opened_locked(struct store_etcd *s, const char *k, const char *stored)
-{
-	const char *value, *why;
-
-	if (!s->auth)
-		return stored;
-	if (store_record_open(s->rkey, k, stored, &value, &why) == 0 &&
-	    (!s->keys || signed_by_its_node(s, k, value, &value, &why) == 0))
-		return value;
-	if (refused_before_locked(s, k, stored))
-		return NULL; /* the same record read again (the prefix re-read): counted once */
-	s->rejected++;
-	snprintf(s->rej_key, sizeof(s->rej_key), "%s%s", s->prefix, k);
-	snprintf(s->rej_why, sizeof(s->rej_why), "%s", why);
-	if (s->rejected % 100 == 1)
-		log_warn("etcd: record %s%s refused: %s (%llu refused)", s->prefix, k, why,
-			 (unsigned long long)s->rejected);
-	return NULL;
-}
-
 /* ---- the watcher ---- */
 static int collect(void *ctx, const char *key, const char *value)
 {
@@ -265,10 +180,10 @@ static int apply_event(void *ctx, int put, const char *key, const char *value, i
 	}
 	if (!put) {
 		kvmap_del(&s->mirror, k);
-		kvmap_del(&s->refused, k); /* a record put there again is judged again */
-	} else if ((value = opened_locked(s, k, value))) {
+		kvmap_del(&s->seal.refused, k); /* a record put there again is judged again */
+	} else if ((value = store_seal_open(&s->seal, s->prefix, k, value))) {
 		kvmap_set(&s->mirror, k, value);
-		kvmap_del(&s->refused, k); /* authentic again */
+		kvmap_del(&s->seal.refused, k); /* authentic again */
 	} /* else refused: an authentic record it overwrote stays what we know (a forged or
 	   * damaged value never erases a decision) */
 	s->last_ok_ms = now_ms();
@@ -332,8 +247,8 @@ static void *watcher(void *arg)
 				if (!k)
 					continue;
 				/* refused: the authentic value it overwrote stays */
-				if ((v = opened_locked(s, k, all.v[i].value)))
-					kvmap_del(&s->refused, k);
+				if ((v = store_seal_open(&s->seal, s->prefix, k, all.v[i].value)))
+					kvmap_del(&s->seal.refused, k);
 				else
 					v = kvmap_get(&was, k);
 				if (v)
@@ -427,7 +342,8 @@ static int run_op(struct store_etcd *s, struct op *o, int64_t lease)
 	pthread_mutex_lock(&s->mu);
 	{
 		/* the value that stands: ours, or an earlier claimer's when it is authentic */
-		const char *v = r == 1 ? o->plain : opened_locked(s, k, existing);
+		const char *v =
+		    r == 1 ? o->plain : store_seal_open(&s->seal, s->prefix, k, existing);
 
 		if (v)
 			kvmap_set(&s->mirror, k, v);
@@ -612,21 +528,6 @@ static void *requester(void *arg)
 }
 
 /* ---- the store's operations (the agent's thread) ---- */
-/* The stored form: MACed with the cluster key; with the node keys, signed by this node first. */
-static int seal(struct store_etcd *s, const char *key, const char *value, char **ret)
-{
-	char *sv = NULL;
-	int r;
-
-	if (!s->keys)
-		return store_record_seal(s->rkey, key, value, ret);
-	r = store_record_sign(s->sk, s->node, key, value, &sv);
-	if (r == 0)
-		r = store_record_seal(s->rkey, key, sv, ret);
-	free(sv);
-	return r;
-}
-
 static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, const char *value,
 		   int leased)
 {
@@ -634,7 +535,8 @@ static int enqueue(struct store_etcd *s, enum op_kind kind, const char *key, con
 	int r = -ENOMEM;
 
 	if (o && asprintf(&o->key, "%s%s", s->prefix, key) >= 0 && (o->plain = strdup(value)))
-		r = s->auth && kind != OP_TTL	 ? seal(s, key, value, &o->value)
+		r = s->seal.auth && kind != OP_TTL
+			? store_seal_value(&s->seal, key, value, &o->value)
 		    : (o->value = strdup(value)) ? 0
 						 : -ENOMEM;
 	if (r < 0) {
@@ -698,7 +600,7 @@ static int etcd_put_(struct store *b, const char *key, const char *value, int le
 	old = kvmap_get(&s->mirror, key);
 	/* what etcd holds there was refused (the mirror kept the authentic value it overwrote):
 	 * written again, which repairs it */
-	same = old && !strcmp(old, value) && !kvmap_get(&s->refused, key);
+	same = old && !strcmp(old, value) && !kvmap_get(&s->seal.refused, key);
 	pthread_mutex_unlock(&s->mu);
 	return same ? 0 : enqueue(s, OP_PUT, key, value, leased);
 }
@@ -786,8 +688,8 @@ static void etcd_counters(struct store *b, struct json_object *c)
 	jint(c, "failures", (int64_t)(w->failures + r->failures + l->failures));
 	jint(c, "bad_replies", (int64_t)(w->bad_replies + r->bad_replies + l->bad_replies));
 	jint(c, "records_not_text", (int64_t)(w->skipped + r->skipped + l->skipped));
-	jint(c, "records_rejected", (int64_t)s->rejected);
-	jbool(c, "records_authenticated", s->auth);
+	jint(c, "records_rejected", (int64_t)s->seal.rejected);
+	jbool(c, "records_authenticated", s->seal.auth);
 	jstr(c, "error", *s->error ? s->error : NULL);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -798,10 +700,10 @@ static uint64_t etcd_rejected(struct store *b, char *key, size_t klen, char *why
 	uint64_t n;
 
 	pthread_mutex_lock(&s->mu);
-	n = s->rejected - s->rejected_told;
-	s->rejected_told = s->rejected;
-	snprintf(key, klen, "%s", s->rej_key);
-	snprintf(why, wlen, "%s", s->rej_why);
+	n = s->seal.rejected - s->rejected_told;
+	s->rejected_told = s->seal.rejected;
+	snprintf(key, klen, "%s", s->seal.rej_key);
+	snprintf(why, wlen, "%s", s->seal.rej_why);
 	pthread_mutex_unlock(&s->mu);
 	return n;
 }
@@ -847,9 +749,8 @@ static void etcd_close(struct store *b)
 	etcd_conn_free(s->rc);
 	etcd_conn_free(s->lc);
 	kvmap_fini(&s->mirror);
-	kvmap_fini(&s->refused);
 	kvmap_fini(&s->leased);
-	sodium_memzero(s->sk, sizeof(s->sk));
+	store_seal_fini(&s->seal);
 	if (s->efd >= 0)
 		close(s->efd);
 	pthread_mutex_destroy(&s->mu);
@@ -952,20 +853,13 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	kvmap_init(&s->mirror);
-	kvmap_init(&s->refused);
 	kvmap_init(&s->leased);
 	snprintf(s->prefix, sizeof(s->prefix), "%s",
 		 o->prefix && *o->prefix ? o->prefix : "/ftbpf/");
 	s->ttl_s = o->lease_ttl_s >= 1 ? (int)o->lease_ttl_s : 5;
-	if (o->cluster_key) {
-		store_record_key(o->cluster_key, s->rkey);
-		s->auth = 1;
-	}
-	if (o->cluster_key && o->node_keys && o->node_sk && o->node) {
-		s->keys = o->node_keys;
-		memcpy(s->sk, o->node_sk, sizeof(s->sk));
-		snprintf(s->node, sizeof(s->node), "%s", o->node);
-	}
+	store_seal_init(&s->seal, o->cluster_key,
+			o->cluster_key && o->node_sk && o->node ? o->node_keys : NULL, o->node_sk,
+			o->node);
 	s->loop = o->loop;
 	s->changed = o->changed;
 	s->ctx = o->ctx;
