@@ -27,7 +27,8 @@ struct ftbpf;
  * @socket_path: control socket; NULL for $FTBPF_SOCKET, else /run/ftbpf/ftbpfd.sock.
  * @job, @rank: identity to use if the process is not already adopted as a rank from its
  *              environment (RANK/WORLD_SIZE, OMPI_*, FTBPF_*); job NULL: $FTBPF_JOB, else
- *              the agent names one ("client:PID"); rank -1: the agent's default.
+ *              the agent names one ("client:PID"); rank -1: the agent gives one, the lowest
+ *              no live rank of that job on this host holds (status: source "assigned").
  * @ret: the handle, owned by the caller until ftbpf_close().
  * Registers the calling process (the agent checks it by SO_PEERCRED). Returns 0, -ECONNREFUSED
  * or -ENOENT when no agent listens, -EPROTO on an unexpected answer.

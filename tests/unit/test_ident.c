@@ -135,6 +135,7 @@ static void test_ident_launchers(void)
 	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_PMI), "pmi");
 	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_SLURM), "slurm");
 	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_CLIENT), "client");
+	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_ASSIGNED), "assigned");
 	CU_ASSERT_STRING_EQUAL(ident_source_name(IDENT_NONE), "none");
 	/* precedence: torch over Open MPI over PMI over Slurm tasks */
 	CU_ASSERT_EQUAL(ident_from_environ(ENV("SLURM_PROCID=3\0SLURM_STEP_ID=0\0PMI_RANK=2\0"

@@ -229,6 +229,71 @@ static void test_release_hook(void)
 	CU_ASSERT_EQUAL(released, 3);
 }
 
+static struct rank *member(struct ranks *r, int pid, const char *job, int rank)
+{
+	struct rank *k = ranks_add(r, pid, (uint64_t)pid, 1000, job);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	k->id.rank = rank;
+	k->id.source = IDENT_ASSIGNED;
+	return k;
+}
+
+/* Issue 34: processes that register into one job naming no rank each get their own, the lowest
+ * its live ranks leave free; a rank named, or the launcher's, is kept. */
+static void test_pick_rank(void)
+{
+	struct rank_ident id = {.rank = 99, .source = IDENT_NONE};
+	struct ranks r;
+	struct rank *a, *b, *c;
+	struct job *j;
+
+	ranks_init(&r);
+	/* a job not in the table yet: rank 0, chosen by the agent */
+	CU_ASSERT_EQUAL(job_pick_rank(NULL, -1, -1, &id), 0);
+	CU_ASSERT_EQUAL(id.rank, 0);
+	CU_ASSERT_EQUAL(id.source, IDENT_ASSIGNED);
+	a = member(&r, 100, "j", 0);
+	j = a->job;
+	/* the second and third: 1, 2 (before, every one was rank 0) */
+	CU_ASSERT_EQUAL(job_pick_rank(j, -1, -1, &id), 0);
+	CU_ASSERT_EQUAL(id.rank, 1);
+	CU_ASSERT_EQUAL(id.source, IDENT_ASSIGNED);
+	b = member(&r, 101, "j", id.rank);
+	job_pick_rank(j, -1, -1, &id);
+	CU_ASSERT_EQUAL(id.rank, 2);
+	c = member(&r, 102, "j", id.rank);
+	/* a hole left by an ended rank is filled (as a restarted rank would), the others keep
+	 * theirs */
+	b->s.exited = 1;
+	job_pick_rank(j, -1, -1, &id);
+	CU_ASSERT_EQUAL(id.rank, 1);
+	CU_ASSERT_EQUAL(a->id.rank, 0);
+	CU_ASSERT_EQUAL(c->id.rank, 2);
+	b->s.exited = 0;
+	job_pick_rank(j, -1, -1, &id);
+	CU_ASSERT_EQUAL(id.rank, 3);
+	/* a rank named is kept, even one a live rank holds (as before) */
+	CU_ASSERT_EQUAL(job_pick_rank(j, 1, 7, &id), 0);
+	CU_ASSERT_EQUAL(id.rank, 1);
+	CU_ASSERT_EQUAL(id.source, IDENT_CLIENT);
+	/* the launcher's rank is taken when free, else the lowest free */
+	job_pick_rank(j, -1, 7, &id);
+	CU_ASSERT_EQUAL(id.rank, 7);
+	CU_ASSERT_EQUAL(id.source, IDENT_CLIENT);
+	job_pick_rank(j, -1, 2, &id);
+	CU_ASSERT_EQUAL(id.rank, 3);
+	CU_ASSERT_EQUAL(id.source, IDENT_ASSIGNED);
+	/* ranks far above the members' count (told ones) leave the low ones free */
+	member(&r, 103, "k", 5000);
+	member(&r, 104, "k", -1);
+	job_pick_rank(ranks_job_find(&r, 1000, "k"), -1, -1, &id);
+	CU_ASSERT_EQUAL(id.rank, 0);
+	/* another user's job of that name is another job */
+	CU_ASSERT_PTR_NULL(ranks_job_find(&r, 0, "j"));
+	ranks_fini(&r);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -243,6 +308,7 @@ int main(void)
 	CU_add_test(s, "what a decision asked (slot)", test_asked);
 	CU_add_test(s, "a stray with a live rank's variables", test_stray);
 	CU_add_test(s, "every freed rank goes through the owner's release hook", test_release_hook);
+	CU_add_test(s, "a registration naming no rank gets the lowest free", test_pick_rank);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

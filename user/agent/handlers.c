@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -318,14 +319,29 @@ static struct json_object *do_timers(struct handlers *h, const struct ctl_reques
 	return o;
 }
 
-/* Adopt the connecting process as the client says (it named no rank in its environment). */
+/* The rank its launcher's variables give pid (ident_from_environ), -1 none: a process they did
+ * not make a rank of here (its job is not wanted, its parent is a rank) that names a job. */
+static int env_rank(int pid)
+{
+	size_t cap = 256 * 1024;
+	char *env = malloc(cap);
+	ssize_t n = env ? procfs_environ(pid, env, cap) : -1;
+	struct rank_ident e;
+	int rank = -1;
+
+	if (n > 0 && ident_from_environ(env, (size_t)n, &e) == 0)
+		rank = e.rank;
+	free(env);
+	return rank;
+}
+
+/* Adopt the connecting process as the client says (its environment made it no rank here). A
+ * rank it does not name is its launcher's, else the lowest its job's live ranks here leave
+ * free (job_pick_rank): never one rank 0 for every process of a job. */
 static struct rank *adopt_client(struct handlers *h, const struct ctl_request *req,
 				 const struct ctl_peer *peer, const char **why)
 {
-	struct rank_ident id = {.rank = req->rank >= 0 ? req->rank : 0,
-				.local_rank = -1,
-				.world_size = -1,
-				.source = IDENT_CLIENT};
+	struct rank_ident id = {.local_rank = -1, .world_size = -1, .source = IDENT_CLIENT};
 	struct proc_creds cr;
 	struct rank *k;
 	int fd, r;
@@ -354,10 +370,17 @@ static struct rank *adopt_client(struct handlers *h, const struct ctl_request *r
 		*why = "denied";
 		return NULL;
 	}
+	r = job_pick_rank(ranks_job_find(h->ranks, peer->uid, id.job), req->rank,
+			  req->rank < 0 && *req->job ? env_rank(peer->pid) : -1, &id);
+	if (r < 0) {
+		close(fd);
+		*why = strerror(-r);
+		return NULL;
+	}
 	r = adopt_as(h->ad, peer->pid, fd, &id, "register", 1);
 	*why = r < 0 ? strerror(-r) : "not adopted";
 	k = ranks_find_live(h->ranks, peer->pid);
-	if (k && !*req->job && req->rank < 0 && k->id.source == IDENT_CLIENT &&
+	if (k && !*req->job && req->rank < 0 && k->id.source == IDENT_ASSIGNED &&
 	    k->job->nmembers == 1) {
 		/* it named no job and no rank, and no launcher's variables make it one: a
 		 * process that uses countdown timers, not a rank; it gets its slot, and is never

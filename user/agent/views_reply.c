@@ -302,6 +302,7 @@ struct json_object *view_registered(const struct rank *k)
 
 	jint(o, "pid", k->pid);
 	jint(o, "rank", k->id.rank);
+	jstr(o, "source", ident_source_name(k->id.source)); /* "assigned": the agent chose it */
 	jstr(o, "job", k->id.job);
 	jint(o, "slot_timers", FTBPF_SLOT_TIMERS);
 	return o;

@@ -253,7 +253,7 @@ const char *ident_source_name(enum ident_source s)
 	for (size_t i = 0; i < NLAUNCHERS; i++)
 		if (launchers[i].source == s)
 			return launchers[i].name;
-	return s == IDENT_CLIENT ? "client" : "none";
+	return s == IDENT_CLIENT ? "client" : s == IDENT_ASSIGNED ? "assigned" : "none";
 }
 
 int ident_addr_is_loopback(const char *a)

@@ -13,7 +13,10 @@ enum ident_source {
 	IDENT_OMPI = 3,
 	IDENT_PMI = 4,
 	IDENT_SLURM = 5,
-	IDENT_CLIENT = 6, /* registered through the control socket */
+	IDENT_CLIENT = 6,   /* registered through the control socket: its rank told (named, or
+			     its launcher's variable) */
+	IDENT_ASSIGNED = 7, /* registered through the control socket naming no rank: the agent
+			       gave it the lowest rank free in its job here (job_pick_rank) */
 };
 
 struct rank_ident {

@@ -3,6 +3,7 @@
 
 #include "ftbpf/slot.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,35 @@ int job_holds_live(const struct job *j, int rank)
 	for (int m = 0; m < j->nmembers; m++)
 		if (j->members[m]->id.rank == rank && !j->members[m]->s.exited)
 			return 1;
+	return 0;
+}
+
+int job_pick_rank(const struct job *j, int told, int env_rank, struct rank_ident *ret_id)
+{
+	unsigned char *held;
+	int n = j ? j->nmembers : 0, free_rank = 0;
+
+	if (told >= 0 || (env_rank >= 0 && !(j && job_holds_live(j, env_rank)))) {
+		ret_id->rank = told >= 0 ? told : env_rank;
+		ret_id->source = IDENT_CLIENT;
+		return 0;
+	}
+	/* the lowest rank no live member holds is at most n: mark those below it, one pass
+	 * (a user may register thousands into one job; no pass per candidate) */
+	held = calloc((size_t)n + 1, 1);
+	if (!held)
+		return -ENOMEM;
+	for (int m = 0; m < n; m++) {
+		const struct rank *k = j->members[m];
+
+		if (!k->s.exited && k->id.rank >= 0 && k->id.rank <= n)
+			held[k->id.rank] = 1;
+	}
+	while (held[free_rank])
+		free_rank++;
+	free(held);
+	ret_id->rank = free_rank;
+	ret_id->source = IDENT_ASSIGNED;
 	return 0;
 }
 

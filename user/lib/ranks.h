@@ -143,6 +143,15 @@ void rank_add_signal(struct rank *k, const struct rank_sig *s);
 int job_has_live(const struct job *j);
 /* Does a live member of j have rank `rank`? */
 int job_holds_live(const struct job *j, int rank);
+/*
+ * The rank of a process that registers into job j (NULL: a job not in the table yet): told,
+ * the rank it named (>= 0), as it is; else env_rank, its launcher's variable (>= 0; -1 none),
+ * when no live member of j holds it; both with source IDENT_CLIENT. Else the lowest rank no
+ * live member of j holds, source IDENT_ASSIGNED: processes that name no rank get distinct
+ * ranks, each its own for its life (an ended rank's number is given again, as to a rank
+ * restarted). Sets ret_id's rank and source; 0, or -ENOMEM (ret_id untouched).
+ */
+int job_pick_rank(const struct job *j, int told, int env_rank, struct rank_ident *ret_id);
 /* The largest world size its members say, -1 none. */
 int job_world_size(const struct job *j);
 /* A new run of job j: its exited members are forgotten (after `drop` was called for each, to
