@@ -226,7 +226,9 @@ int main(int argc, char **argv)
 					ftbpf_action(h) == FTBPF_ACTION_NONE;
 			     i++) {
 				ftbpf_restart_info(h, &ri);
-				if (ri.ckpt_state != 1)
+				/* complete, failed, or a newer request: go on (it is acknowledged
+				 * at the next step boundary) */
+				if (ri.ckpt_state != 1 || ri.ckpt_step != step)
 					break;
 				usleep(1000);
 			}

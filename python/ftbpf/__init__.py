@@ -408,11 +408,20 @@ def await_checkpoint(timeout=600.0):
     """After saving the agreed step: wait until every rank of the job saved it (on every node),
     then return action(): "restart"/"stop" (exit_for_restart() now) or "none" (keep training:
     an operator's checkpoint, or a preemption with a grace period). Every rank waits at the same
-    step, so none enters a collective that another has left. Returns "none" on timeout."""
+    step, so none enters a collective that another has left. Returns "none" on timeout, and at
+    once when the request ended without a checkpoint (a save failed) or a newer one began: the
+    rank trains on and acknowledges it at its next step."""
     end = time.monotonic() + timeout
+    step = None
     while time.monotonic() < end:
         info = restart_info()
-        if info["ckpt_state"] not in ("requested", "pending") or info["action"] != "none":
+        if step is None:
+            step = info["checkpoint_step"]  # the step this rank saved
+        # complete, failed, or a newer request (pending, or bound to another step): go on; a
+        # rank that waited on through a new request would never acknowledge it at its next
+        # step boundary, and every rank would wait for it
+        if (info["action"] != "none" or info["ckpt_state"] != "requested" or
+                info["checkpoint_step"] != step):
             return info["action"]
         time.sleep(0.01)
     return "none"
