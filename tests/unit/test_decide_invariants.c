@@ -655,6 +655,88 @@ static void test_failed_save(void)
 	CU_ASSERT_EQUAL(count(DP_ACT_CKPT_FAILED), 1);
 }
 
+/* A node cut off from the store at mono ms last (its last answer; 0: it never answered since
+ * the store was opened at opened), looked at every 100 ms with the store's timing for a lease
+ * of ttl_s: when its ranks are held and fenced, relative to since (0: not within 10 s). */
+static void cut_off(int ttl_s, uint64_t last, uint64_t opened, int n, uint64_t *ret_held,
+		    uint64_t *ret_fenced)
+{
+	uint64_t since = last ? last : opened, window = dec_reachable_ms(ttl_s, cfg.fence_after_s);
+
+	cfg.lease_ttl_s = ttl_s;
+	cfg.hold_after_s = dec_hold_after_s(ttl_s, cfg.fence_after_s);
+	*ret_held = *ret_fenced = 0;
+	for (uint64_t t = since + 100; t <= since + 10000; t += 100) {
+		rec.reachable = last && t - last < window;
+		rec.unreachable_ms = dec_unreachable_ms(rec.reachable, last, opened, t);
+		dp_fence(&cfg, &rec, &mem, rk, n, &out);
+		if (mem.held && !*ret_held)
+			*ret_held = t - since;
+		if (mem.fenced && !*ret_fenced)
+			*ret_fenced = t - since;
+	}
+}
+
+/* rule I6: with a lease TTL of 2 s, a node cut off holds its ranks before its lease can run out
+ * (the store was taken for reachable for 4 s whatever the TTL: the hold came after it), and
+ * fences them at fence_after */
+static void test_hold_before_lease(void)
+{
+	uint64_t held, fenced;
+
+	reset();
+	cfg.fence_after_s = 5;
+	member("n1", 2, 0);
+	member("n2", 2, 0);
+	cut_off(2, 50000, 1000, 2, &held, &fenced);
+	CU_ASSERT(held > 0 && held <= 1000); /* half the TTL */
+	CU_ASSERT_EQUAL(fenced, 5000);
+	CU_ASSERT_EQUAL(count(DP_ACT_HOLD), 1);
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 2);
+	reset(); /* the default TTL: half of it too */
+	cfg.fence_after_s = 60;
+	member("n1", 2, 0);
+	member("n2", 2, 0);
+	cut_off(5, 50000, 1000, 2, &held, &fenced);
+	CU_ASSERT(held > 0 && held <= 2500);
+}
+
+/* rule I6: an agent (re)started while cut off from the store - it never answered, no run is
+ * known, no member record read - holds, then fences, ranks whose world is larger than this
+ * host's ranks (the others run elsewhere); a job all of whose ranks are here is left alone */
+static void test_cut_off_at_start(void)
+{
+	uint64_t held, fenced;
+
+	reset();
+	cfg.fence_after_s = 5;
+	rk[0].world_size = rk[1].world_size = 4;
+	cut_off(3, 0, 50000, 2, &held, &fenced);
+	CU_ASSERT(held > 0 && held <= 1500);
+	CU_ASSERT_EQUAL(fenced, 5000);
+	CU_ASSERT_EQUAL(count(DP_ACT_HOLD), 1);
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 2);
+	CU_ASSERT_TRUE(rk[0].killed_by_agent);
+	/* every rank of the world here, one of them ended: no other node to act without us */
+	reset();
+	cfg.fence_after_s = 5;
+	rk[0].world_size = rk[1].world_size = rk[2].world_size = 3;
+	rk[2].exited = 1;
+	cut_off(3, 0, 50000, 3, &held, &fenced);
+	CU_ASSERT_EQUAL(held, 0);
+	CU_ASSERT_EQUAL(fenced, 0);
+	/* a rank restarted here (two incarnations of rank 1) does not hide rank 3 elsewhere */
+	reset();
+	cfg.fence_after_s = 5;
+	for (int i = 0; i < 4; i++)
+		rk[i].world_size = 4;
+	rk[2].rank = 1;
+	rk[2].exited = 1;
+	cut_off(3, 0, 50000, 4, &held, &fenced);
+	CU_ASSERT(held > 0 && held <= 1500);
+	CU_ASSERT_EQUAL(fenced, 5000);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -678,6 +760,8 @@ int main(void)
 	CU_add_test(s, "runs: a live rank of the current launch here", test_other_live);
 	CU_add_test(s, "the fencing token grows across runs", test_fence_token);
 	CU_add_test(s, "I1: host-local jobs", test_job_key);
+	CU_add_test(s, "I6: hold before the lease runs out", test_hold_before_lease);
+	CU_add_test(s, "I6: cut off at the start, no run known", test_cut_off_at_start);
 	CU_basic_set_mode(CU_BRM_NORMAL);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

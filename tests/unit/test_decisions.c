@@ -212,6 +212,42 @@ static void test_kvmap(void)
 	kvmap_fini(&m);
 }
 
+/* I6: the store's timing follows the lease's TTL: a node sees it is cut off no later than it is
+ * to hold its ranks (half the TTL, or fence_after), 4 s at most, never within two renewals */
+static void test_store_timing(void)
+{
+	static const double fences[] = {1, 2, 3, 6, 30, 60, 86400};
+
+	CU_ASSERT_EQUAL(dec_lease_renew_ms(1), 333);
+	CU_ASSERT_EQUAL(dec_lease_renew_ms(2), 500);
+	CU_ASSERT_EQUAL(dec_lease_renew_ms(300), 500);
+	CU_ASSERT_DOUBLE_EQUAL(dec_hold_after_s(2, 60), 1.0, 1e-9);
+	CU_ASSERT_DOUBLE_EQUAL(dec_hold_after_s(10, 3), 3.0, 1e-9);
+	CU_ASSERT_EQUAL(dec_reachable_ms(2, 60), 1000); /* was 4 s: past the 2 s lease */
+	CU_ASSERT_EQUAL(dec_reachable_ms(3, 3), 1500);
+	CU_ASSERT_EQUAL(dec_reachable_ms(5, 6), 2500);
+	CU_ASSERT_EQUAL(dec_reachable_ms(10, 60), 4000);
+	CU_ASSERT_EQUAL(dec_reachable_ms(300, 60), 4000);
+	CU_ASSERT_EQUAL(dec_reachable_ms(10, 1), 1000); /* fence_after before half the TTL */
+	CU_ASSERT_EQUAL(dec_reachable_ms(1, 60), 666);	/* no shorter than two renewals */
+	for (int ttl = 2; ttl <= 300; ttl++)		/* etcd_lease_ttl's range */
+		for (size_t i = 0; i < sizeof(fences) / sizeof(fences[0]); i++) {
+			uint64_t w = dec_reachable_ms(ttl, fences[i]);
+
+			CU_ASSERT(w <= (uint64_t)(dec_hold_after_s(ttl, fences[i]) * 1000));
+			CU_ASSERT(w < (uint64_t)ttl * 1000);
+			CU_ASSERT(w <= 4000);
+			CU_ASSERT(w >= 2 * dec_lease_renew_ms(ttl));
+		}
+	/* the silence: since the last answer, or since the store was opened if none came */
+	CU_ASSERT_EQUAL(dec_unreachable_ms(1, 5000, 1000, 7000), 0);
+	CU_ASSERT_EQUAL(dec_unreachable_ms(0, 5000, 1000, 7000), 2000);
+	CU_ASSERT_EQUAL(dec_unreachable_ms(0, 0, 1000, 7000), 6000);
+	CU_ASSERT_EQUAL(dec_unreachable_ms(0, 0, 0, 7000), 0);
+	CU_ASSERT_EQUAL(dec_unreachable_ms(0, 8000, 1000, 7000), 0);
+	CU_ASSERT_EQUAL(dec_unreachable_ms(0, 0, 8000, 7000), 0);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -229,6 +265,7 @@ int main(void)
 	CU_add_test(s, "checkpoint target and re-targeting", test_targets);
 	CU_add_test(s, "restart budget over the window", test_budget);
 	CU_add_test(s, "the store's map", test_kvmap);
+	CU_add_test(s, "I6: the store's timing follows the lease", test_store_timing);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -46,6 +46,7 @@
 #include "agent/timersvc.h"
 #include "agent/views.h"
 #include "agent/scan.h"
+#include "lib/decisions.h"
 #include "lib/gpuapi.h"
 #include "lib/jsonx.h"
 #include "lib/ranks.h"
@@ -492,6 +493,8 @@ static int open_decisions(struct agent *a, char *err, size_t errlen)
 			    "whoever reaches it can read and delete ftbpf's keys (records "
 			    "stay authenticated)");
 	}
+	/* unreachable no later than the decider holds the ranks (I6) */
+	so.reachable_ms = dec_reachable_ms((int)cfg->etcd_lease_ttl_s, cfg->fence_after_s);
 	a->st = store_open(&so, e2, sizeof(e2));
 	sodium_memzero(ckey, sizeof(ckey));
 	sodium_memzero(pw, sizeof(pw));

@@ -61,6 +61,31 @@ static void suspects_leases(struct decider *d, const struct djob *dj, struct dp_
 	}
 }
 
+/*
+ * No run known yet (an agent started while the store cannot be read, or cut off before it could
+ * be): the records are not known, yet ranks of a job that runs on other nodes too are held, then
+ * fenced, when the store is unreachable (I6: dp_fence, by the ranks' world size). Only the hold
+ * is written into the slots: the decision in them is the last agent's (or none), not one made up
+ * here from records never read. A hold an earlier agent wrote is cleared only once the store
+ * answers.
+ */
+static void hold_without_run(struct decider *d, struct djob *dj, struct job *j)
+{
+	if (!j || !d->pc.shared)
+		return;
+	dc_load(d, dj);
+	if (dc_gather(d, dj, j) < 0)
+		return;
+	dp_fence(&d->pc, &dj->rec, &dj->mem, d->rk, d->nrk, &d->out);
+	dc_carry_out(d, dj, j);
+	dc_scatter(d);
+	if (!dj->mem.held && !dj->rec.reachable)
+		return;
+	for (int i = 0; i < d->nrk; i++)
+		if (!d->rk[i].exited)
+			dc_write_hold(d, dj, i);
+}
+
 /* ---- one job ---- */
 static void tick_job(struct decider *d, struct djob *dj)
 {
@@ -78,8 +103,10 @@ static void tick_job(struct decider *d, struct djob *dj)
 			if (!j->members[i]->s.exited && j->members[i]->dec_written)
 				dc_choose_run(d, dj, j, j->members[i]);
 	}
-	if (!dj->run)
-		return; /* no run known yet: the slots keep what the last agent wrote in them */
+	if (!dj->run) { /* the slots keep what the last agent wrote in them, but the hold */
+		hold_without_run(d, dj, j);
+		return;
+	}
 	dc_load(d, dj);
 	dc_log_refused(d, dj);
 	if (dc_gather(d, dj, j) < 0)
@@ -354,12 +381,11 @@ struct decider *decider_new(const struct decide_opts *o)
 	pc->node_fault_limit = cfg->node_fault_limit;
 	pc->recovery_wait_s = cfg->recovery_wait_s;
 	pc->fence_after_s = cfg->fence_after_s;
-	pc->lease_ttl_s = (int)cfg->etcd_lease_ttl_s;
+	pc->lease_ttl_s = (int)cfg->etcd_lease_ttl_s; /* as granted: whole seconds */
 	pc->health_check = *cfg->health_check != 0;
-	/* hold before our lease may run out (we renew it every third of its TTL) */
-	pc->hold_after_s = cfg->etcd_lease_ttl_s / 2;
-	if (pc->hold_after_s > cfg->fence_after_s)
-		pc->hold_after_s = cfg->fence_after_s;
+	/* hold before our lease may run out; the store says it is unreachable by then
+	 * (dec_reachable_ms, agent.c) */
+	pc->hold_after_s = dec_hold_after_s(pc->lease_ttl_s, cfg->fence_after_s);
 	return d;
 }
 

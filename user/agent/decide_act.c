@@ -185,6 +185,14 @@ void dc_write_slot(struct decider *d, struct djob *dj, int i)
 	}
 }
 
+void dc_write_hold(struct decider *d, struct djob *dj, int i)
+{
+	struct rank *k = d->rk_of[i];
+
+	if (k->slot)
+		__atomic_store_n(&k->slot->hold, (uint32_t)dj->mem.held, __ATOMIC_RELEASE);
+}
+
 /* ---- carrying out one look ---- */
 void dc_carry_out(struct decider *d, struct djob *dj, struct job *j)
 {

@@ -97,6 +97,8 @@ void dc_carry_out(struct decider *d, struct djob *dj, struct job *j);
 void dc_health_check_poll(struct decider *d, struct djob *dj, struct job *j);
 /* Write what rank i of d->rk is told into its slot (only what changed). */
 void dc_write_slot(struct decider *d, struct djob *dj, int i);
+/* Write only whether rank i of d->rk holds at its step boundaries (no run known: no decision). */
+void dc_write_hold(struct decider *d, struct djob *dj, int i);
 
 /* decide_view.c: events */
 /* Log the job's current decision of this kind as an event. */

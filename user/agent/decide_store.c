@@ -301,7 +301,7 @@ void dc_load(struct decider *d, struct djob *dj)
 	struct load_ctx lc = {dj->prefix, r, dj, *d->cfg->node_keys_file && store_shared(d->st),
 			      d->st};
 	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
-	uint64_t last = 0, now = clock_mono_ns() / 1000000;
+	uint64_t last = 0;
 
 	memset(r, 0, offsetof(struct dp_records, fail_at));
 	r->g.resume_step = -1;
@@ -311,7 +311,10 @@ void dc_load(struct decider *d, struct djob *dj)
 	r->done_at_ms = 0;
 	r->reachable = store_reachable(d->st, &last);
 	r->lease = store_lease_renewed(d->st, &r->lease_renewed_ms);
-	r->unreachable_ms = r->reachable || !last || last > now ? 0 : now - last;
+	/* a store that never answered (an agent started while cut off) is silent since it was
+	 * opened */
+	r->unreachable_ms = dec_unreachable_ms(r->reachable, last, store_opened_ms(d->st),
+					       clock_mono_ns() / 1000000);
 	r->run = dj->run;
 	r->members_only = lc.members_only;
 	r->run_resume = -1;

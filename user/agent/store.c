@@ -276,9 +276,18 @@ static struct store *local_open(const struct store_opts *o, char *err, size_t er
 /* ---- the interface ---- */
 struct store *store_open(const struct store_opts *o, char *err, size_t errlen)
 {
-	if (o->endpoints && *o->endpoints)
-		return store_etcd_open(o, err, errlen);
-	return local_open(o, err, errlen);
+	uint64_t at = clock_mono_ns() / 1000000;
+	struct store *s = o->endpoints && *o->endpoints ? store_etcd_open(o, err, errlen)
+							: local_open(o, err, errlen);
+
+	if (s)
+		s->opened_ms = at;
+	return s;
+}
+
+uint64_t store_opened_ms(const struct store *s)
+{
+	return s->opened_ms;
 }
 
 void store_close(struct store *s)

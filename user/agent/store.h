@@ -27,6 +27,9 @@ struct store_opts {
 	const char *cacert, *cert, *key;
 	const char *user, *password; /* etcd authentication ("" none) */
 	double lease_ttl_s;	     /* etcd: this agent's keys vanish this long after it does */
+	/* etcd: the store is unreachable once its last answer is this old (dec_reachable_ms: no
+	 * later than the decider holds the ranks); 0: from the TTL alone */
+	uint64_t reachable_ms;
 	const uint8_t *cluster_key; /* etcd: 32 bytes (conffile_mesh_key) that authenticate records;
 				     * NULL: records are not authenticated (tests of the store) */
 	/* etcd: the node keys (lib/nodekeys.h; NULL: the cluster key alone): every record is
@@ -45,8 +48,11 @@ struct store *store_open(const struct store_opts *o, char *err, size_t errlen);
 void store_close(struct store *s);
 /* 1: shared with other nodes (etcd), 0: this node only */
 int store_shared(const struct store *s);
-/* Is the store reachable now? *last_ok_ms: CLOCK_MONOTONIC ms of the last answer (local: now). */
+/* Is the store reachable now? *last_ok_ms: CLOCK_MONOTONIC ms of the last answer (local: now;
+ * 0: none since it was opened). */
 int store_reachable(struct store *s, uint64_t *last_ok_ms);
+/* When the store was opened (CLOCK_MONOTONIC ms): a store that never answered is silent since. */
+uint64_t store_opened_ms(const struct store *s);
 /* Create key with value unless it exists (first claimer wins). 0 or -errno (queued for etcd). */
 int store_claim(struct store *s, const char *key, const char *value);
 /* Put key (leased: it vanishes with this agent). 0 or -errno. */

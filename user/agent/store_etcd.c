@@ -35,10 +35,12 @@
 #include "os/loop.h"
 #include "proto/store_record.h"
 
-#define WATCH_IDLE_S                                                                               \
-	30		  /* a silent watch is read again after this long (the lease's keep-alives
-			   say whether etcd answers: the whole prefix is not read every 3 s) */
-#define REACHABLE_MS 4000 /* an answer this recent: reachable */
+/* a silent watch is read again after this long (the lease's keep-alives say whether etcd
+ * answers: the whole prefix is not read every 3 s) */
+#define WATCH_IDLE_S 30
+/* a watcher that cannot read the prefix this long makes the store unreachable (its mirror is
+ * stale; the lease, which says whether we can be left out, is the leaser's: reachable_ms) */
+#define STALE_MIRROR_MS 4000
 /* The watch is checked against the store once a second (the newest revision under the prefix,
  * one small read): a watch that has not delivered a write this long after it was made is
  * behind (a stalled stream, a member cut off from the others that still serves it), the store
@@ -47,9 +49,6 @@
 #define BEHIND_CHECK_MS 1000
 #define WATCH_BEHIND_MS 2000
 #define RETRY_MS	200
-/* The lease is renewed every third of its TTL, and at least every half second: an agent paused
- * for less than the TTL minus this keeps its lease (I6). */
-#define RENEW_MS(ttl_s) ((ttl_s)*1000 / 3 < 500 ? (uint64_t)(ttl_s)*1000 / 3 : 500)
 /* A claim not carried out this long after it was made is dropped (counted): what it decided
  * was about a moment that has passed (a partition, an unreachable store), and a decision must
  * not land long after its cause. The decider claims again if the cause still holds. */
@@ -78,6 +77,9 @@ struct store_etcd {
 	struct store base;
 	char prefix[128];
 	int ttl_s;
+	/* an answer this recent: reachable (dec_reachable_ms: no later than the ranks are held,
+	 * before the lease, renewed every dec_lease_renew_ms, can run out: I6) */
+	uint64_t reachable_ms;
 	struct etcd_conn *wc, *rc, *lc; /* the watcher's, the requester's, the leaser's (owned) */
 	pthread_t watcher, requester, leaser;
 	int started;
@@ -408,7 +410,7 @@ static void *leaser(void *arg)
 				pthread_mutex_lock(&s->mu);
 				s->lease_ok_ms = now_ms();
 				pthread_mutex_unlock(&s->mu);
-				next_renew = now + RENEW_MS(s->ttl_s);
+				next_renew = now + dec_lease_renew_ms(s->ttl_s);
 			} else {
 				set_error(s, s->lc);
 				next_renew = now + RETRY_MS;
@@ -660,11 +662,11 @@ static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
 		return 0;
 	/* the lease's keepalives answer while the mirror may be stale: a watcher that cannot read
 	 * the prefix makes the store unreachable (nothing is decided on a stale mirror) */
-	if (failing && now_ms() - failing >= REACHABLE_MS)
+	if (failing && now_ms() - failing >= STALE_MIRROR_MS)
 		return 0;
 	if (behind && now_ms() - behind >= WATCH_BEHIND_MS)
 		return 0; /* the mirror is stale: nothing is decided on it */
-	return last && now_ms() - last < REACHABLE_MS;
+	return last && now_ms() - last < s->reachable_ms;
 }
 
 static void etcd_counters(struct store *b, struct json_object *c)
@@ -857,6 +859,7 @@ struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errl
 	snprintf(s->prefix, sizeof(s->prefix), "%s",
 		 o->prefix && *o->prefix ? o->prefix : "/ftbpf/");
 	s->ttl_s = o->lease_ttl_s >= 1 ? (int)o->lease_ttl_s : 5;
+	s->reachable_ms = o->reachable_ms ? o->reachable_ms : dec_reachable_ms(s->ttl_s, s->ttl_s);
 	store_seal_init(&s->seal, o->cluster_key,
 			o->cluster_key && o->node_sk && o->node ? o->node_keys : NULL, o->node_sk,
 			o->node);

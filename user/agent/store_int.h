@@ -26,6 +26,7 @@ struct store_ops {
 
 struct store {
 	const struct store_ops *ops;
+	uint64_t opened_ms; /* CLOCK_MONOTONIC (store_open) */
 };
 
 struct store *store_etcd_open(const struct store_opts *o, char *err, size_t errlen);

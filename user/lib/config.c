@@ -168,7 +168,8 @@ static const struct key_def keys[] = {
      "allow etcd over plain http and without a client certificate (a test cluster only: anyone "
      "who reaches etcd could then read and delete ftbpf's keys)"},
     {"etcd_lease_ttl", "etcd-lease-ttl", T_DOUBLE, OFF(etcd_lease_ttl_s), 0, 2, 300,
-     "seconds this agent's membership and reports outlive it in etcd (when it dies or is cut off)"},
+     "seconds this agent's membership and reports outlive it in etcd (when it dies or is cut off); "
+     "etcd silent for half of it, this node's ranks of multi-node jobs wait at a step boundary"},
     {"preempt_signals", "preempt-signals", T_STRING, OFF(preempt_signals), SZ(preempt_signals), 0,
      0, "signals that mean preemption when sent to a rank by another process: TERM,USR2,..."},
     {"checkpoint_margin", "checkpoint-margin", T_INT, OFF(checkpoint_margin), 0, 1, 1000,
@@ -189,8 +190,9 @@ static const struct key_def keys[] = {
     {"recovery_wait", "recovery-wait", T_DOUBLE, OFF(recovery_wait_s), 0, 0, 86400,
      "seconds to wait for a lost node to come back before deciding without it"},
     {"fence_after", "fence-after", T_DOUBLE, OFF(fence_after_s), 0, 1, 86400,
-     "seconds without reaching etcd before this node ends its ranks of multi-node jobs (they "
-     "wait at a step boundary from half the lease's TTL on)"},
+     "seconds without reaching etcd (since the agent started, if etcd never answered) before this "
+     "node ends its ranks of multi-node jobs (they wait at a step boundary from half the lease's "
+     "TTL on)"},
     {"health_check", "health-check", T_STRING, OFF(health_check), SZ(health_check), 0, 0,
      "command run (sh -c) before this node rejoins after a restart decision (exit 0: healthy;\n"
      "otherwise it leaves itself out)"},

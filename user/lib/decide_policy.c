@@ -578,12 +578,29 @@ void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp
 		m->looked = 1;
 }
 
-static int other_members(const struct dp_config *c, const struct dp_records *r)
+/* Do other nodes have ranks of the job? Their member records say so; with none read (an agent
+ * started while cut off: no run known), the ranks' world does: a rank of it not here (live or
+ * ended, an incarnation counted once) runs elsewhere. */
+static int other_members(const struct dp_config *c, const struct dp_records *r,
+			 const struct dp_rank *ranks, int n)
 {
+	int world = 0, here = 0;
+
 	for (int i = 0; i < r->nmem; i++)
 		if (r->mem[i].m.ranks > 0 && strcmp(r->mem[i].node, c->node))
 			return 1;
-	return 0;
+	if (r->nmem)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+
+		if (ranks[i].world_size > world)
+			world = ranks[i].world_size;
+		for (int k = 0; k < i && !seen; k++)
+			seen = ranks[k].rank == ranks[i].rank;
+		here += !seen;
+	}
+	return world > here;
 }
 
 int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
@@ -599,7 +616,7 @@ int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_me
 	}
 	if (m->fenced)
 		return 1;
-	if (!other_members(c, r))
+	if (!other_members(c, r, ranks, n))
 		return 0;
 	if (!m->held && r->unreachable_ms >= (uint64_t)(c->hold_after_s * 1000)) {
 		m->held = 1; /* I6: before the others may act without us (our lease runs out) */

@@ -347,8 +347,10 @@ int dp_is_preemption(const struct dp_config *c, const struct dp_records *r,
 /* New decisions in the store: logged once; claims in flight settled. */
 void dp_observe(struct dp_memory *m, const struct dp_records *r, const struct dp_now *now,
 		struct dp_out *out);
-/* Fence the job here: the shared store unreachable for fence_after while other nodes have
- * ranks of the job. 1 fenced (its ranks are signalled once), 0 not. */
+/* Hold, then fence the job here (I6): the shared store unreachable for hold_after (the ranks
+ * wait at a step boundary: m->held), then for fence_after (its ranks are signalled once), while
+ * other nodes have ranks of the job: their member records say so, or, with none read (no run
+ * known yet), the ranks' world size beyond the ranks here. 1 held or fenced, 0 not. */
 int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 	     struct dp_rank *ranks, int n, struct dp_out *out);
 /* This node's member record. */

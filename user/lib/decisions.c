@@ -607,6 +607,39 @@ int dec_budget_spent(const uint64_t *at_ms, int n, uint64_t now_ms, int max_rest
 	return recent >= max_restarts;
 }
 
+/* ---- the shared store's timing ---- */
+uint64_t dec_lease_renew_ms(int ttl_s)
+{
+	uint64_t third = ttl_s > 0 ? (uint64_t)ttl_s * 1000 / 3 : 0;
+
+	return third < 500 ? third : 500;
+}
+
+double dec_hold_after_s(int ttl_s, double fence_after_s)
+{
+	double hold = ttl_s / 2.0;
+
+	return hold > fence_after_s ? fence_after_s : hold;
+}
+
+#define REACHABLE_MAX_MS 4000
+
+uint64_t dec_reachable_ms(int ttl_s, double fence_after_s)
+{
+	uint64_t hold = (uint64_t)(dec_hold_after_s(ttl_s, fence_after_s) * 1000);
+	uint64_t w = hold < REACHABLE_MAX_MS ? hold : REACHABLE_MAX_MS;
+	uint64_t floor = 2 * dec_lease_renew_ms(ttl_s);
+
+	return w > floor ? w : floor;
+}
+
+uint64_t dec_unreachable_ms(int reachable, uint64_t last_ok_ms, uint64_t opened_ms, uint64_t now_ms)
+{
+	uint64_t since = last_ok_ms ? last_ok_ms : opened_ms;
+
+	return reachable || !since || since > now_ms ? 0 : now_ms - since;
+}
+
 const char *dec_key_node(const char *key)
 {
 	const char *c[5] = {NULL};

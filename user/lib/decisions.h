@@ -196,4 +196,22 @@ int dec_retarget(const struct dec_ckpt *ck, const struct dec_report *local);
 int dec_budget_spent(const uint64_t *at_ms, int n, uint64_t now_ms, int max_restarts,
 		     double window_s);
 
+/* ---- the shared store's timing (I6: a node cut off holds, then fences, its ranks before the
+ * others may act without it) ---- */
+/* How often an agent renews its lease of ttl_s seconds (as granted: whole seconds): every third
+ * of it, and at least every 0.5 s, so that a pause up to the TTL - 0.5 s keeps it. */
+uint64_t dec_lease_renew_ms(int ttl_s);
+/* Cut off from the shared store this long, a node holds its ranks: half its lease's TTL (before
+ * the lease can run out), no later than fence_after_s (when it ends them). */
+double dec_hold_after_s(int ttl_s, double fence_after_s);
+/* The store is unreachable once its last answer is this old: no longer than the hold threshold
+ * (dec_hold_after_s: a node must see it is cut off before it is to hold), 4 s at most, and never
+ * shorter than two renewals of the lease (one late keep-alive is no outage). */
+uint64_t dec_reachable_ms(int ttl_s, double fence_after_s);
+/* For how long the store has been silent at now_ms (all CLOCK_MONOTONIC ms): since its last
+ * answer (last_ok_ms), or since it was opened (opened_ms) when it never answered (an agent
+ * started while cut off); 0 while it is reachable. */
+uint64_t dec_unreachable_ms(int reachable, uint64_t last_ok_ms, uint64_t opened_ms,
+			    uint64_t now_ms);
+
 #endif
