@@ -1,5 +1,5 @@
 #!/bin/bash
-# time-limit: 300
+# time-limit: 360
 # Decisions when the store is missing or lies. A single-node job of two C ranks
 # (docs/examples/c_loop.c) with an agent told to agree in etcd:
 #   etcd down at start  status says unreachable; an operator's checkpoint is refused with a
@@ -14,6 +14,9 @@
 #                       A forged overwrite of an authentic record changes nothing known.
 #   etcd dies mid-run   unreachable again; nothing decided, ranks untouched (a job with no
 #                       other node is not fenced; the job is in its generation 1)
+#   restarted cut off  the agent killed and started again while etcd is down: a job whose
+#                       world is larger than its ranks here (xjob, node 0 of 2) is held, then
+#                       fenced, though no run of it is known (I6); a single-node job is not
 #   a junk server       every answer malformed (not JSON, HTTP errors, wrong shapes, bad
 #                       base64): counted as bad replies, the agent lives, nothing decided
 . "$(dirname "$0")/lib.sh"
@@ -58,11 +61,14 @@ untouched && has_event decision_unavailable '.job=="bjob" and .trigger=="preempt
 	fail "with etcd down: $(events_of decision | tail -2) $(events_of action | tail -2)"
 
 # ---- etcd comes up ----
-etcd --name zd --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
-	--listen-peer-urls "http://127.0.0.1:$((EPORT + 1000))" \
-	--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1000))" \
-	--initial-cluster "zd=http://127.0.0.1:$((EPORT + 1000))" >"$T/etcd.log" 2>&1 &
-ETCD=$!
+start_etcd() {
+	etcd --name zd --data-dir "$T/etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
+		--listen-peer-urls "http://127.0.0.1:$((EPORT + 1000))" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$((EPORT + 1000))" \
+		--initial-cluster "zd=http://127.0.0.1:$((EPORT + 1000))" >>"$T/etcd.log" 2>&1 &
+	ETCD=$!
+}
+start_etcd
 wait_until 20 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.reachable)\" = true ]" &&
 	pass "etcd up: reachable" || fail "etcd up, still unreachable: $(store .)"
 wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob" and .cause=="preemption"' &&
@@ -130,7 +136,45 @@ live=1; ranks_alive || live=0
 [ "$N" = "$M" ] && [ $live = 1 ] && ! has_event fenced '.job=="bjob"' &&
 	pass "nothing decided, ranks untouched, a single-node job not fenced" ||
 	fail "after etcd died: decisions $N -> $M, ranks alive $live"
-kill -9 $LAUNCHER $(cat "$D/pids.0") 2>/dev/null
+
+# ---- an agent restarted while etcd is unreachable (I6) ----
+# xjob's two ranks here are half of its world (node 0 of 2): the agent, killed and started
+# again with etcd down, knows no run of it, yet holds its ranks and then fences them; the
+# single-node yjob beside it stays untouched
+kill -9 $LAUNCHER $(cat "$D/pids.0") 2>/dev/null # bjob's pending preemption is not this part's
+start_etcd
+wait_until 20 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.reachable)\" = true ]" ||
+	fail "etcd up again, still unreachable: $(store .)"
+launch() { # as above, as node 0 of NNODES (1): launch DIR JOB [NNODES]
+	D=$1; mkdir -p "$D"
+	/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --nnodes "${3:-1}" --node-rank 0 --dir "$D" \
+		--job "$2" -- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
+	LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
+	wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
+	for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
+}
+launch "$T/y" yjob 1; YD=$D; YL=$LAUNCHER
+launch "$T/x" xjob 2
+for j in xjob yjob; do
+	wait_until 20 jq_status ".jobs[] | select(.job==\"$j\") | .run > 0" || fail "$j has no run: $(status_json | jq -c .jobs)"
+done
+kill -9 "$AGENT_PID"; wait "$AGENT_PID" 2>/dev/null; AGENT_PID=
+stop_etcd
+XN=$(events_of fenced | grep -c '"xjob"')
+start_agent --soft-timeout 60 --hard-timeout 600 --action report --etcd-endpoints "$EP" \
+	--etcd-insecure 1 --key-file "$T/key" --etcd-prefix /ftbpf-zd/ --etcd-lease-ttl 3 --fence-after 2 ||
+	fail "the agent did not start again"
+wait_until 15 has_event decision_hold '.job=="xjob"' && wait_until 15 has_event fenced '.job=="xjob"' &&
+	[ "$XN" = 0 ] && pass "restarted with etcd down: xjob (world 4, 2 ranks here) held, then fenced" ||
+	fail "restarted with etcd down: no hold/fence of xjob: $(events_of decision_hold | tail -1) $(events_of fenced | tail -1) (fenced before: $XN)"
+xgone() { local p; for p in $(cat "$D/pids.0"); do alive "$p" && return 1; done; return 0; }
+wait_until 20 xgone && pass "xjob's ranks ended (fenced)" || fail "xjob's ranks still alive after the fence"
+XD=$D; D=$YD
+live=1; ranks_alive || live=0
+[ $live = 1 ] && ! has_event fenced '.job=="yjob"' && ! has_event decision_hold '.job=="yjob"' &&
+	pass "the single-node yjob neither held nor fenced by the agent started cut off" ||
+	fail "yjob after the restart: alive $live, $(events_of fenced | grep yjob | tail -1)"
+kill -9 $LAUNCHER $YL $(cat "$XD/pids.0" "$YD/pids.0") 2>/dev/null
 stop_agent
 
 # ---- a junk server ----
