@@ -42,6 +42,47 @@ static void test_complete_world(void)
 	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
 }
 
+/* I2, issue 32 ("a node left out of a generation can rejoin it while that generation's world
+ * stays reduced: a checkpoint is complete without every rank's save"): generation 1 left x
+ * (2 ranks) out, its world 2; x's agent came back (paused past its lease) and its ranks run and
+ * save in generation 1 again. Its saves must not stand in for a rank here that did not save. */
+static void test_complete_rejoined(void)
+{
+	struct dp_local l;
+
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.world = 2;
+	rec.g.nexcluded = 1;
+	strcpy(rec.g.excluded[0], "x");
+	rec.ck_n = 1;
+	rec.ck.id = 1;
+	rec.bound = 1;
+	rec.bind_target = 12;
+	member("n1", 2, 1);
+	member("x", 2, 1); /* back, with ranks */
+	for (int i = 0; i < 2; i++) {
+		rk[i].world_size = 4;
+		rk[i].generation = 1;
+		rk[i].step = 12;
+	}
+	rk[0].saved = 12; /* rank 1 here has not saved */
+	dp_local(rk, 2, 12, &l);
+	report("x", 2, 2);
+	rec.rep[0].r.world = 4;
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l)); /* 1 + 2 >= 2, but rank 1 never saved */
+	rk[1].saved = 12;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	/* the rejoined node's ranks save too before it is complete */
+	rec.rep[0].r.saved = 1;
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	/* a node whose member key is gone (dead) is not waited for: its report is history */
+	rec.nmem = 1;
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+}
+
 /* issue 32: after a preemption (both ranks saved 124, exited, generation 1) and the relaunch, an
  * operator's request bound at 130 was complete at once: a damaged completion record of that
  * request (refused, {"step":-4}) was taken for its completion by its mere presence */
@@ -747,6 +788,8 @@ int main(void)
 	s = CU_add_suite("decide_policy: invariants", NULL, NULL);
 	CU_add_test(s, "I2: complete by the world size", test_complete_world);
 	CU_add_test(s, "I2: complete after a relaunch (issue 32)", test_complete_after_relaunch);
+	CU_add_test(s, "I2: a rejoined node's saves stand in for no other (issue 32)",
+		    test_complete_rejoined);
 	CU_add_test(s, "I3: a completion raises the resume step by its bound step only",
 		    test_done_step);
 	CU_add_test(s, "a generation's world", test_generation_world);

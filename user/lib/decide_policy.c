@@ -309,10 +309,19 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 	if (!r->ck_n || !r->bound)
 		return 0;
 	if (world > 0) { /* I2: every rank of the world, on every node, live or not */
-		for (int k = 0; k < r->nrep; k++)
-			if (strcmp(r->rep[k].node, c->node))
-				saved += r->rep[k].r.saved;
-		return saved >= world;
+		for (int k = 0; k < r->nrep; k++) {
+			const struct dec_report *x = &r->rep[k].r;
+
+			if (!strcmp(r->rep[k].node, c->node))
+				continue;
+			saved += x->saved;
+			/* and every rank that runs, on a node that is a member, saved: a node
+			 * back in a generation that left it out adds saves to a world without its
+			 * ranks, never in place of another rank's */
+			if (x->ranks > 0 && x->saved < x->ranks && dp_member(r, r->rep[k].node))
+				all = 0;
+		}
+		return all && l->saved >= l->ranks && saved >= world;
 	}
 	for (int i = 0; i < r->nmem; i++) {
 		const struct dp_node_member *m = &r->mem[i];
