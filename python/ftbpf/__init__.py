@@ -404,19 +404,21 @@ def restart_info():
                          for i in range(min(ri.nexcluded, 4))]}
 
 
-def await_checkpoint(timeout=600.0):
+def await_checkpoint(timeout=600.0, step=None):
     """After saving the agreed step: wait until every rank of the job saved it (on every node),
     then return action(): "restart"/"stop" (exit_for_restart() now) or "none" (keep training:
     an operator's checkpoint, or a preemption with a grace period). Every rank waits at the same
     step, so none enters a collective that another has left. Returns "none" on timeout, and at
     once when the request ended without a checkpoint (a save failed) or a newer one began: the
-    rank trains on and acknowledges it at its next step."""
+    rank trains on and acknowledges it at its next step. step: the step this rank saved
+    (default: that of the last ticket should_save handed out)."""
     end = time.monotonic() + timeout
-    step = None
+    if step is None and _last_ticket is not None:
+        step = _last_ticket.step
     while time.monotonic() < end:
         info = restart_info()
         if step is None:
-            step = info["checkpoint_step"]  # the step this rank saved
+            step = info["checkpoint_step"]  # no ticket: the request as first seen
         # complete, failed, or a newer request (pending, or bound to another step): go on; a
         # rank that waited on through a new request would never acknowledge it at its next
         # step boundary, and every rank would wait for it

@@ -53,6 +53,18 @@ class Await(unittest.TestCase):
         r, n = self.run_with([info("requested", 12), info("requested", 15)])
         self.assertEqual((r, n), ("none", 2))
 
+    def test_waits_for_the_step_it_saved(self):
+        # issue 32 review: the request this rank saved (step 12) failed and a newer one was
+        # bound at 15 before it looked: it must not wait for 15, which it can never reach
+        with mock.patch.object(ftbpf, "_last_ticket", ftbpf.SaveTicket(12, 0, 0)):
+            r, n = self.run_with([info("requested", 15)])
+        self.assertEqual((r, n), ("none", 1))
+        r, n = self.run_with([info("requested", 15)] * 3 + [info("complete", 15, "restart")])
+        self.assertEqual((r, n), ("restart", 4))  # no ticket: the request as first seen
+        with mock.patch.object(ftbpf, "_last_ticket", ftbpf.SaveTicket(12, 0, 0)):
+            r, n = self.run_with([info("requested", 15)] * 3 + [info("complete", 15)])
+        self.assertEqual((r, n), ("none", 1))
+
     def test_action_and_timeout(self):
         r, _ = self.run_with([info("requested", 12), info("requested", 12, "stop")])
         self.assertEqual(r, "stop")

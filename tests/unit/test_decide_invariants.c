@@ -81,6 +81,12 @@ static void test_complete_rejoined(void)
 	/* a node whose member key is gone (dead) is not waited for: its report is history */
 	rec.nmem = 1;
 	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	/* a member with ranks that reported nothing (cut off) is waited for, whatever the sum */
+	rec.rep[0].r.saved = 2;
+	member("y", 1, 1);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	report("y", 1, 1);
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
 }
 
 /* issue 32: after a preemption (both ranks saved 124, exited, generation 1) and the relaunch, an
@@ -676,15 +682,40 @@ static void test_failed_save(void)
 	CU_ASSERT_EQUAL(claimed_ckpt(&c), 0);
 	CU_ASSERT_EQUAL(c.id, 2);
 
-	/* a failure of another step, or one that a later save made good, is none */
+	/* a failure of another step is none; one said after the save was reported (its commit
+	 * failed) wins over it (the library clears it when a save is made good: saved again) */
 	stuck_request();
 	rk[1].failed = 8;
 	dp_local(rk, 2, 12, &l);
 	CU_ASSERT_EQUAL(l.failed, 0);
 	rk[1].failed = 12;
 	rk[1].saved = 12;
+	rk[0].saved = 12;
 	dp_local(rk, 2, 12, &l);
-	CU_ASSERT_EQUAL(l.failed, 0);
+	CU_ASSERT_EQUAL(l.failed, 1);
+	CU_ASSERT_EQUAL(l.saved, 1);
+	/* with preempt_grace, the last save failed after the first one completed: the preemption
+	 * ends with that one (a generation resuming from it), not with another try */
+	stuck_request();
+	cfg.preempt_grace_s = 30;
+	rk[1].failed = 12;
+	dp_local(rk, 2, 12, &l);
+	mem.preempt_ms = now.mono_ms - 10000;
+	mem.preempt_ck = 1;
+	mem.preempt_saved = 1;
+	rec.last_complete = 9;
+	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
+	out.nwrites = 0;
+	dp_preemption_pending(&cfg, &rec, &mem, &l, &now, &out);
+	{
+		struct dec_gen g;
+
+		CU_ASSERT_EQUAL(claimed_gen(&g), 0);
+		CU_ASSERT_EQUAL(g.cause, DEC_CAUSE_PREEMPTION);
+		CU_ASSERT_EQUAL(g.resume_step, 9);
+	}
+	CU_ASSERT_FALSE(claimed("ckpt/"));
+	CU_ASSERT_EQUAL(mem.preempt_ms, 0);
 	/* an operator's request that failed is not retried: nothing pending claims */
 	stuck_request();
 	rec.ck.cause = DEC_CAUSE_OPERATOR;
@@ -754,7 +785,7 @@ static void test_cut_off_at_start(void)
 	rk[0].world_size = rk[1].world_size = 4;
 	cut_off(3, 0, 50000, 2, &held, &fenced);
 	CU_ASSERT(held > 0 && held <= 1500);
-	CU_ASSERT_EQUAL(fenced, 5000);
+	CU_ASSERT(fenced >= 5000 && fenced <= 5200); /* fence_after since the guess first held */
 	CU_ASSERT_EQUAL(count(DP_ACT_HOLD), 1);
 	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 2);
 	CU_ASSERT_TRUE(rk[0].killed_by_agent);
@@ -775,7 +806,24 @@ static void test_cut_off_at_start(void)
 	rk[2].exited = 1;
 	cut_off(3, 0, 50000, 4, &held, &fenced);
 	CU_ASSERT(held > 0 && held <= 1500);
-	CU_ASSERT_EQUAL(fenced, 5000);
+	CU_ASSERT(fenced >= 5000 && fenced <= 5200);
+	/* a single-node job of 4 whose ranks register one by one while the store has long been
+	 * away: the first looks see fewer than its world (a guess of ranks elsewhere): held, then
+	 * released once all 4 are here, never ended */
+	reset();
+	cfg.fence_after_s = 5;
+	cfg.hold_after_s = 1.5;
+	for (int i = 0; i < 4; i++)
+		rk[i].world_size = 4;
+	rec.reachable = 0;
+	for (int n = 1; n <= 4; n++) {
+		rec.unreachable_ms = 60000 + (uint64_t)n * 1000;
+		dp_fence(&cfg, &rec, &mem, rk, n, &out);
+		CU_ASSERT_EQUAL(mem.fenced, 0);
+	}
+	CU_ASSERT_EQUAL(mem.held, 0);
+	CU_ASSERT_EQUAL(count(DP_ACT_HOLD), 2); /* held, then released */
+	CU_ASSERT_EQUAL(count(DP_ACT_SIGNAL), 0);
 }
 
 int main(void)

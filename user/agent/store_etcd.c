@@ -95,6 +95,7 @@ struct store_etcd {
 	int mirrored;		  /* the prefix was read in full once: the mirror means something */
 	int64_t mirror_rev;	  /* the store's revision the mirror has caught up with */
 	uint64_t behind_ms;	  /* since when a newer write is known than the mirror has */
+	int64_t behind_rev;	  /* ... that write's revision */
 	uint64_t behind_check_ms; /* the last check (the requester's thread) */
 	int rewatch;		  /* the watch is behind: read the prefix again, watch anew */
 	uint64_t watch_behind;	  /* times it was */
@@ -446,8 +447,11 @@ static void check_behind(struct store_etcd *s)
 	pthread_mutex_lock(&s->mu);
 	if (newest <= s->mirror_rev) {
 		s->behind_ms = 0;
-	} else if (!s->behind_ms) {
+	} else if (!s->behind_ms || s->mirror_rev >= s->behind_rev) {
+		/* a write not delivered yet (a few ms in flight, or newer than the one the last
+		 * check waited for, which arrived): its own clock, from now */
 		s->behind_ms = now;
+		s->behind_rev = newest;
 	} else if (now - s->behind_ms >= WATCH_BEHIND_MS && !s->rewatch) {
 		s->rewatch = 1;
 		s->watch_behind++;
@@ -488,7 +492,6 @@ static void *requester(void *arg)
 		s->head = s->tail = NULL;
 		lease = s->lease;
 		pthread_mutex_unlock(&s->mu);
-		check_behind(s);
 		for (o = list; o && !failed;) {
 			struct op *next = o->next;
 
@@ -523,8 +526,10 @@ static void *requester(void *arg)
 			s->ops_retried++;
 			pthread_mutex_unlock(&s->mu);
 			sleep_ms(RETRY_MS);
-		} else if (list) {
-			contact(s);
+		} else {
+			if (list)
+				contact(s);
+			check_behind(s); /* after the queued work: a slow check delays no claim */
 		}
 	}
 }
@@ -653,7 +658,7 @@ static int etcd_reachable(struct store *b, uint64_t *last_ok_ms)
 	last = s->last_ok_ms;
 	failing = s->watch_fail_ms;
 	mirrored = s->mirrored;
-	behind = s->behind_ms;
+	behind = s->mirror_rev < s->behind_rev ? s->behind_ms : 0;
 	pthread_mutex_unlock(&s->mu);
 	*last_ok_ms = last;
 	/* the lease may be granted before the prefix was read: an empty mirror is not "no record"

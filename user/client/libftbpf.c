@@ -469,6 +469,7 @@ int ftbpf_saved_gen(struct ftbpf *h, int64_t step, uint64_t generation)
 		(void)ftbpf_save_failed(h, step); /* the request must not wait for it */
 		return -ESTALE;
 	}
+	__atomic_store_n(&h->slot->failed_step, 0, __ATOMIC_RELAXED); /* saved again: made good */
 	__atomic_store_n(&h->slot->saved_generation, generation + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->slot->saved_ns, mono_ns(), __ATOMIC_RELAXED);
 	__atomic_store_n(&h->slot->saved_step, step, __ATOMIC_RELEASE);

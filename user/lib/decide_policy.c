@@ -187,67 +187,6 @@ int dp_request_done(const struct dp_records *r, const char *value, uint64_t *ret
 	return 1;
 }
 
-void dp_local(const struct dp_rank *ranks, int n, int64_t target, struct dp_local *l)
-{
-	memset(l, 0, sizeof(*l));
-	l->max_step = l->max_ack = -1;
-	for (int i = 0; i < n; i++) {
-		const struct dp_rank *k = &ranks[i];
-		int saved = target >= 0 && k->has_slot && k->saved >= target && k->saved_here;
-
-		if (k->world_size > l->world)
-			l->world = k->world_size;
-		if (target >= 0 && k->has_slot && !saved && k->failed == target)
-			l->failed++; /* its save was refused or failed: it will not come */
-		if (k->exited) {
-			l->saved += saved; /* it saved, then ended: its save counts (I2) */
-			continue;
-		}
-		l->live++;
-		if (!k->has_slot)
-			continue;
-		l->ranks++;
-		l->saved += saved;
-		if (k->step > l->max_step)
-			l->max_step = k->step;
-		if (k->ack >= 0) {
-			l->acked++;
-			if (k->ack > l->max_ack)
-				l->max_ack = k->ack;
-		}
-		if (target >= 0 && k->step > target && k->saving < target && !saved)
-			l->missed++;
-	}
-}
-
-void dp_step_rate(struct dp_memory *m, const struct dp_local *l, const struct dp_now *now)
-{
-	if (l->world > 0)
-		m->world = l->world;
-	if (l->max_step < 0)
-		return;
-	if (m->step_prev_ms && now->mono_ms > m->step_prev_ms + 500 &&
-	    (uint64_t)l->max_step >= m->step_prev) {
-		double rate = (double)((uint64_t)l->max_step - m->step_prev) * 1000.0 /
-			      (double)(now->mono_ms - m->step_prev_ms);
-
-		m->steps_per_s = m->steps_per_s ? 0.7 * m->steps_per_s + 0.3 * rate : rate;
-	}
-	if (!m->step_prev_ms || now->mono_ms > m->step_prev_ms + 500) {
-		m->step_prev = (uint64_t)l->max_step;
-		m->step_prev_ms = now->mono_ms;
-	}
-}
-
-int dp_margin(const struct dp_config *c, const struct dp_memory *m)
-{
-	double latency = c->shared ? 1.0 : 0.5;
-	double x = m->steps_per_s * latency * (double)(1 << (m->retargets > 6 ? 6 : m->retargets));
-
-	return x + 1 > c->margin ? (int)(x + 1) : c->margin;
-}
-
-/* The nodes counted for the request: members with ranks the generation does not leave out. */
 static int counted(const struct dp_config *c, const struct dp_records *r,
 		   const struct dp_node_member *m)
 {
@@ -321,6 +260,10 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 			if (x->ranks > 0 && x->saved < x->ranks && dp_member(r, r->rep[k].node))
 				all = 0;
 		}
+		for (int i = 0; i < r->nmem; i++) /* a member with ranks that reported nothing */
+			if (strcmp(r->mem[i].node, c->node) && counted(c, r, &r->mem[i]) &&
+			    !report_of(r, r->mem[i].node))
+				all = 0;
 		return all && l->saved >= l->ranks && saved >= world;
 	}
 	for (int i = 0; i < r->nmem; i++) {
@@ -621,17 +564,32 @@ int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_me
 		if (m->held)
 			act(out, DP_ACT_HOLD, -1, 0, "the store is reachable again");
 		m->fenced = m->held = 0;
+		m->guess_ms = 0;
 		return 0;
 	}
 	if (m->fenced)
 		return 1;
-	if (!other_members(c, r, ranks, n))
+	if (!other_members(c, r, ranks, n)) {
+		/* no member record read, and every rank of the world is here now (the last of a
+		 * job's ranks registered after the first look): it holds no longer */
+		if (m->held && !r->nmem) {
+			m->held = 0;
+			act(out, DP_ACT_HOLD, -1, 0, "every rank of the job runs here");
+		}
+		m->guess_ms = 0;
 		return 0;
+	}
+	/* with no member record the ranks' world is a guess (ranks still registering look like
+	 * ranks elsewhere): it ends them only once it said so for fence_after itself */
+	if (!r->nmem && !m->guess_ms)
+		m->guess_ms = r->unreachable_ms + 1;
 	if (!m->held && r->unreachable_ms >= (uint64_t)(c->hold_after_s * 1000)) {
 		m->held = 1; /* I6: before the others may act without us (our lease runs out) */
 		act(out, DP_ACT_HOLD, -1, 1, "the store cannot be reached");
 	}
 	if (r->unreachable_ms < (uint64_t)(c->fence_after_s * 1000))
+		return m->held;
+	if (!r->nmem && r->unreachable_ms + 1 - m->guess_ms < (uint64_t)(c->fence_after_s * 1000))
 		return m->held;
 	m->fenced = 1;
 	act(out, DP_ACT_FENCED, -1, 0, "");
@@ -980,6 +938,18 @@ void dp_preemption_pending(const struct dp_config *c, const struct dp_records *r
 		if (r->g.cause != DEC_CAUSE_PREEMPTION)
 			act(out, DP_ACT_PREEMPTION_LOST, -1, 0, why);
 		m->preempt_ms = 0;
+		return;
+	}
+	if (ck_failed(r, m) && r->ck.cause == DEC_CAUSE_PREEMPTION && m->preempt_saved &&
+	    c->preempt_grace_s > 0) {
+		/* the last save of a grace failed: the preemption ends with the save completed
+		 * before it (the generation resumes from the last complete one) */
+		snprintf(why, sizeof(why),
+			 "preempted: the last save (step %lld) failed; every rank saved step %lld",
+			 (long long)r->bind_target, (long long)r->last_complete);
+		m->final_claimed = 1;
+		m->preempt_ms = 0;
+		dp_claim_gen(c, r, m, DEC_CAUSE_PREEMPTION, "", now->wall_ms, why, now, out);
 		return;
 	}
 	if (ck_failed(r, m) && r->ck_n >= m->preempt_ck)

@@ -168,6 +168,9 @@ struct dp_memory {
 	int launcher_stopped;
 	uint32_t stopped_launcher; /* the pid of the launcher the agent stopped here (0 none) */
 	int held; /* the ranks wait at a step boundary (the store is unreachable) */
+	/* no member record read (no run known): the unreachable time (+ 1) at which the ranks'
+	 * world first said ranks run elsewhere (0: it does not) */
+	uint64_t guess_ms;
 	/* I6: the store was unreachable here (store_down), and when it answered again (mono, 0
 	 * never): every lease may have run out meanwhile (etcd stopped for everyone), and the
 	 * agents put their members again under new leases within a lease's TTL */

@@ -84,6 +84,10 @@ int nvml_open(struct nvml **ret)
 	*(void **)&n->procs_v3 = dlsym(n->lib, "nvmlDeviceGetComputeRunningProcesses_v3");
 	*(void **)&n->procs_v1 = dlsym(n->lib, "nvmlDeviceGetComputeRunningProcesses");
 	*(void **)&n->util = dlsym(n->lib, "nvmlDeviceGetProcessUtilization");
+	/* the first call's layout (nvmlProcessInfo_v1_t) is the one that never changed; the _v3
+	 * call's struct grew without a new name in some drivers (R535): only without the first */
+	if (n->procs_v1)
+		n->procs_v3 = NULL;
 	if (!init || !count || !n->shutdown || !n->handle || (!n->procs_v3 && !n->procs_v1)) {
 		dlclose(n->lib);
 		free(n);
