@@ -326,9 +326,9 @@ test: deps
 # compiler or libbpf (tests/gpu/run.sh says how to run it there)
 gpu-bundle: all
 	rm -rf $(BUILD)/gpu-bundle && mkdir -p $(BUILD)/gpu-bundle/bin/lib $(BUILD)/gpu-bundle/tests/gpu
-	cp $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/libnccl-profiler-ftbpf.so $(BUILD)/gpu-bundle/bin/
+	cp $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/ftbpf-top $(BUILD)/libnccl-profiler-ftbpf.so $(BUILD)/gpu-bundle/bin/
 	cp $$(command -v jq) $(BUILD)/gpu-bundle/bin/ # GPU images often lack it; the test needs it
-	ldd $(BUILD)/ftbpfd $(BUILD)/ftbpf $$(command -v jq) | awk '/=> \// {print $$3}' | sort -u | \
+	ldd $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/ftbpf-top $$(command -v jq) | awk '/=> \// {print $$3}' | sort -u | \
 		grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' | \
 		xargs -r -I{} cp -L {} $(BUILD)/gpu-bundle/bin/lib/
 	cp tests/gpu/run.sh tests/gpu/gpu_work.py $(BUILD)/gpu-bundle/tests/gpu/

@@ -25,7 +25,7 @@ PIDS=()
 # (through wrappers in $T/bin), the workloads' python never (it would load Debian's libssl,
 # libz or libffi in place of its own). A jq on the host is used before the bundle's.
 mkdir -p "$T/bin"
-for b in ftbpfd ftbpf jq; do
+for b in ftbpfd ftbpf ftbpf-top jq; do
 	[ $b = jq ] && command -v jq >/dev/null && continue
 	[ -x "$BIN/$b" ] || continue
 	printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec \047%s\047 "$@"\n' \
@@ -80,6 +80,16 @@ for r in 0 1; do
 	run gloo RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 TORCHELASTIC_RUN_ID=gloo-$$ \
 		$W ddp --backend gloo --dir "$T/gloo" --fault gpu-hang --fault-rank 1 --fault-after 100
 done
+# ftbpf-top's GPU% and GMEM from the driver's NVML (make test has a stand-in only): the loop's
+# rank holds GPU memory
+if [ -x "$BIN/ftbpf-top" ] && wait_for 60 test -s "$T/loop/pid.0"; then
+	sleep 3
+	"$BIN/ftbpf-top" --socket "$SOCK" --once --width 220 >"$T/top.txt" 2>&1
+	ROW=$(grep -E "^. loop +0 +$(cat "$T/loop/pid.0") " "$T/top.txt")
+	grep -qE "GPU% +GMEM" "$T/top.txt" && [ -n "$ROW" ] && ! echo "$ROW" | grep -qE " 0k " &&
+		pass "ftbpf-top's GPU columns from NVML: $(echo "$ROW" | tr -s ' ')" ||
+		fail "ftbpf-top's GPU columns: $(grep -E 'GPU%|THR|loop' "$T/top.txt" | head -3)"
+fi
 wait_for 60 test -s "$T/hang/hang.ts" || fail "hang: did not start: $(tail -3 "$T/hang/out")"
 if wait_for $((SOFT + 10)) hung hang; then
 	D=$(delay hang "$T/hang/hang.ts"); WHY=$(hang_event hang | jq -r .why)
