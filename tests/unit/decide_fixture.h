@@ -54,6 +54,16 @@ static inline void reset(void)
 	}
 }
 
+/* Request n of the current generation, bound at step. */
+static inline void bound_request(uint64_t n, int64_t step)
+{
+	rec.ck_n = n;
+	rec.ck.id = n;
+	rec.ck.target = step;
+	rec.bound = 1;
+	rec.bind_target = step;
+}
+
 static inline void member(const char *node, int ranks, uint64_t gen)
 {
 	struct dp_node_member *m = &rec.mem[rec.nmem++];

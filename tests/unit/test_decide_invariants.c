@@ -14,10 +14,7 @@ static void test_complete_world(void)
 	struct dp_local l;
 
 	reset();
-	rec.ck_n = 1;
-	rec.ck.id = 1;
-	rec.bound = 1;
-	rec.bind_target = 12;
+	bound_request(1, 12);
 	member("n1", 2, 0); /* n2's member key is gone: its agent died */
 	for (int i = 0; i < 2; i++) {
 		rk[i].world_size = 4;
@@ -56,10 +53,7 @@ static void test_complete_rejoined(void)
 	rec.g.world = 2;
 	rec.g.nexcluded = 1;
 	strcpy(rec.g.excluded[0], "x");
-	rec.ck_n = 1;
-	rec.ck.id = 1;
-	rec.bound = 1;
-	rec.bind_target = 12;
+	bound_request(1, 12);
 	member("n1", 2, 1);
 	member("x", 2, 1); /* back, with ranks */
 	for (int i = 0; i < 2; i++) {
@@ -604,12 +598,8 @@ static void stuck_request(void)
 	reset();
 	member("n1", 2, 0);
 	member("n2", 2, 0);
-	rec.ck_n = 1;
-	rec.ck.id = 1;
-	rec.ck.target = 12;
+	bound_request(1, 12);
 	rec.ck.cause = DEC_CAUSE_PREEMPTION;
-	rec.bound = 1;
-	rec.bind_target = 12;
 	rk[0].step = rk[1].step = 13;
 	rk[0].saving = rk[1].saving = 12;
 }

@@ -169,13 +169,8 @@ static void test_retarget(void)
 	struct dec_ckpt c;
 
 	reset();
-	rec.ck_n = 1;
-	rec.ck.generation = 0;
-	rec.ck.id = 1;
-	rec.ck.target = 8;
+	bound_request(1, 8);
 	rec.ck.cause = DEC_CAUSE_PREEMPTION;
-	rec.bound = 1;
-	rec.bind_target = 8;
 	member("n1", 2, 0);
 	rk[0].saving = rk[1].saving = 8; /* told, saving asynchronously: no re-target */
 	CU_ASSERT_EQUAL(dp_request_target(&rec), 8);
@@ -200,11 +195,7 @@ static void test_complete(void)
 	struct dp_local l;
 
 	reset();
-	rec.ck_n = 1;
-	rec.ck.id = 1;
-	rec.ck.target = 12;
-	rec.bound = 1;
-	rec.bind_target = 12;
+	bound_request(1, 12);
 	member("n1", 2, 0);
 	member("n2", 2, 0);
 	rk[0].saved = rk[1].saved = 12;

@@ -284,20 +284,20 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
 		      const struct dp_local *l, char *why, size_t len)
 {
+	const char *node = l->failed ? c->node : NULL;
+	int failed = l->failed;
+
 	if (!r->ck_n || !r->bound || r->ck_done)
 		return 0;
-	if (l->failed) {
-		snprintf(why, len, "the save of step %lld failed for %d rank(s) on %s",
-			 (long long)r->bind_target, l->failed, c->node);
-		return 1;
-	}
-	for (int k = 0; k < r->nrep; k++)
+	for (int k = 0; k < r->nrep && !node; k++)
 		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.failed > 0) {
-			snprintf(why, len, "the save of step %lld failed for %d rank(s) on %s",
-				 (long long)r->bind_target, r->rep[k].r.failed, r->rep[k].node);
-			return 1;
+			node = r->rep[k].node;
+			failed = r->rep[k].r.failed;
 		}
-	return 0;
+	if (node)
+		snprintf(why, len, "the save of step %lld failed for %d rank(s) on %s",
+			 (long long)r->bind_target, failed, node);
+	return node != NULL;
 }
 
 int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,

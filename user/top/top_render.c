@@ -6,6 +6,7 @@
 #include "top/top_render.h"
 
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,15 @@ static void fmt_kb(int64_t kb, char *buf, size_t n)
 		snprintf(buf, n, "%.1fG", (double)kb / (1024 * 1024));
 }
 
+/* A count, at most max; "-" unknown (< 0). */
+static void fmt_count(int v, int max, char *buf, size_t n)
+{
+	if (v < 0)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%d", v > max ? max : v);
+}
+
 static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 {
 	char a[32];
@@ -214,16 +224,10 @@ static void cell(const struct top_row *r, enum top_col c, char *buf, size_t n)
 		fmt_kb(r->rss_kb, buf, n);
 		break;
 	case TC_THR:
-		if (r->threads < 0)
-			snprintf(buf, n, "-");
-		else
-			snprintf(buf, n, "%d", r->threads);
+		fmt_count(r->threads, INT_MAX, buf, n);
 		break;
 	case TC_GPUU:
-		if (r->gpu_pct < 0)
-			snprintf(buf, n, "-");
-		else
-			snprintf(buf, n, "%d", r->gpu_pct > 999 ? 999 : r->gpu_pct);
+		fmt_count(r->gpu_pct, 999, buf, n);
 		break;
 	case TC_GMEM:
 		fmt_kb(r->gmem_kb, buf, n);
