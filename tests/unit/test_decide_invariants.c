@@ -671,6 +671,19 @@ static void test_failed_save(void)
 			0);
 	CU_ASSERT_EQUAL(claimed_ckpt(&c), 0);
 	CU_ASSERT_EQUAL(c.id, 2);
+	/* with node keys, a failure reported by a node that is no member of the run (another
+	 * job's key holder) ends nothing; n2's own (a member) does */
+	stuck_request();
+	rk[0].saved = rk[1].saved = 12;
+	rec.members_only = 1;
+	report("stranger", 2, 0);
+	rec.rep[0].r.failed = 2;
+	dp_local(rk, 2, 12, &l);
+	CU_ASSERT_FALSE(dp_request_failed(&cfg, &rec, &l, why, sizeof(why)));
+	report("n2", 2, 1);
+	rec.rep[1].r.failed = 1;
+	CU_ASSERT_TRUE(dp_request_failed(&cfg, &rec, &l, why, sizeof(why)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "on n2"));
 
 	/* a failure of another step is none; one said after the save was reported (its commit
 	 * failed) wins over it (the library clears it when a save is made good: saved again) */

@@ -290,7 +290,10 @@ int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
 	if (!r->ck_n || !r->bound || r->ck_done)
 		return 0;
 	for (int k = 0; k < r->nrep && !node; k++)
-		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.failed > 0) {
+		/* with node keys a report is its node's word: a failure counts from a member of
+		 * the run only (a key holder of another job cannot end this one's requests) */
+		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.failed > 0 &&
+		    (!r->members_only || dp_member(r, r->rep[k].node))) {
 			node = r->rep[k].node;
 			failed = r->rep[k].r.failed;
 		}

@@ -296,7 +296,8 @@ void dp_forget_lost(struct dp_memory *m, int i);
  * saved (l: this node's own ranks, fresher than its report)? */
 int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l);
 /* Did the bound request in progress fail (a rank's save of its step was refused or failed,
- * here, l, or on another node, by its report)? It can never complete: 1, and why; else 0. */
+ * here, l, or on another node, by its report: with members_only, a member's)? It can never
+ * complete: 1, and why; else 0. */
 int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
 		      const struct dp_local *l, char *why, size_t len);
 /* Has every rank acknowledged the pending request (by its world size, or every member node's
