@@ -182,7 +182,8 @@ int main(int argc, char **argv)
 	if (ftbpf_open(NULL, NULL, (int)rank, &h) < 0)
 		fprintf(log, "no agent: training without coordinated checkpoints\n");
 	sigaction(SIGTERM, &sa, NULL);
-	ftbpf_restart_info(h, &ri);
+	while (ftbpf_restart_info(h, &ri) == -EAGAIN) /* the run not known yet: no guess */
+		fprintf(log, "waiting for the job's decisions (the agent cannot read the store)\n");
 	fprintf(log, "START pid %d generation %llu from step %lld\n", getpid(),
 		(unsigned long long)ri.generation, (long long)ri.resume_step + 1);
 	{ /* the launcher's first start of this rank (torchrun: TORCHELASTIC_RESTART_COUNT) */

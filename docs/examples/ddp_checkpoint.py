@@ -41,7 +41,7 @@ def main():
     log = open(os.path.join(a.dir, "log.%d" % rank), "a", buffering=1)
     model = DDP(nn.Linear(32, 32))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    info = ftbpf.restart_info()
+    info = ftbpf.wait_restart_info()            # where the job resumes, once decided
     start = info["resume_step"] + 1
     token = -1
     if info["resume_step"] >= 0:                # resume from the last agreed checkpoint

@@ -166,8 +166,10 @@ struct ftbpf_restart_info {
 
 /* ftbpf_restart_info - a consistent copy of the decisions. 0, or -EINVAL for a NULL @ri. With
  * no agent: generation 0, nothing to resume from. While a generation is being decided for the
- * job on this node (a rank restarted right after a failure), it (and ftbpf_generation) waits
- * for the decision, 10 s at most. */
+ * job on this node (a rank restarted right after a failure), or the job's run is not known yet
+ * (the agent cannot read the store: cut off, just started), it (and ftbpf_generation) waits
+ * for the decision, 10 s at most; -EAGAIN when it is still not made: @ri then holds what the
+ * agent said so far, which is no decision to resume from (ask again). */
 int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri);
 
 #ifdef __cplusplus

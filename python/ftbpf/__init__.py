@@ -22,6 +22,7 @@ stderr, and the training goes on unwatched. `import ftbpf` does not import torch
 is made on first use). job_status() asks the agent about this process's job.
 """
 import ctypes
+import errno
 import json
 import os
 import socket as _socket
@@ -35,7 +36,8 @@ __all__ = ["expires", "acquire", "release", "ping", "step", "TimerClient", "Ftbp
            "install_preemption_handler", "checkpoint_requested", "should_save", "saved", "save_failed",
            "SaveTicket",
            "StaleTokenError", "fence_token",
-           "generation", "restart_info", "action", "await_checkpoint", "exit_for_restart",
+           "generation", "restart_info", "wait_restart_info", "action", "await_checkpoint",
+           "exit_for_restart",
            "job_status", "agent_available"]
 
 
@@ -387,11 +389,15 @@ def action():
 
 def restart_info():
     """The decisions for this rank's job: generation, resume_step (the last complete agreed
-    checkpoint, -1 none), cause, excluded nodes, the checkpoint in progress, the action."""
+    checkpoint, -1 none), cause, excluded nodes, the checkpoint in progress, the action.
+    decided: False when the agent could not say yet (it waited 10 s for a generation being
+    decided, or for the job's run while it cannot read the store): the rest is then no
+    decision to resume from; ask again (wait_restart_info() does)."""
     h = _handle_or_none()
     ri = _RestartInfo()
+    decided = True
     if h is not None:
-        _lib.ftbpf_restart_info(h, ctypes.byref(ri))
+        decided = _lib.ftbpf_restart_info(h, ctypes.byref(ri)) != -errno.EAGAIN
     else:
         ri.resume_step = ri.ckpt_step = -1
         ri.exit_code = 42
@@ -401,7 +407,21 @@ def restart_info():
             "action": _ACTIONS.get(ri.action, "none"), "exit_code": int(ri.exit_code),
             "cause": ri.cause.decode(errors="replace"),
             "excluded": [ri.excluded[i].value.decode(errors="replace")
-                         for i in range(min(ri.nexcluded, 4))]}
+                         for i in range(min(ri.nexcluded, 4))],
+            "decided": decided}
+
+
+def wait_restart_info(timeout=None):
+    """restart_info() once the agent has decided where this rank resumes (a rank starting while
+    its agent is cut off from the store waits; the agent holds and, after fence_after, ends the
+    job's ranks meanwhile). Raises TimeoutError after timeout seconds (None: no limit)."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        info = restart_info()
+        if info["decided"]:
+            return info
+        if end is not None and time.monotonic() > end:
+            raise TimeoutError("the agent has not decided where this rank resumes")
 
 
 def await_checkpoint(timeout=600.0, step=None):

@@ -2,11 +2,14 @@
 # time-limit: 360
 # Decisions when the store is missing or lies. A single-node job of two C ranks
 # (docs/examples/c_loop.c) with an agent told to agree in etcd:
-#   etcd down at start  status says unreachable; an operator's checkpoint is refused with a
-#                       clear error; a SIGTERM to a rank decides nothing (an event says why);
-#                       the ranks train on
-#   etcd comes up       reachable; the preemption is not lost (I5): its checkpoint is agreed
-#                       now, every rank saves and exits 42; a relaunch's checkpoint is made
+#   etcd down at start  status says unreachable; ranks that start wait for the job's
+#                       decisions (restart_info: -EAGAIN, slot settling) rather than train from
+#                       a guess (generation 0, no checkpoint: issue 32); an operator's
+#                       checkpoint is refused with a clear error; a SIGTERM to a rank decides
+#                       nothing (an event says why)
+#   etcd comes up       reachable; the ranks start (generation 0); the preemption is not lost
+#                       (I5): its checkpoint is agreed now, every rank saves and exits 42; a
+#                       relaunch's checkpoint is made
 #   bad records         records written into the job's keys by someone else (a forged gen/,
 #                       malformed, 1 MB, of no decision's shape, under another uid's prefix):
 #                       without the cluster key's MAC they are refused, counted, logged, and
@@ -30,13 +33,15 @@ export FTBPF_SOCKET=$SOCK
 head -c 48 /dev/urandom >"$T/key"; chmod 600 "$T/key"
 start_agent --soft-timeout 60 --hard-timeout 600 --action report --etcd-endpoints "$EP" \
 	--etcd-insecure 1 --key-file "$T/key" --etcd-prefix /ftbpf-zd/ --etcd-lease-ttl 3 --fence-after 2 || exit 1
-# launch DIR JOB: a launcher of two C ranks of JOB in DIR (D, LAUNCHER set), once they started
+# launch DIR JOB [WHAT]: a launcher of two C ranks of JOB in DIR (D, LAUNCHER set), once both
+# logged WHAT (START: they train)
 launch() {
 	D=$1; mkdir -p "$D"
 	/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --dir "$D" --job "$2" \
 		-- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
 	LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
-	wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
+	wait_until 30 bash -c "grep -qs '${3:-START}' '$D/log.0' && grep -qs '${3:-START}' '$D/log.1'" ||
+		fail "ranks did not log ${3:-START}: $(tail -n 2 "$D"/log.* 2>&1 | tr '\n' ' ')"
 	for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
 }
 # ranks_alive: every rank of the current launch lives
@@ -44,8 +49,11 @@ ranks_alive() { local p; for p in $(cat "$D/pids.0"); do alive "$p" || return 1;
 store() { status_json | jq -c ".agent.decisions.store | $1"; }
 [ "$(store '[.kind, .reachable]')" = '["etcd",false]' ] &&
 	pass "etcd down at start: status says unreachable ($(store .counters.error))" || fail "store: $(store .)"
-launch "$T/c" bjob
+launch "$T/c" bjob waiting
 sleep 1
+! grep -qs START "$D"/log.* &&
+	pass "etcd down: the ranks wait for the job's decisions (no run known), not train from a guess" ||
+	fail "ranks started with no decision: $(cat "$D"/log.* | head -3)"
 OUT=$(ftbpf checkpoint bjob 2>&1); RC=$?
 [ $RC -ne 0 ] && echo "$OUT" | grep -q unreachable &&
 	pass "checkpoint refused while etcd is down: $OUT" || fail "checkpoint with etcd down: rc=$RC $OUT"
@@ -56,8 +64,8 @@ untouched() {
 	ranks_alive || return 1
 	! has_event decision '.job=="bjob"' && ! has_event action '.job=="bjob"'
 }
-untouched && has_event decision_unavailable '.job=="bjob" and .trigger=="preemption signal"' &&
-	pass "a SIGTERM with etcd down: nothing decided (decision_unavailable logged), no action, both ranks train on" ||
+untouched && ! grep -qs START "$D"/log.* && has_event decision_unavailable '.job=="bjob" and .trigger=="preemption signal"' &&
+	pass "a SIGTERM with etcd down: nothing decided (decision_unavailable logged), no action, both ranks wait on" ||
 	fail "with etcd down: $(events_of decision | tail -2) $(events_of action | tail -2)"
 
 # ---- etcd comes up ----
@@ -71,6 +79,9 @@ start_etcd() {
 start_etcd
 wait_until 20 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.reachable)\" = true ]" &&
 	pass "etcd up: reachable" || fail "etcd up, still unreachable: $(store .)"
+wait_until 20 bash -c "grep -qs 'START.*generation 0 from step 0' '$D/log.0' && grep -qs 'START.*generation 0 from step 0' '$D/log.1'" &&
+	pass "etcd up: the ranks start, decided (generation 0, from step 0)" ||
+	fail "the ranks did not start once etcd answered: $(tail -2 "$D"/log.*)"
 wait_until 20 has_event decision '.kind=="checkpoint_complete" and .job=="bjob" and .cause=="preemption"' &&
 	pass "the preemption made while etcd was down is not lost: agreed once etcd is back" ||
 	fail "the preemption was lost: $(events_of decision | tail -2)"
@@ -145,12 +156,13 @@ kill -9 $LAUNCHER $(cat "$D/pids.0") 2>/dev/null # bjob's pending preemption is 
 start_etcd
 wait_until 20 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq .agent.decisions.store.reachable)\" = true ]" ||
 	fail "etcd up again, still unreachable: $(store .)"
-launch() { # as above, as node 0 of NNODES (1): launch DIR JOB [NNODES]
+launch() { # as above, as node 0 of NNODES (1): launch DIR JOB [NNODES [WHAT]]
 	D=$1; mkdir -p "$D"
 	/usr/bin/python3 "$ROOT/tests/workloads/launcher.py" --nproc 2 --nnodes "${3:-1}" --node-rank 0 --dir "$D" \
 		--job "$2" -- "$B/examples/c_loop" --dir "$D" --rank "{rank}" --step-ms 50 >/dev/null 2>&1 &
 	LAUNCHER=$!; WORKLOAD_PIDS+=($LAUNCHER)
-	wait_until 20 bash -c "grep -qs START '$D/log.0' && grep -qs START '$D/log.1'" || fail "ranks did not start"
+	wait_until 30 bash -c "grep -qs '${4:-START}' '$D/log.0' && grep -qs '${4:-START}' '$D/log.1'" ||
+		fail "ranks did not log ${4:-START}: $(tail -n 2 "$D"/log.* 2>&1 | tr '\n' ' ')"
 	for p in $(cat "$D/pids.0"); do WORKLOAD_PIDS+=($p); done
 }
 launch "$T/y" yjob 1; YD=$D; YL=$LAUNCHER
@@ -208,7 +220,7 @@ JPORT=$((EPORT + 2000))
 wait_until 10 curl -s -o /dev/null "http://127.0.0.1:$JPORT/" -d x
 start_agent --soft-timeout 60 --hard-timeout 600 --action report \
 	--etcd-endpoints "http://127.0.0.1:$JPORT" --etcd-insecure 1 --key-file "$T/key" --etcd-prefix /ftbpf-zd/ || exit 1
-launch "$T/j" jjob
+launch "$T/j" jjob 1 waiting # no store to read: they wait for the job's decisions
 wait_until 15 bash -c "[ \"\$('$B/ftbpf' --socket '$SOCK' status --json | jq '.agent.decisions.store.counters.bad_replies')\" -ge 3 ]" &&
 	pass "malformed etcd replies counted: $(store .counters.bad_replies) bad replies ($(store .counters.error))" ||
 	fail "bad replies not counted: $(store .)"
@@ -219,7 +231,7 @@ kill -TERM "$(awk '{print $1}' "$D/pids.0")"
 sleep 3
 live=1; ranks_alive || live=0
 [ "$(store .reachable)" = false ] && [ $live = 1 ] && ! has_event decision '.job=="jjob"' && alive "$AGENT_PID" &&
-	pass "a lying store: unreachable, nothing decided, ranks train on, the agent lives" ||
+	pass "a lying store: unreachable, nothing decided, ranks wait on, the agent lives" ||
 	fail "junk store: reachable $(store .reachable), ranks alive $live"
 kill -9 $LAUNCHER $(cat "$D/pids.0") 2>/dev/null
 finish

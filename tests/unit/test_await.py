@@ -74,6 +74,39 @@ class Await(unittest.TestCase):
             self.assertEqual(ftbpf.await_checkpoint(1.0), "none")
 
 
+class WaitRestartInfo(unittest.TestCase):
+    """Issue 32: a rank that starts while its agent cannot read the store is not handed
+    generation 0 and no checkpoint as if decided: restart_info says decided False (the C call
+    answered -EAGAIN), and wait_restart_info asks again until it is decided."""
+
+    def test_asks_until_decided(self):
+        import errno
+        answers = [-errno.EAGAIN, -errno.EAGAIN, 0]
+
+        def fake(h, ri):
+            return answers.pop(0)
+        fake_lib = mock.Mock()
+        fake_lib.ftbpf_restart_info.side_effect = fake
+        with mock.patch.object(ftbpf, "_handle_or_none", return_value=1), \
+                mock.patch.object(ftbpf, "_lib", fake_lib):
+            self.assertFalse(ftbpf.restart_info()["decided"])
+            info = ftbpf.wait_restart_info(timeout=5)
+        self.assertTrue(info["decided"])
+        self.assertEqual(fake_lib.ftbpf_restart_info.call_count, 3)
+
+    def test_timeout(self):
+        import errno
+        fake_lib = mock.Mock()
+        fake_lib.ftbpf_restart_info.return_value = -errno.EAGAIN
+        with mock.patch.object(ftbpf, "_handle_or_none", return_value=1), \
+                mock.patch.object(ftbpf, "_lib", fake_lib):
+            with self.assertRaises(TimeoutError):
+                ftbpf.wait_restart_info(timeout=0)
+
+    def test_no_agent_is_decided(self):
+        self.assertTrue(ftbpf.restart_info()["decided"])
+
+
 if __name__ == "__main__":
     r = unittest.main(exit=False, verbosity=1).result
     sys.exit(len(r.failures) + len(r.errors))

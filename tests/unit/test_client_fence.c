@@ -8,6 +8,7 @@
 #include "client/libftbpf.c"
 
 #include <CUnit/Basic.h>
+#include <pthread.h>
 
 static struct ftbpf_slot slot;
 static struct ftbpf handle;
@@ -133,6 +134,41 @@ static void test_save_failed(void)
 	CU_ASSERT_EQUAL(slot.failed_step, 0);
 }
 
+static void *settle_later(void *arg)
+{
+	struct timespec ts = {0, 50000000};
+
+	(void)arg;
+	nanosleep(&ts, NULL);
+	slot.dec.generation = 3;
+	slot.dec.resume_step = 40;
+	__atomic_store_n(&slot.settling, 0, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Issue 32: a rank that starts while its agent has not decided (a generation being decided, or
+ * no run known: the store not read) waits; still undecided after the wait, restart_info says
+ * so (-EAGAIN) rather than hand out generation 0 and no checkpoint as if decided. */
+static void test_restart_info_waits_for_decision(void)
+{
+	struct ftbpf_restart_info ri;
+	pthread_t t;
+
+	requested(0);
+	slot.dec.ckpt_state = FTBPF_CK_NONE;
+	slot.settling = 1;
+	settle_wait_ns = 100000000ull; /* 0.1 s here, 10 s in the library */
+	CU_ASSERT_EQUAL(ftbpf_restart_info(&handle, &ri), -EAGAIN);
+	CU_ASSERT_EQUAL(ri.resume_step, -1);
+	settle_wait_ns = 5000000000ull;
+	CU_ASSERT_EQUAL(pthread_create(&t, NULL, settle_later, NULL), 0);
+	CU_ASSERT_EQUAL(ftbpf_restart_info(&handle, &ri), 0); /* decided meanwhile: read after */
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(ri.generation, 3);
+	CU_ASSERT_EQUAL(ri.resume_step, 40);
+	settle_wait_ns = 10000000000ull;
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -145,6 +181,8 @@ int main(void)
 	CU_add_test(s, "a stale fencing token is refused (I4)", test_stale_token_is_refused);
 	CU_add_test(s, "saved fences with the ticket, none without", test_saved_needs_ticket);
 	CU_add_test(s, "a failed save is said (issue 32)", test_save_failed);
+	CU_add_test(s, "restart_info waits for the decision (issue 32)",
+		    test_restart_info_waits_for_decision);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

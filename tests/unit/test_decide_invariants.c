@@ -279,6 +279,9 @@ static void test_resume_per_generation(void)
 	struct ftbpf_slot_decision x;
 
 	reset();
+	rec.run = 0; /* no run chosen yet (the store not read): a live rank waits, none to wait */
+	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2));
+	CU_ASSERT_FALSE(dp_settling(&cfg, &rec, &mem, rk, 0));
 	rec.run = 2;
 	CU_ASSERT_TRUE(dp_settling(&cfg, &rec, &mem, rk, 2)); /* the run's record not seen yet */
 	rec.run_known = 1;

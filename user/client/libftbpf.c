@@ -500,8 +500,11 @@ int ftbpf_saved(struct ftbpf *h, int64_t step)
 }
 
 /* A generation being decided for the job here (a rank of it failed and a restarted one asks
- * where to resume): wait until it is decided, 10 s at most. */
-static void settle(const struct ftbpf *h)
+ * where to resume), or no run known yet (the store not read): wait until it is decided, 10 s
+ * at most. 0 settled, -EAGAIN still not. */
+static uint64_t settle_wait_ns = 10000000000ull;
+
+static int settle(const struct ftbpf *h)
 {
 	uint64_t until = 0;
 
@@ -509,24 +512,25 @@ static void settle(const struct ftbpf *h)
 		struct timespec ts = {0, 2000000};
 
 		if (!until)
-			until = mono_ns() + 10000000000ull;
+			until = mono_ns() + settle_wait_ns;
 		else if (mono_ns() > until)
-			return;
+			return -EAGAIN;
 		nanosleep(&ts, NULL);
 	}
+	return 0;
 }
 
 uint64_t ftbpf_generation(const struct ftbpf *h)
 {
 	const struct ftbpf_slot_decision *d = dec(h);
 
-	settle(h);
+	(void)settle(h);
 	return d ? __atomic_load_n(&d->generation, __ATOMIC_ACQUIRE) : 0;
 }
 
 uint64_t ftbpf_fence_token(const struct ftbpf *h)
 {
-	settle(h);
+	(void)settle(h);
 	return dec(h) ? __atomic_load_n(&h->slot->fence_token, __ATOMIC_ACQUIRE) : 0;
 }
 
@@ -559,9 +563,11 @@ int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri)
 	struct ftbpf_slot_decision c;
 	uint64_t s1, s2;
 
+	int unsettled;
+
 	if (!ri)
 		return -EINVAL;
-	settle(h);
+	unsettled = settle(h);
 	memset(ri, 0, sizeof(*ri));
 	ri->resume_step = ri->ckpt_step = -1;
 	ri->exit_code = 42;
@@ -586,7 +592,7 @@ int ftbpf_restart_info(const struct ftbpf *h, struct ftbpf_restart_info *ri)
 	for (int i = 0; i < ri->nexcluded; i++)
 		snprintf(ri->excluded[i], sizeof(ri->excluded[i]), "%.*s", FTBPF_NODE_LEN - 1,
 			 c.excluded[i]);
-	return 0;
+	return unsettled;
 }
 
 void ftbpf_close(struct ftbpf *h)

@@ -124,6 +124,11 @@ int dp_settling(const struct dp_config *c, const struct dp_records *r, const str
 {
 	if (m->claimed_gen_ms || (r->run && !r->run_known))
 		return 1;
+	/* no run chosen yet (the store not read: cut off, an agent just started): where a rank
+	 * starting now resumes from is not known, and gen 0 / no checkpoint would be a guess */
+	for (int i = 0; i < n && !r->run; i++) /* (one registering has a slot, nothing written) */
+		if ((ranks[i].registered || ranks[i].has_slot) && !ranks[i].exited)
+			return 1;
 	for (int i = 0; i < n; i++) /* a failure here that no generation deals with yet */
 		if (ranks[i].registered && ranks[i].generation == r->gen &&
 		    !(r->gen && r->g.stop) && dp_abnormal_exit(c, &ranks[i]))

@@ -247,7 +247,8 @@ int dp_started_since(const struct dp_rank *k, uint64_t mono_ms);
 uint32_t dp_told_to_exit(const struct dp_config *c, const struct dp_records *r,
 			 const struct dp_memory *m, const struct dp_rank *k);
 /* Is a decision being made here that a rank starting now must wait for (settling in its slot):
- * a generation claimed, a failure of a local rank not yet decided, the run's record not seen? */
+ * a generation claimed, a failure of a local rank not yet decided, the run's record not seen,
+ * no run chosen yet for a live registered rank (the store not read)? */
 int dp_settling(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
 		const struct dp_rank *ranks, int n);
 /* The decision as the rank's slot holds it (seq not set). */
