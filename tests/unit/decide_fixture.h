@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/decide_policy.h"
+#include "lib/decide_records.h"
 
 static struct dp_config cfg;
 static struct dp_records rec;
@@ -35,11 +36,11 @@ static inline void reset(void)
 	cfg.fence_after_s = 3;
 	cfg.hold_after_s = 1.5;
 	cfg.lease_ttl_s = 3;
-	memset(&rec, 0, sizeof(rec));
+	dr_clear(&rec); /* the node tables freed */
 	rec.reachable = 1;
 	rec.last_complete = -1;
 	rec.g.resume_step = -1;
-	memset(&mem, 0, sizeof(mem));
+	dp_memory_clear(&mem);
 	memset(&out, 0, sizeof(out));
 	memset(rk, 0, sizeof(rk));
 	for (int i = 0; i < 4; i++) {
@@ -64,25 +65,39 @@ static inline void bound_request(uint64_t n, int64_t step)
 	rec.bind_target = step;
 }
 
-static inline void member(const char *node, int ranks, uint64_t gen)
+/* Node's member record, to change (NULL: none). */
+static inline struct dp_node_member *member_of(const char *node)
 {
-	struct dp_node_member *m = &rec.mem[rec.nmem++];
-
-	snprintf(m->node, sizeof(m->node), "%s", node);
-	m->m.ranks = ranks;
-	m->m.generation = gen;
-	m->m.lease = 7;
-	m->m.lease_ttl_s = 3;
+	return (struct dp_node_member *)dp_member(&rec, node);
 }
 
-static inline void report(const char *node, int ranks, int saved)
+/* Node's member record (added in node order: the table is sorted), to change further. */
+static inline struct dp_node_member *member(const char *node, int ranks, uint64_t gen)
 {
-	struct dp_node_report *x = &rec.rep[rec.nrep++];
+	struct dec_member m = {.ranks = ranks, .generation = gen, .lease = 7, .lease_ttl_s = 3};
 
-	snprintf(x->node, sizeof(x->node), "%s", node);
-	x->r.ranks = ranks;
-	x->r.saved = saved;
-	x->r.max_step = 10;
+	CU_ASSERT_EQUAL_FATAL(dr_add_member(&rec, node, &m), 0);
+	return member_of(node);
+}
+
+/* Node's report on the current request (in node order), to change further. */
+static inline struct dec_report *report(const char *node, int ranks, int saved)
+{
+	struct dec_report x = {.ranks = ranks, .saved = saved, .max_step = 10};
+
+	CU_ASSERT_EQUAL_FATAL(dr_add_report(&rec, node, &x), 0);
+	return (struct dec_report *)dp_report(&rec, node);
+}
+
+/* Node left out of the current generation with its ranks (out/G/NODE); its record refused. */
+static inline void left_out(const char *node, int ranks)
+{
+	CU_ASSERT_EQUAL_FATAL(dr_add_out(&rec, node, ranks), 0);
+}
+
+static inline void out_refused(const char *node)
+{
+	CU_ASSERT_EQUAL_FATAL(dr_add_out_refused(&rec, node), 0);
 }
 
 static inline int count(enum dp_act_kind kind)

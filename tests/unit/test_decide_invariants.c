@@ -424,8 +424,7 @@ static void test_one_fault_one_generation(void)
 	}
 	/* a refused record (an older agent's, malformed, a stranger's) holds the create-only key:
 	 * ours is put over it, not claimed beside it */
-	strcpy(rec.out_refused[0], "n3");
-	rec.nout_refused = 1;
+	out_refused("n3");
 	CU_ASSERT_TRUE(dp_out_refused(&rec, "n3") && !dp_out_refused(&rec, "n2"));
 	out.nwrites = 0;
 	dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out);
@@ -438,9 +437,7 @@ static void test_one_fault_one_generation(void)
 	{
 		struct dp_local l;
 
-		strcpy(rec.out[0], "n3");
-		rec.out_ranks[0] = 2;
-		rec.nout = 1;
+		left_out("n3", 2);
 		rec.ck_n = 1;
 		rec.bound = 1;
 		rec.bind_target = 9;
@@ -679,12 +676,10 @@ static void test_failed_save(void)
 	stuck_request();
 	rk[0].saved = rk[1].saved = 12;
 	rec.members_only = 1;
-	report("stranger", 2, 0);
-	rec.rep[0].r.failed = 2;
+	report("stranger", 2, 0)->failed = 2;
 	dp_local(rk, 2, 12, &l);
 	CU_ASSERT_FALSE(dp_request_failed(&cfg, &rec, &l, why, sizeof(why)));
-	report("n2", 2, 1);
-	rec.rep[1].r.failed = 1;
+	report("n2", 2, 1)->failed = 1;
 	CU_ASSERT_TRUE(dp_request_failed(&cfg, &rec, &l, why, sizeof(why)));
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "on n2"));
 

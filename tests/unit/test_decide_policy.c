@@ -385,8 +385,7 @@ static void test_hang_culprit_mesh(void)
 	reset();
 	strcpy(cfg.mesh, "10.0.0.1:7946");
 	member("n1", 2, 0);
-	member("gpu-host-3", 2, 0);
-	strcpy(rec.mem[1].m.mesh, "10.0.0.3:7946");
+	strcpy(member("gpu-host-3", 2, 0)->m.mesh, "10.0.0.3:7946");
 	CU_ASSERT_STRING_EQUAL(dp_node_by_mesh(&rec, "10.0.0.3:7946"), "gpu-host-3");
 	CU_ASSERT_STRING_EQUAL(dp_node_by_mesh(&rec, "n1"), "n1"); /* named by its address */
 	CU_ASSERT_PTR_NULL(dp_node_by_mesh(&rec, "10.0.0.9:7946"));
@@ -408,8 +407,7 @@ static void test_hang_culprit_mesh(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(g.why, "10.0.0.9:7946 (no member)"));
 	/* the mesh's dead peer, by its address, is the member it is */
 	reset();
-	member("gpu-host-3", 2, 0);
-	strcpy(rec.mem[0].m.mesh, "10.0.0.3:7946");
+	strcpy(member("gpu-host-3", 2, 0)->m.mesh, "10.0.0.3:7946");
 	dp_peer_dead(&mem, &rec, dp_node_by_mesh(&rec, "10.0.0.3:7946"), &now);
 	CU_ASSERT_EQUAL(mem.nsuspect, 1);
 	CU_ASSERT_STRING_EQUAL(mem.suspect[0], "gpu-host-3");
@@ -644,7 +642,7 @@ static void test_loss_waits_own_renewal(void)
 /* rule: the mesh's word alone never makes a node lost: its lease confirms it */
 static void test_suspects(void)
 {
-	struct dp_lease l[DP_MAX_NODES] = {{0}};
+	struct dp_lease l[DP_MAX_LOST] = {{0}};
 	struct dp_now t = now;
 
 	reset();
@@ -669,7 +667,7 @@ static void test_suspects(void)
 	dp_peer_alive(&mem, "n2");
 	CU_ASSERT_EQUAL(mem.nlost, 0);
 	/* a node without a lease (a local store) is never suspected */
-	rec.mem[1].m.lease = 0;
+	member_of("n2")->m.lease = 0;
 	dp_peer_dead(&mem, &rec, "n2", &t);
 	CU_ASSERT_EQUAL(mem.nsuspect, 0);
 }

@@ -92,7 +92,7 @@ static void tick_job(struct decider *d, struct djob *dj)
 	struct job *j = local_job(d, dj);
 	struct dp_records *r = &dj->rec;
 	struct dp_memory *m = &dj->mem;
-	struct dp_lease leases[DP_MAX_NODES];
+	struct dp_lease leases[DP_MAX_LOST]; /* one per suspect */
 	struct dp_local l;
 	struct dp_now now;
 
@@ -179,7 +179,7 @@ static void forget_idle(struct decider *d)
 		    (now.mono_ms - dj->idle_ms < IDLE_FORGET_FULL_MS || dj->uid == 0 ||
 		     dc_user_jobs(d, dj->uid) < MAX_JOBS_PER_USER))
 			continue;
-		free(dj);
+		dc_free_job(dj);
 		d->jobs[i] = d->jobs[--d->njobs];
 	}
 }
@@ -398,7 +398,7 @@ void decider_free(struct decider *d)
 			kill(d->jobs[i]->health_pid, SIGKILL);
 			waitpid(d->jobs[i]->health_pid, NULL, 0);
 		}
-		free(d->jobs[i]);
+		dc_free_job(d->jobs[i]);
 	}
 	free(d->rk);
 	free(d->rk_of);

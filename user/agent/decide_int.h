@@ -78,6 +78,8 @@ int dc_user_jobs(const struct decider *d, uid_t uid);
 /* The job as the decider follows it; create: add it when new (NULL: none, no room, or the
  * user's share of the table is full). */
 struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create);
+/* Free a job dc_find made, with what its records and memory hold. */
+void dc_free_job(struct djob *dj);
 /* Read what the store holds for the job's run into dj->rec (refused records into dj->refused). */
 void dc_load(struct decider *d, struct djob *dj);
 /* The run a newly registered rank k of job j is in (chosen, claimed and recorded when this

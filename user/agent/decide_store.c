@@ -9,6 +9,7 @@
 #include "agent/decide_int.h"
 #include "agent/store.h"
 #include "lib/config.h"
+#include "lib/decide_records.h"
 #include "lib/ranks.h"
 #include "lib/starttime.h"
 #include "os/clock.h"
@@ -82,6 +83,15 @@ struct djob *dc_find(struct decider *d, uid_t uid, const char *id, int create)
 	return dj;
 }
 
+void dc_free_job(struct djob *dj)
+{
+	if (!dj)
+		return;
+	dr_clear(&dj->rec);
+	dp_memory_clear(&dj->mem);
+	free(dj);
+}
+
 /* ---- reading the store ---- */
 struct load_ctx {
 	const char *prefix;
@@ -94,10 +104,7 @@ struct load_ctx {
 /* Is node a member of the run (a members/ record of its own)? */
 static int is_member(const struct dp_records *r, const char *node)
 {
-	for (int i = 0; i < r->nmem; i++)
-		if (!strcmp(r->mem[i].node, node))
-			return 1;
-	return 0;
+	return dp_member(r, node) != NULL;
 }
 
 /* A record that is not what it says (malformed, too big, of another shape): not followed,
@@ -129,15 +136,17 @@ static int load_member(void *ctx, const char *key, const char *value)
 	struct load_ctx *lc = ctx;
 	struct dp_records *r = lc->r;
 	const char *k = key + strlen(lc->prefix);
+	struct dec_member m;
+	int rc;
 
-	if (strncmp(k, "members/", 8) || r->nmem >= DP_MAX_NODES)
+	if (strncmp(k, "members/", 8))
 		return 0;
-	if (dec_node_valid(k + 8) && dec_member_parse(value, &r->mem[r->nmem].m) == 0) {
-		snprintf(r->mem[r->nmem].node, sizeof(r->mem[r->nmem].node), "%s", k + 8);
-		r->nmem++;
-	} else {
+	if (!dec_node_valid(k + 8) || dec_member_parse(value, &m) < 0)
 		refuse(lc, key, value, "malformed member record");
-	}
+	else if ((rc = dr_add_member(r, k + 8, &m)) == -ENOMEM)
+		refuse(lc, key, value, "member record not followed: out of memory");
+	else if (rc < 0)
+		refuse(lc, key, value, "member record of a node already a member");
 	return 0;
 }
 
@@ -214,15 +223,14 @@ static int load_ckpt(void *ctx, const char *key, const char *value)
 			refuse(lc, key, value,
 			       bad ? "malformed left-out record"
 				   : "left out by a node that is no member of the run");
-			if (cur && r->nout_refused < DP_MAX_NODES) /* ours goes over it */
-				snprintf(r->out_refused[r->nout_refused++], DEC_NODE_LEN, "%s",
-					 node + 1);
+			/* ours goes over it (without the memory to note it: ours is claimed, and
+			 * refused, until there is) */
+			if (cur && dr_add_out_refused(r, node + 1) < 0)
+				refuse(lc, key, value, "refused left-out record: out of memory");
 			return 0;
 		}
-		if (cur && r->nout < DP_MAX_NODES) {
-			snprintf(r->out[r->nout], DEC_NODE_LEN, "%s", node + 1);
-			r->out_ranks[r->nout++] = x.ranks;
-		}
+		if (cur && dr_add_out(r, node + 1, x.ranks) < 0)
+			refuse(lc, key, value, "left-out record not followed: out of memory");
 	} else if (dec_key_numbers(k, "done", &g, &n) == 0) {
 		char bkey[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *bv;
 		struct dec_bind b;
@@ -259,22 +267,17 @@ static int load_reports(void *ctx, const char *key, const char *value)
 {
 	struct dp_records *r = ((struct load_ctx *)ctx)->r;
 	const char *node = strrchr(key, '/') + 1;
+	struct dec_report x;
+	int rc;
 
-	if (r->nrep == DP_MAX_NODES || !dec_node_valid(node)) {
+	if (!dec_node_valid(node))
 		refuse(ctx, key, value, "report of no valid node");
-		return 0;
-	}
-	struct dp_node_report *x;
-
-	if (r->nrep == DP_MAX_NODES || !dec_node_valid(node))
-		return 0;
-	x = &r->rep[r->nrep];
-	if (dec_report_parse(value, &x->r) == 0) {
-		snprintf(x->node, sizeof(x->node), "%s", node);
-		r->nrep++;
-	} else {
+	else if (dec_report_parse(value, &x) < 0)
 		refuse(ctx, key, value, "malformed report");
-	}
+	else if ((rc = dr_add_report(r, node, &x)) == -ENOMEM)
+		refuse(ctx, key, value, "report not followed: out of memory");
+	else if (rc < 0)
+		refuse(ctx, key, value, "second report of a node");
 	return 0;
 }
 
@@ -305,7 +308,8 @@ void dc_load(struct decider *d, struct djob *dj)
 
 	memset(r, 0, offsetof(struct dp_records, fail_at));
 	r->g.resume_step = -1;
-	r->nfail = r->nfault = r->nmem = r->nrep = r->nout = r->nout_refused = 0;
+	r->nfail = r->nfault = 0;
+	dr_reset(r); /* the node tables keep their memory */
 	r->ck_n = 0;
 	r->ck_done = r->bound = r->done_refused = 0;
 	r->done_at_ms = 0;
@@ -380,8 +384,8 @@ static void set_run(struct djob *dj, uint64_t run)
 	 * could not be read yet, a preemption say, is this run's) */
 	if (dj->run != run) {
 		if (dj->run)
-			memset(&dj->mem, 0, sizeof(dj->mem));
-		memset(&dj->rec, 0, sizeof(dj->rec));
+			dp_memory_clear(&dj->mem);
+		dr_clear(&dj->rec);
 		dj->rec.last_complete = -1;
 		dj->run_ms = clock_mono_ns() / 1000000;
 	}
@@ -541,7 +545,7 @@ int dc_reset(struct decider *d, struct djob *dj)
 	int r = store_delete_prefix(d->st, dj->jprefix);
 
 	if (r == 0) {
-		memset(&dj->mem, 0, sizeof(dj->mem));
+		dp_memory_clear(&dj->mem);
 		memset(&dj->launch, 0, sizeof(dj->launch));
 		dj->run = 0;
 		dj->prefix[0] = 0;

@@ -2,17 +2,39 @@
  * belongs to, the fencing token), the job's members, and how this node comes to hold one lost
  * (see decide_policy.h and docs/decisions.md: I1, I6). */
 #include "lib/decide_policy.h"
+#include "lib/growbuf.h"
 #include "lib/starttime.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+int dp_node_cmp(const void *key, const void *entry)
+{
+	return strcmp(key, entry); /* the entry's first field: its node name */
+}
 
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node)
 {
-	for (int i = 0; i < r->nmem; i++)
-		if (!strcmp(r->mem[i].node, node))
-			return &r->mem[i];
-	return NULL;
+	if (!r->nmem)
+		return NULL;
+	return bsearch(node, r->mem, (size_t)r->nmem, sizeof(r->mem[0]), dp_node_cmp);
+}
+
+const struct dec_report *dp_report(const struct dp_records *r, const char *node)
+{
+	const struct dp_node_report *x;
+
+	if (!r->nrep)
+		return NULL;
+	x = bsearch(node, r->rep, (size_t)r->nrep, sizeof(r->rep[0]), dp_node_cmp);
+	return x ? &x->r : NULL;
+}
+
+void dp_memory_clear(struct dp_memory *m)
+{
+	free(m->prev);
+	memset(m, 0, sizeof(*m));
 }
 
 int dp_out_believed(const struct dp_records *r, const struct dec_out *x, int members_only)
@@ -68,7 +90,7 @@ static void lost_node(struct dp_memory *m, const struct dp_records *r, const cha
 	for (int i = 0; i < m->nlost; i++)
 		if (!strcmp(m->lost[i], node))
 			return;
-	if (m->nlost < DP_MAX_NODES) {
+	if (m->nlost < DP_MAX_LOST) {
 		snprintf(m->lost[m->nlost], DEC_NODE_LEN, "%s", node);
 		m->lost_gen[m->nlost] = gen;
 		m->lost_ranks[m->nlost] = ranks;
@@ -82,15 +104,21 @@ void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct d
 {
 	int n = 0;
 
+	if (r->mem_short)
+		return; /* members missing may be alive: the next look, with all of them, decides */
 	for (int i = 0; i < m->nprev; i++)
-		if (!dp_member(r, m->prev_mem[i]) && strcmp(m->prev_mem[i], c->node))
-			lost_node(m, r, m->prev_mem[i], m->prev_gen[i], m->prev_ranks[i],
+		if (!dp_member(r, m->prev[i].node) && strcmp(m->prev[i].node, c->node))
+			lost_node(m, r, m->prev[i].node, m->prev[i].gen, m->prev[i].ranks,
 				  now->mono_ms, now->wall_ms);
-	for (int i = 0; i < r->nmem && n < DP_MAX_NODES; i++)
+	/* the table grows with the members; without the memory to, the members beyond it are
+	 * not followed until there is (never a crash, never a member taken for lost) */
+	for (int i = 0; i < r->nmem; i++)
 		if (r->mem[i].m.ranks > 0) {
-			m->prev_gen[n] = r->mem[i].m.generation;
-			m->prev_ranks[n] = r->mem[i].m.ranks;
-			snprintf(m->prev_mem[n++], DEC_NODE_LEN, "%s", r->mem[i].node);
+			if (growbuf_items((void **)&m->prev, &m->prev_cap, n, sizeof(*m->prev)) < 0)
+				break;
+			m->prev[n].gen = r->mem[i].m.generation;
+			m->prev[n].ranks = r->mem[i].m.ranks;
+			snprintf(m->prev[n++].node, DEC_NODE_LEN, "%s", r->mem[i].node);
 		}
 	m->nprev = n;
 	/* a lost node that is back (its member key again: its agent reaches the store) is not
@@ -120,7 +148,7 @@ void dp_peer_dead(struct dp_memory *m, const struct dp_records *r, const char *n
 	/* the node's lease has the last word (the mesh may have taken another's word, or lost
 	 * only UDP): suspect it, and read its lease. Only etcd holds other nodes' members, with
 	 * leases: a node deciding alone has no member to lose. */
-	if (x && x->m.ranks > 0 && x->m.lease > 0 && m->nsuspect < DP_MAX_NODES &&
+	if (x && x->m.ranks > 0 && x->m.lease > 0 && m->nsuspect < DP_MAX_LOST &&
 	    !suspected(m, node)) {
 		snprintf(m->suspect[m->nsuspect], DEC_NODE_LEN, "%s", node);
 		m->suspect_ms[m->nsuspect++] = now->mono_ms;
@@ -149,7 +177,7 @@ void dp_peer_alive(struct dp_memory *m, const char *node)
 void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 			 const struct dp_lease *leases, const struct dp_now *now)
 {
-	struct dp_lease l[DP_MAX_NODES];
+	struct dp_lease l[DP_MAX_LOST];
 	int n = m->nsuspect;
 
 	memcpy(l, leases, sizeof(l[0]) * (size_t)n);

@@ -199,14 +199,6 @@ static int counted(const struct dp_config *c, const struct dp_records *r,
 	return m->m.ranks > 0 && !m->m.excluded && !dp_left_out(r, m->node);
 }
 
-static const struct dec_report *report_of(const struct dp_records *r, const char *node)
-{
-	for (int k = 0; k < r->nrep; k++)
-		if (!strcmp(r->rep[k].node, node))
-			return &r->rep[k].r;
-	return NULL;
-}
-
 /* The world size of the current generation, from what its ranks report (0 unknown): the
  * generation's own (its left-out nodes' ranks taken away), less the ranks of nodes lost since
  * as part of the fault that began it, when the ranks still say more. */
@@ -250,7 +242,7 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 {
 	int all = 1, nodes = 0, world = world_of(c, r, l), saved = l->saved;
 
-	if (!r->ck_n || !r->bound)
+	if (!r->ck_n || !r->bound || r->mem_short) /* a member not read may not have saved */
 		return 0;
 	if (world > 0) { /* I2: every rank of the world, on every node, live or not */
 		for (int k = 0; k < r->nrep; k++) {
@@ -267,13 +259,13 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 		}
 		for (int i = 0; i < r->nmem; i++) /* a member with ranks that reported nothing */
 			if (strcmp(r->mem[i].node, c->node) && counted(c, r, &r->mem[i]) &&
-			    !report_of(r, r->mem[i].node))
+			    !dp_report(r, r->mem[i].node))
 				all = 0;
 		return all && l->saved >= l->ranks && saved >= world;
 	}
 	for (int i = 0; i < r->nmem; i++) {
 		const struct dp_node_member *m = &r->mem[i];
-		const struct dec_report *x = report_of(r, m->node);
+		const struct dec_report *x = dp_report(r, m->node);
 		int ok = x && x->ranks > 0 && x->saved >= x->ranks;
 
 		if (!counted(c, r, m))
@@ -329,7 +321,7 @@ int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const st
 	} else {
 		for (int i = 0; i < r->nmem; i++) {
 			const struct dp_node_member *m = &r->mem[i];
-			const struct dec_report *x = report_of(r, m->node);
+			const struct dec_report *x = dp_report(r, m->node);
 
 			if (!counted(c, r, m))
 				continue;
@@ -341,7 +333,7 @@ int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const st
 		}
 	}
 	*ret_target = (top < 0 ? 0 : top) + 1;
-	return nodes && all;
+	return nodes && all && !r->mem_short;
 }
 
 static int in_list(const struct dec_gen *g, const char *node)

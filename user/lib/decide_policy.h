@@ -17,10 +17,12 @@
 #include "ftbpf/slot.h"
 #include "lib/decisions.h"
 
-#define DP_MAX_NODES 64
-#define DP_MAX_GENS  256
-#define DP_MAX_ACTS  512
-#define DP_MAX_PUTS  8
+/* The nodes a job's memory follows as suspected or lost at once (struct dp_memory); the
+ * records' node tables (struct dp_records) have no fixed size: they grow (lib/decide_records.h) */
+#define DP_MAX_LOST 64
+#define DP_MAX_GENS 256
+#define DP_MAX_ACTS 512
+#define DP_MAX_PUTS 8
 
 /* The clocks of one look: intervals use mono (I7); wall only stamps records that other hosts
  * read (when a fault happened). */
@@ -91,18 +93,25 @@ struct dp_records {
 			   * step): replaced (a put) when the request completes */
 	uint64_t done_at_ms;   /* when it was complete (wall) */
 	int64_t last_complete; /* the generation's resume step, or a later complete one in it */
-	struct dp_node_report rep[DP_MAX_NODES]; /* reports on request ck_n */
-	int nrep;
-	struct dp_node_member mem[DP_MAX_NODES];
-	int nmem;
+	/* The node tables, of any size: each has its count and its capacity, grows by doubling
+	 * and is kept across looks (lib/decide_records.h adds to them, empties and frees them).
+	 * rep and mem are sorted by node name (strcmp), as dr_add_report and dr_add_member keep
+	 * them: a node is found by binary search (dp_member, dp_report). */
+	struct dp_node_report *rep; /* reports on request ck_n */
+	int nrep, rep_cap;
+	struct dp_node_member *mem;
+	int nmem, mem_cap;
 	/* nodes left out of the current generation as it runs (out/G/NODE), and their ranks */
-	char out[DP_MAX_NODES][DEC_NODE_LEN];
-	int out_ranks[DP_MAX_NODES];
-	int nout;
+	char (*out)[DEC_NODE_LEN];
+	int *out_ranks;
+	int nout, out_cap;
 	/* nodes whose out/G/NODE record of the current generation was refused (malformed, or by
 	 * no member): a member's own goes over it, not beside it (the key is create-only) */
-	char out_refused[DP_MAX_NODES][DEC_NODE_LEN];
-	int nout_refused;
+	char (*out_refused)[DEC_NODE_LEN];
+	int nout_refused, out_refused_cap;
+	/* a member record was not followed for want of memory (dr_add_member): members missing
+	 * from mem this look may be alive, none is taken for lost (dp_vanished) */
+	int mem_short;
 };
 
 /* One local rank of the job (the agent copies back generation, fail_seen, killed_by_agent,
@@ -137,6 +146,13 @@ struct dp_local {
 	int failed;	 /* ranks whose save of the bound target failed (and did not save it) */
 };
 
+/* A member at the last look (dp_vanished): its generation and ranks. */
+struct dp_prev_member {
+	char node[DEC_NODE_LEN];
+	uint64_t gen;
+	int ranks;
+};
+
 /* What the decider remembers of one job between looks. */
 struct dp_memory {
 	uint64_t applied_gen;			/* whose consequences were carried out here */
@@ -151,18 +167,18 @@ struct dp_memory {
 	double steps_per_s;
 	int retargets;
 	int fenced;
-	char prev_mem[DP_MAX_NODES][DEC_NODE_LEN]; /* members at the last look, with ranks */
-	uint64_t prev_gen[DP_MAX_NODES];
-	int prev_ranks[DP_MAX_NODES];
-	int nprev;
-	char lost[DP_MAX_NODES][DEC_NODE_LEN]; /* members lost (their lease, confirmed) */
-	uint64_t lost_ms[DP_MAX_NODES];	       /* since (mono) */
-	uint64_t lost_wall[DP_MAX_NODES];      /* since (wall: the fault's time in gen/) */
-	uint64_t lost_gen[DP_MAX_NODES];
-	int lost_ranks[DP_MAX_NODES]; /* the ranks it had */
+	/* members at the last look, with ranks: a table that grows (dp_vanished), of any size,
+	 * freed by dp_memory_clear */
+	struct dp_prev_member *prev;
+	int nprev, prev_cap;
+	char lost[DP_MAX_LOST][DEC_NODE_LEN]; /* members lost (their lease, confirmed) */
+	uint64_t lost_ms[DP_MAX_LOST];	      /* since (mono) */
+	uint64_t lost_wall[DP_MAX_LOST];      /* since (wall: the fault's time in gen/) */
+	uint64_t lost_gen[DP_MAX_LOST];
+	int lost_ranks[DP_MAX_LOST]; /* the ranks it had */
 	int nlost;
-	char suspect[DP_MAX_NODES][DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
-	uint64_t suspect_ms[DP_MAX_NODES];
+	char suspect[DP_MAX_LOST][DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
+	uint64_t suspect_ms[DP_MAX_LOST];
 	int nsuspect;
 	int health_failed;
 	int launcher_stopped;
@@ -279,7 +295,14 @@ int dp_margin(const struct dp_config *c, const struct dp_memory *m);
 int dp_excluded(const struct dec_gen *g, const char *node);
 /* Is node left out of the current generation (by its record, or since: out/G/NODE)? */
 int dp_left_out(const struct dp_records *r, const char *node);
+/* Node's member record, its report on the current request (NULL: none); by binary search (r's
+ * tables are sorted by node). dp_node_cmp compares a node name (key) with a table entry whose
+ * first field is its node name: the order of the tables. */
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
+const struct dec_report *dp_report(const struct dp_records *r, const char *node);
+int dp_node_cmp(const void *key, const void *entry);
+/* Free what the memory holds (its table of members at the last look) and forget everything. */
+void dp_memory_clear(struct dp_memory *m);
 /* May a left-out record be followed? Always with the cluster key alone; with the node keys
  * (members_only: its "by" is then its signer, store_etcd.c) only when a member of the run
  * decided it: a key holder cannot leave a node of another job's run out. */
@@ -294,7 +317,7 @@ const char *dp_node_by_mesh(const struct dp_records *r, const char *addr);
 void dp_forget_lost(struct dp_memory *m, int i);
 /* Is the checkpoint request complete (I2): every rank of the job's world saved its bound step
  * (its world size known), else every member node (not left out) reported all of its ranks
- * saved (l: this node's own ranks, fresher than its report)? */
+ * saved (l: this node's own ranks, fresher than its report)? Never with r->mem_short. */
 int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l);
 /* Did the bound request in progress fail (a rank's save of its step was refused or failed,
  * here, l, or on another node, by its report: with members_only, a member's)? It can never
@@ -302,7 +325,8 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
 		      const struct dp_local *l, char *why, size_t len);
 /* Has every rank acknowledged the pending request (by its world size, or every member node's
- * ranks)? 1, and *ret_target: the step to bind (the highest acknowledged boundary + 1). */
+ * ranks; never with r->mem_short)? 1, and *ret_target: the step to bind (the highest
+ * acknowledged boundary + 1). */
 int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
 		 int64_t *ret_target);
 /* Which run a new launch of the job on this node belongs to (docs/decisions.md, "Job and run"):
@@ -362,8 +386,8 @@ int dp_fence(const struct dp_config *c, const struct dp_records *r, struct dp_me
 void dp_member_record(const struct dp_config *c, const struct dp_records *r,
 		      const struct dp_memory *m, const struct dp_local *l, int64_t lease,
 		      struct dp_out *out);
-/* Members that vanished (their lease expired) are lost; a lost node whose member is back is
- * not. A loss is acted on (a generation, left out) only after recovery_wait, and not within
+/* Members that vanished (their lease expired) are lost (not in a look that could not read
+ * them all: r->mem_short); a lost node whose member is back is not. A loss is acted on (a generation, left out) only after recovery_wait, and not within
  * two lease TTLs of this node's store answering again after an outage (dp_loss_settled). */
 void dp_vanished(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 		 const struct dp_now *now);
