@@ -43,7 +43,7 @@ FUZZERS    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fu
 BINS       := $(BUILD)/ftbpfd $(BUILD)/ftbpf $(BUILD)/bench_syscall $(BUILD)/bench_floor \
               $(BUILD)/libftbpf.so $(BUILD)/libftbpf.a $(BUILD)/bench_timers \
               $(BUILD)/python/ftbpf/__init__.py $(BUILD)/bench_gpuprobe $(BUILD)/ftbpf-ci \
-              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen \
+              $(BUILD)/mesh_sim $(BUILD)/ftbpf-top $(BUILD)/ftbpf-mangen $(BUILD)/bench_decide_nodes \
               $(BUILD)/libnccl-profiler-ftbpf.so
 
 DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf-dev bpftool \
@@ -96,6 +96,10 @@ CI_SRCS := $(wildcard user/ci/*.c) user/watch/ustack.c
 CI_OBJS := $(CI_SRCS:user/%.c=$(BUILD)/obj/%.o)
 $(BUILD)/ftbpf-ci: tools/ftbpf_ci.c $(CI_OBJS) $(BUILD)/libftbpfwatch.a $(BUILD)/libftbpfcore.a
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS_BPF) $(LDLIBS_JSON) -ldw -lm
+
+# the decision policy's cost per look over many hosts (pure: the rules and the node tables)
+$(BUILD)/bench_decide_nodes: bench/bench_decide_nodes.c bench/bench_util.h $(BUILD)/libftbpfcore.a
+	$(CC) $(CFLAGS) $(filter %.c %.a,$^) -o $@ $(LDLIBS_JSON) -lsodium -lm
 
 # the heartbeat mesh's simulator: the protocol code of user/proto/swim.c under virtual time
 $(BUILD)/mesh_sim: bench/mesh_sim.c $(BUILD)/libftbpfcore.a

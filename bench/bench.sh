@@ -8,7 +8,8 @@
 #     collective arrival record costs a collective (the same probe with it off and on), and the
 #     whole agent's cost on a healthy 4-rank NCCL job.
 #  4. ftbpfd's CPU and RSS while it watches 64 ranks.
-#  5. decisions: ftbpf_should_save's cost (C, Python) against its floor; across 3 nodes with a
+#  5. decisions: ftbpf_should_save's cost (C, Python) against its floor; one look at a job over
+#     100, 1,000 and 4,000 hosts (the policy alone: bench_decide_nodes); across 3 nodes with a
 #     real etcd, preemption -> every rank sees the request, crash and node loss -> decision.
 #  With 1: the kernel's own per-program figures (bpf_stats, on for those rounds only) and the
 #  step cadence's cost per wait syscall and per step. Last (pace): detection latency of
@@ -182,6 +183,8 @@ print("Python: should_save %6.0f ns, floor (an empty Python call) %4.0f ns: %.1f
       % (ours, floor, ours / floor, "MET" if ours <= 2000 else "MISSED"))
 PY
 stop_agent
+echo "== decisions: one look at a job over many hosts (bench_decide_nodes: the node tables read, the rules over them)"
+"$B/bench_decide_nodes" 100 1000 4000 | sed -u "s/^/   /"
 echo "== decisions across 3 nodes (network namespaces, a real etcd): bench/bench_decisions.sh"
 timeout 900 bench/bench_decisions.sh
 
