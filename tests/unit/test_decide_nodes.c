@@ -100,9 +100,12 @@ static void job(int n, int missing, int world, int saved)
 }
 
 /* rule: at n hosts every member counts: all saved is complete, one report missing is not, all
- * acknowledged binds, no member present is lost and one beyond the 64th that vanishes is */
+ * acknowledged binds, no member present is lost, one beyond the 64th that vanishes is, and so
+ * are 100 at once, vanished or dead to the mesh with their leases expired */
 static void nodes(int n, int world)
 {
+	static struct dp_lease leases[100];
+	int gone = n > 100 ? 100 : n - 1; /* hosts lost at once: 64 at 65 hosts, else 100 */
 	struct dp_local l;
 	int64_t t = -1;
 
@@ -162,6 +165,23 @@ static void nodes(int n, int world)
 	dp_vanished(&cfg, &rec, &mem, &now);
 	CU_ASSERT_EQUAL(mem.nlost, 1);
 	CU_ASSERT_STRING_EQUAL(mem.lost[0], node_name(n - 1));
+	/* more than 64 vanish at once (a rack, an etcd outage's expired leases): all followed */
+	rec.nmem = n - gone;
+	dp_vanished(&cfg, &rec, &mem, &now);
+	CU_ASSERT_EQUAL(mem.nlost, gone);
+	rec.nmem = n; /* back: none lost */
+	dp_vanished(&cfg, &rec, &mem, &now);
+	CU_ASSERT_EQUAL(mem.nlost, 0);
+	/* as many dead to the mesh at once, their leases expired: all suspected, then lost */
+	job(n, -1, world, 2);
+	for (int i = 1; i <= gone; i++)
+		dp_peer_dead(&mem, &rec, node_name(n - i), &now);
+	CU_ASSERT_EQUAL(mem.nsuspect, gone);
+	for (int i = 0; i < gone; i++)
+		leases[i] = (struct dp_lease){.known = 1, .left_s = -1, .at_mono = now.mono_ms};
+	dp_confirm_suspects(&mem, &rec, leases, &now);
+	CU_ASSERT_EQUAL(mem.nlost, gone);
+	CU_ASSERT_EQUAL(mem.nsuspect, 0);
 }
 
 static void test_65_nodes(void)

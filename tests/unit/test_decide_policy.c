@@ -642,7 +642,7 @@ static void test_loss_waits_own_renewal(void)
 /* rule: the mesh's word alone never makes a node lost: its lease confirms it */
 static void test_suspects(void)
 {
-	struct dp_lease l[DP_MAX_LOST] = {{0}};
+	struct dp_lease l[4] = {{0}};
 	struct dp_now t = now;
 
 	reset();

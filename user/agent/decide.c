@@ -92,7 +92,7 @@ static void tick_job(struct decider *d, struct djob *dj)
 	struct job *j = local_job(d, dj);
 	struct dp_records *r = &dj->rec;
 	struct dp_memory *m = &dj->mem;
-	struct dp_lease leases[DP_MAX_LOST]; /* one per suspect */
+	struct dp_lease *leases; /* one per suspect */
 	struct dp_local l;
 	struct dp_now now;
 
@@ -123,8 +123,12 @@ static void tick_job(struct decider *d, struct djob *dj)
 	}
 	dp_member_record(&d->pc, r, m, &l, store_lease(d->st), &d->out);
 	dp_vanished(&d->pc, r, m, &now);
-	suspects_leases(d, dj, leases);
-	dp_confirm_suspects(m, r, leases, &now);
+	/* without the memory for their leases, the suspects wait for the next look */
+	if (m->nsuspect && (leases = calloc((size_t)m->nsuspect, sizeof(*leases)))) {
+		suspects_leases(d, dj, leases);
+		dp_confirm_suspects(m, r, leases, &now);
+		free(leases);
+	}
 	dc_health_check_poll(d, dj, j);
 	dp_apply_generation(&d->pc, r, m, d->rk, d->nrk, &d->out);
 	if (r->reachable && !(r->gen && r->g.stop)) {

@@ -34,7 +34,43 @@ const struct dec_report *dp_report(const struct dp_records *r, const char *node)
 void dp_memory_clear(struct dp_memory *m)
 {
 	free(m->prev);
+	free(m->lost);
+	free(m->lost_ms);
+	free(m->lost_wall);
+	free(m->lost_gen);
+	free(m->lost_ranks);
+	free(m->suspect);
+	free(m->suspect_ms);
 	memset(m, 0, sizeof(*m));
+}
+
+/* Room for one more lost node, one more suspect: their tables grown together (the capacity set
+ * once all have grown; one grown alone is grown to the same size again at the next try). 0 or
+ * -ENOMEM. */
+static int lost_room(struct dp_memory *m)
+{
+	int c[5] = {m->lost_cap, m->lost_cap, m->lost_cap, m->lost_cap, m->lost_cap};
+	int n = m->nlost;
+
+	if (growbuf_items((void **)&m->lost, &c[0], n, sizeof(*m->lost)) < 0 ||
+	    growbuf_items((void **)&m->lost_ms, &c[1], n, sizeof(*m->lost_ms)) < 0 ||
+	    growbuf_items((void **)&m->lost_wall, &c[2], n, sizeof(*m->lost_wall)) < 0 ||
+	    growbuf_items((void **)&m->lost_gen, &c[3], n, sizeof(*m->lost_gen)) < 0 ||
+	    growbuf_items((void **)&m->lost_ranks, &c[4], n, sizeof(*m->lost_ranks)) < 0)
+		return -ENOMEM;
+	m->lost_cap = c[0];
+	return 0;
+}
+
+static int suspect_room(struct dp_memory *m)
+{
+	int c[2] = {m->suspect_cap, m->suspect_cap};
+
+	if (growbuf_items((void **)&m->suspect, &c[0], m->nsuspect, sizeof(*m->suspect)) < 0 ||
+	    growbuf_items((void **)&m->suspect_ms, &c[1], m->nsuspect, sizeof(*m->suspect_ms)) < 0)
+		return -ENOMEM;
+	m->suspect_cap = c[0];
+	return 0;
 }
 
 int dp_out_believed(const struct dp_records *r, const struct dec_out *x, int members_only)
@@ -90,7 +126,7 @@ static void lost_node(struct dp_memory *m, const struct dp_records *r, const cha
 	for (int i = 0; i < m->nlost; i++)
 		if (!strcmp(m->lost[i], node))
 			return;
-	if (m->nlost < DP_MAX_LOST) {
+	if (lost_room(m) == 0) {
 		snprintf(m->lost[m->nlost], DEC_NODE_LEN, "%s", node);
 		m->lost_gen[m->nlost] = gen;
 		m->lost_ranks[m->nlost] = ranks;
@@ -148,8 +184,7 @@ void dp_peer_dead(struct dp_memory *m, const struct dp_records *r, const char *n
 	/* the node's lease has the last word (the mesh may have taken another's word, or lost
 	 * only UDP): suspect it, and read its lease. Only etcd holds other nodes' members, with
 	 * leases: a node deciding alone has no member to lose. */
-	if (x && x->m.ranks > 0 && x->m.lease > 0 && m->nsuspect < DP_MAX_LOST &&
-	    !suspected(m, node)) {
+	if (x && x->m.ranks > 0 && x->m.lease > 0 && !suspected(m, node) && suspect_room(m) == 0) {
 		snprintf(m->suspect[m->nsuspect], DEC_NODE_LEN, "%s", node);
 		m->suspect_ms[m->nsuspect++] = now->mono_ms;
 	}
@@ -177,9 +212,11 @@ void dp_peer_alive(struct dp_memory *m, const char *node)
 void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 			 const struct dp_lease *leases, const struct dp_now *now)
 {
-	struct dp_lease l[DP_MAX_LOST];
+	struct dp_lease few[64], *l = few; /* the leases, reordered with the suspects */
 	int n = m->nsuspect;
 
+	if (n > 64 && !(l = calloc((size_t)n, sizeof(*l))))
+		return; /* read again at the next look */
 	memcpy(l, leases, sizeof(l[0]) * (size_t)n);
 	for (int i = 0; i < m->nsuspect;) {
 		const struct dp_node_member *x = dp_member(r, m->suspect[i]);
@@ -200,6 +237,8 @@ void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 		}
 		i++;
 	}
+	if (l != few)
+		free(l);
 }
 
 static int same_launcher(const struct dp_launch_rank *a, const struct dp_launch_rank *b)

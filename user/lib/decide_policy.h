@@ -17,9 +17,6 @@
 #include "ftbpf/slot.h"
 #include "lib/decisions.h"
 
-/* The nodes a job's memory follows as suspected or lost at once (struct dp_memory); the
- * records' node tables (struct dp_records) have no fixed size: they grow (lib/decide_records.h) */
-#define DP_MAX_LOST 64
 #define DP_MAX_GENS 256
 #define DP_MAX_ACTS 512
 #define DP_MAX_PUTS 8
@@ -167,19 +164,20 @@ struct dp_memory {
 	double steps_per_s;
 	int retargets;
 	int fenced;
-	/* members at the last look, with ranks: a table that grows (dp_vanished), of any size,
-	 * freed by dp_memory_clear */
-	struct dp_prev_member *prev;
+	/* The members at the last look, the lost and the suspected nodes: tables of any size
+	 * that grow by doubling as the rules add to them (dp_vanished, dp_peer_dead...), freed by
+	 * dp_memory_clear. Without the memory to grow, a node is not added (not followed). */
+	struct dp_prev_member *prev; /* members at the last look, with ranks */
 	int nprev, prev_cap;
-	char lost[DP_MAX_LOST][DEC_NODE_LEN]; /* members lost (their lease, confirmed) */
-	uint64_t lost_ms[DP_MAX_LOST];	      /* since (mono) */
-	uint64_t lost_wall[DP_MAX_LOST];      /* since (wall: the fault's time in gen/) */
-	uint64_t lost_gen[DP_MAX_LOST];
-	int lost_ranks[DP_MAX_LOST]; /* the ranks it had */
-	int nlost;
-	char suspect[DP_MAX_LOST][DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
-	uint64_t suspect_ms[DP_MAX_LOST];
-	int nsuspect;
+	char (*lost)[DEC_NODE_LEN]; /* members lost (their lease, confirmed) */
+	uint64_t *lost_ms;	    /* since (mono) */
+	uint64_t *lost_wall;	    /* since (wall: the fault's time in gen/) */
+	uint64_t *lost_gen;
+	int *lost_ranks; /* the ranks it had */
+	int nlost, lost_cap;
+	char (*suspect)[DEC_NODE_LEN]; /* dead to the mesh, their lease being read */
+	uint64_t *suspect_ms;
+	int nsuspect, suspect_cap;
 	int health_failed;
 	int launcher_stopped;
 	uint32_t stopped_launcher; /* the pid of the launcher the agent stopped here (0 none) */
@@ -301,7 +299,8 @@ int dp_left_out(const struct dp_records *r, const char *node);
 const struct dp_node_member *dp_member(const struct dp_records *r, const char *node);
 const struct dec_report *dp_report(const struct dp_records *r, const char *node);
 int dp_node_cmp(const void *key, const void *entry);
-/* Free what the memory holds (its table of members at the last look) and forget everything. */
+/* Free what the memory holds (its tables of members, lost and suspected nodes) and forget
+ * everything. */
 void dp_memory_clear(struct dp_memory *m);
 /* May a left-out record be followed? Always with the cluster key alone; with the node keys
  * (members_only: its "by" is then its signer, store_etcd.c) only when a member of the run
