@@ -14,6 +14,7 @@
 #include "agent/decide_int.h"
 #include "agent/store.h"
 #include "lib/config.h"
+#include "lib/decide_look.h"
 #include "lib/ranks.h"
 
 /* Does the job use the client library here (a rank registered)? */
@@ -45,20 +46,15 @@ static void write_slots(struct decider *d, struct djob *dj)
 			dc_write_slot(d, dj, i);
 }
 
-/* The leases of the job's suspects, as the store last read them (a read is asked for). */
-static void suspects_leases(struct decider *d, const struct djob *dj, struct dp_lease *l)
+/* What a suspect member's lease has left, as the store last read it (a read is asked for). */
+static int lease_left(void *ctx, const struct dp_node_member *m, struct dp_lease *ret)
 {
-	for (int i = 0; i < dj->mem.nsuspect; i++) {
-		const struct dp_node_member *m = dp_member(&dj->rec, dj->mem.suspect[i]);
-		uint64_t at = 0;
+	struct decider *d = ctx;
+	uint64_t at = 0;
+	int r = store_lease_left(d->st, m->m.lease, &ret->left_s, &at);
 
-		memset(&l[i], 0, sizeof(l[i]));
-		if (m && m->m.lease > 0 &&
-		    store_lease_left(d->st, m->m.lease, &l[i].left_s, &at) == 0) {
-			l[i].known = 1;
-			l[i].at_mono = at;
-		}
-	}
+	ret->at_mono = at;
+	return r;
 }
 
 /*
@@ -92,9 +88,9 @@ static void tick_job(struct decider *d, struct djob *dj)
 	struct job *j = local_job(d, dj);
 	struct dp_records *r = &dj->rec;
 	struct dp_memory *m = &dj->mem;
-	struct dp_lease *leases; /* one per suspect */
-	struct dp_local l;
-	struct dp_now now;
+	struct dp_look_in in = {0};
+	struct dp_look_res res;
+	struct dp_hang hang = {0};
 
 	/* an agent restarted: its ranks registered with the earlier one; their run is read from
 	 * the store, once it can be (dc_choose_run) */
@@ -111,45 +107,24 @@ static void tick_job(struct decider *d, struct djob *dj)
 	dc_log_refused(d, dj);
 	if (dc_gather(d, dj, j) < 0)
 		return;
-	dc_now(&now);
-	dp_observe(m, r, &now, &d->out);
-	dp_local(d->rk, d->nrk, dp_request_target(r), &l);
-	dp_step_rate(m, &l, &now);
-	if (dp_fence(&d->pc, r, m, d->rk, d->nrk, &d->out)) {
-		dc_carry_out(d, dj, j);
-		dc_scatter(d);
-		write_slots(d, dj);
-		return;
-	}
-	dp_member_record(&d->pc, r, m, &l, store_lease(d->st), &d->out);
-	dp_vanished(&d->pc, r, m, &now);
-	/* without the memory for their leases, the suspects wait for the next look */
-	if (m->nsuspect && (leases = calloc((size_t)m->nsuspect, sizeof(*leases)))) {
-		suspects_leases(d, dj, leases);
-		dp_confirm_suspects(m, r, leases, &now);
-		free(leases);
-	}
 	dc_health_check_poll(d, dj, j);
-	dp_apply_generation(&d->pc, r, m, d->rk, d->nrk, &d->out);
-	if (r->reachable && !(r->gen && r->g.stop)) {
-		int retargets = m->retargets;
-		struct dp_hang hang = {0};
-		int hard = j && j->res.hard && !j->res.failed && j->res.live > 0;
-
-		if (hard) { /* the job's verdict: over every host's part when it spans hosts */
-			hang.why = j->res.why;
-			hang.stalled_ms = j->res.no_progress_ns / 1000000;
-			/* by its mesh address; this node's own culprit is this node */
-			hang.node = j->xv.valid && j->xv.n_culprits && !j->xv.culprit_here
-					? j->xv.culprit_node
-					: NULL;
-		}
-		dp_failures(&d->pc, r, m, d->rk, d->nrk, hard ? &hang : NULL, &now, &d->out);
-		dp_checkpoint_progress(&d->pc, r, m, &l, &now, &d->out);
-		dp_preemption_pending(&d->pc, r, m, &l, &now, &d->out);
-		if (m->retargets > retargets)
-			d->retargets++;
+	in.lease_left = lease_left;
+	in.ctx = d;
+	in.own_lease = store_lease(d->st);
+	dc_now(&in.now);
+	if (j && j->res.hard && !j->res.failed && j->res.live > 0) {
+		/* the job's verdict: over every host's part when it spans hosts */
+		hang.why = j->res.why;
+		hang.stalled_ms = j->res.no_progress_ns / 1000000;
+		/* by its mesh address; this node's own culprit is this node */
+		hang.node = j->xv.valid && j->xv.n_culprits && !j->xv.culprit_here
+				? j->xv.culprit_node
+				: NULL;
+		in.hang = &hang;
 	}
+	dp_look(&d->pc, r, m, d->rk, d->nrk, &in, &d->out, &res);
+	if (res.retargets > 0)
+		d->retargets++;
 	dc_carry_out(d, dj, j);
 	dc_scatter(d);
 	write_slots(d, dj);
