@@ -2,6 +2,7 @@
  * A training loop in C (an MPI rank, say) with coordinated checkpoints from ftbpf.
  *
  *   c_loop --dir DIR --rank R [--step-ms MS] [--steps N] [--crash-at STEP] [--epoch FILE]
+ *          [--stop-file FILE]
  *
  * Steps are paced by the wall clock (step s starts at FILE (DIR/epoch) + s x MS), so ranks on
  * different nodes stay in step as a synchronous job's would. At the step the agents agree on,
@@ -14,7 +15,9 @@
  * (both under a lock on DIR) (DIR/fence holds the newest: a rank of a generation or run left behind commits nothing).
  * --peers FILE (tests): in the
  * launcher's first start of the rank, exit 1 as soon as a pid listed in FILE is gone, as a rank
- * whose collective lost a peer does. Run by tests/integration/decide_*.sh.
+ * whose collective lost a peer does. --stop-file FILE (tests): end normally (exit 0, DONE) at
+ * the first step boundary after FILE exists, as a job that finished does. Run by
+ * tests/integration/decide_*.sh.
  *
  * Build: cc c_loop.c -lftbpf (or with libftbpf.a and -lpthread).
  */
@@ -146,7 +149,7 @@ static double epoch(const char *p)
 
 int main(int argc, char **argv)
 {
-	const char *dir = ".", *epoch_file = NULL, *peers = NULL;
+	const char *dir = ".", *epoch_file = NULL, *peers = NULL, *stop_file = NULL;
 	long steps = 1000000, crash_at = -1, step_ms = 50, rank = 0;
 	struct ftbpf_restart_info ri;
 	struct ftbpf *h = NULL;
@@ -167,6 +170,8 @@ int main(int argc, char **argv)
 			steps = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--step-ms"))
 			step_ms = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--stop-file"))
+			stop_file = argv[i + 1];
 		else if (!strcmp(argv[i], "--crash-at"))
 			crash_at = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--epoch"))
@@ -203,6 +208,8 @@ int main(int argc, char **argv)
 			usleep((useconds_t)((w < 0.001 ? w : 0.001) * 1e6));
 			note_request(h, log, &seen);
 		}
+		if (stop_file && access(stop_file, F_OK) == 0)
+			break; /* the job is over: DONE */
 		if (step == crash_at) {
 			fprintf(log, "CRASH at step %ld\n", step);
 			abort();

@@ -31,7 +31,9 @@ struct ftbpf;
  *              no live rank of that job on this host holds (status: source "assigned").
  * @ret: the handle, owned by the caller until ftbpf_close().
  * Registers the calling process (the agent checks it by SO_PEERCRED). Returns 0, -ECONNREFUSED
- * or -ENOENT when no agent listens, -EPROTO on an unexpected answer.
+ * or -ENOENT when no agent listens, -EPROTO on an unexpected answer. With FTBPF_AGENT_WAIT=S
+ * in the environment, a process whose agent does not listen (being restarted) waits for it S
+ * seconds at most (once per process) rather than train on without coordinated decisions.
  */
 int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf **ret);
 

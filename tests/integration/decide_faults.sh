@@ -24,15 +24,21 @@
 # decided and logged: I1 (the bystander is never touched), I2 (a checkpoint is complete only
 # when all 6 ranks saved it; generations resume only from complete ones), I3 (every rank of a
 # generation starts from one step), I4 (nothing of generation G completes after G+1 is
-# decided), I5 (the preemption ends in a checkpoint, or an event says why not), I6 (no node is
-# lost to a pause, a restart or an etcd outage), I7 (the clock step changes nothing), the nodes
-# hold the same decisions, and every launcher ends. FAULT_RUNS runs per fault kind (1 here;
+# decided), I5 (the preemption ends in a checkpoint, or an event says why not, one that can be
+# true in that run), I6 (no node is lost to a pause, a restart or an etcd outage), I7 (the clock
+# step changes nothing), the nodes hold the same decisions in the same run, and every launcher
+# restarts its ranks once (torchrun's --max-restarts 1) in the generation decided: every
+# generation's ranks, restarted, resume from a step that all 6 ranks saved in one generation;
+# then the job ends normally. FAULT_RUNS runs per fault kind (1 here;
 # `make test-faults` runs 50 of each and writes the table to $FAULT_REPORT); FAULT_KINDS
 # selects kinds. FAULT_SLOT=1..9 runs a copy beside this one (its own namespaces, addresses
 # and ports): the long mode shares its kinds out over a few slots (tests/run-faults.sh).
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 . "$(dirname "$0")/cluster.sh"
+# a rank started while its agent is restarted waits for it (agent_kill, agent_restart: the
+# launcher restarts the ranks in that moment) instead of training on without the decisions
+export FTBPF_AGENT_WAIT=15
 RUNS=${FAULT_RUNS:-1}
 KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step etcd_outage}
 SLOT=${FAULT_SLOT:-0}
@@ -169,6 +175,12 @@ inject() {
 		sleep "$(ms "$(rnd 0 500)")"; echo $((a * 1000)) >"$T/clock_shift"; preempt "$n" ;;
 	esac
 }
+# restarted NODE: its launcher started the ranks again (pids.1) and both logged a second START
+restarted() {
+	local r
+	[ -s "$R/n$1/pids.1" ] || return 1
+	for r in 0 1; do [ "$(grep -c START "$R/n$1/log.$r" 2>/dev/null)" -ge 2 ] || return 1; done
+}
 preempt() { # NODE [RANK]: a preemption signal to that rank, written down for the check
 	kill -TERM "$(worker "$ROUND" "$1" "${2:-0}")" 2>/dev/null && echo "$1 $(date +%s.%N)" >>"$T/r$ROUND/preempted"
 }
@@ -180,12 +192,18 @@ d, run, kind, t0 = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]
 T = os.path.dirname(d)
 bad = []
 dec = {}
+runs = {}  # the run each node holds the job's latest decisions in
 for i in (1, 2, 3):
     try:
-        dec[i] = [x for x in json.load(open("%s/dec.%d" % (d, i)))["decisions"]
-                  if x.get("job") == "cjob" and x.get("run") == run]
+        alld = [x for x in json.load(open("%s/dec.%d" % (d, i)))["decisions"] if x.get("job") == "cjob"]
+        dec[i] = [x for x in alld if x.get("run") == run]
+        runs[i] = max([x.get("run", 0) for x in alld], default=0)
     except Exception as e:
         dec[i] = None
+# every host holds the job in one run: the one its launch began (node 1's, RUN)
+for i, r in runs.items():
+    if r != run:
+        bad.append("run: node %d holds the job's decisions in run %d, node 1 in run %d" % (i, r, run))
 ref = [x for x in dec.values() if x is not None]
 key = lambda x: json.dumps({k: x.get(k) for k in ("kind", "generation", "checkpoint", "step", "cause", "stop", "resume_step")}, sort_keys=True)
 if not ref:
@@ -200,24 +218,38 @@ done = {(x["generation"], x["checkpoint"]): x["step"] for x in D if x["kind"] ==
 logs = {}
 for f in glob.glob("%s/n*/log.*" % d):
     logs[f] = open(f, errors="replace").read().splitlines()
-saved = {}
+saved = {}  # (generation, step) -> the ranks (their log files) that committed that save
 starts = {}
+started = {}  # generation -> the ranks that started in it
 for f, lines in logs.items():
     for l in lines:
         m = re.match(r"SAVED (\d+) generation (\d+)", l)
         if m:
-            saved.setdefault(int(m.group(1)), set()).add(f)
+            saved.setdefault((int(m.group(2)), int(m.group(1))), set()).add(f)
         m = re.match(r"START pid \d+ generation (\d+) from step (\d+)", l)
         if m:
             starts.setdefault(int(m.group(1)), set()).add(int(m.group(2)))
-# I2: complete only when every rank of the world (6) saved that step
+            started.setdefault(int(m.group(1)), set()).add(f)
+# I2: complete only when every rank of the world (6) saved that step in that generation
 for (g, n), step in done.items():
-    if len(saved.get(step, ())) < 6:
-        bad.append("I2: checkpoint %d/%d (step %d) complete, saved by %d of 6 ranks" % (g, n, step, len(saved.get(step, ()))))
-okresume = set(done.values()) | {-1} | {s - 1 for s in starts.get(0, ())}  # the run's own start
+    if len(saved.get((g, step), ())) < 6:
+        bad.append("I2: checkpoint %d/%d (step %d) complete, saved in generation %d by %d of 6 ranks" % (g, n, step, g, len(saved.get((g, step), ()))))
+# ... and every generation (and so every rank that starts in it) resumes from a step that all 6
+# ranks saved and committed in one generation of this run, or from where the run began
+allsaved = {s for (g, s), f in saved.items() if len(f) >= 6}
+okresume = allsaved | {-1} | {s - 1 for s in starts.get(0, ())}  # the run's own start
 for g, x in gens.items():
-    if x["resume_step"] not in okresume and x["resume_step"] not in [y["resume_step"] for y in gens.values() if y["generation"] < g]:
-        bad.append("I2: generation %d resumes from step %d, never complete" % (g, x["resume_step"]))
+    if x.get("stop"):
+        continue
+    if x["resume_step"] not in okresume:
+        bad.append("I2: generation %d resumes from step %d, which not every rank saved in one generation" % (g, x["resume_step"]))
+# the launchers restart the ranks once: the first generation decided (not a stop) was started
+# by every launcher not left out of it (2 ranks each), from its resume step (I3 below)
+first = min([g for g, x in gens.items() if g > 0 and not x.get("stop")], default=None)
+if first is not None and open("%s/launchers" % d).read().strip() == "ok":
+    want = 6 - 2 * len(gens[first].get("excluded") or [])
+    if len(started.get(first, ())) < want:
+        bad.append("restart: generation %d started on %d ranks, not %d" % (first, len(started.get(first, ())), want))
 # I3: every rank of a generation starts from one step
 for g, s in starts.items():
     if len(s) > 1:
@@ -254,7 +286,15 @@ for i in (1, 2, 3):
 ck_pre = [x for x in D if x["kind"] == "checkpoint_complete" and any(
     y["kind"] == "checkpoint" and y["generation"] == x["generation"] and y["checkpoint"] == x["checkpoint"]
     and y["cause"] == "preemption" for y in D)]
-said = ("preemption_ignored", "preemption_not_checkpointed", "decision_unavailable")
+# an event excuses a preemption without a checkpoint only where it can be true: the store out of
+# reach (decision_unavailable) in a run whose fault can cut an agent off it; a failure decided
+# first (preemption_not_checkpointed, preemption_ignored) when one was
+said = []
+if kind in ("etcd_pause", "etcd_restart", "etcd_slow", "etcd_quota", "cut_etcd", "cut_all",
+            "agent_stop", "agent_kill", "agent_restart", "etcd_outage"):
+    said.append("decision_unavailable")
+if any(x["cause"] != "preemption" for x in gens.values()):
+    said += ["preemption_ignored", "preemption_not_checkpointed"]
 if os.path.exists("%s/preempted" % d):
     for l in open("%s/preempted" % d):
         node = int(l.split()[0])
@@ -304,23 +344,37 @@ for kind in $KINDS; do
 		ROUND=$((ROUND + 1)); R=$T/r$ROUND; mkdir -p "$R"
 		T0=$(date +%s.%N)
 		for i in 1 2 3; do wc -l <"$T/n$i/events.jsonl" >"$R/evstart.$i" 2>/dev/null || echo 0 >"$R/evstart.$i"; done
-		run $ROUND 50 0 1 2 3
+		# the launchers restart the ranks once (torchrun --max-restarts 1): a generation the
+		# agents decide is started by its launchers and checked (I2, I3); the ranks end
+		# normally once $R/stop exists (c_loop --stop-file)
+		RUN_ARGS="--stop-file $R/stop" run $ROUND 50 1 1 2 3
 		if ! wait_until 30 started $ROUND 1 2 3; then
 			fail "$kind run $n: the job did not start"; heal; v=$((v + 1)); continue
 		fi
 		RUNNO=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .run] | max')
 		sleep "$(ms "$(rnd 500 1500)")"
 		inject "$kind" "$(rnd 1 3)" >>"$R/inject.log" 2>&1 # (the launchers run meanwhile)
+		# each launcher ends (a stop, its node left out) or has restarted its ranks in the
+		# generation the preemption (or a failure) began, and they started
 		end=$((SECONDS + 60)); stuck=""
+		for i in 1 2 3; do
+			while kill -0 "${LA[$i]}" 2>/dev/null && ! restarted "$i" && [ $SECONDS -lt $end ]; do
+				sleep 0.2
+			done
+			kill -0 "${LA[$i]}" 2>/dev/null && ! restarted "$i" &&
+				stuck="$stuck node $i's launcher neither ended nor restarted its ranks within 60 s;"
+		done
+		heal
+		touch "$R/stop" # the job is over: its ranks end normally
+		end=$((SECONDS + 30))
 		for i in 1 2 3; do
 			while kill -0 "${LA[$i]}" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
 			if kill -0 "${LA[$i]}" 2>/dev/null; then
-				stuck="$stuck node $i's launcher did not end within 60 s;"
+				case $stuck in *"node $i's"*) ;; *) stuck="$stuck node $i's ranks did not end within 30 s of the stop file;" ;; esac
 				kill -9 "${LA[$i]}" $(cat "$R/n$i/pids."* 2>/dev/null) 2>/dev/null
 			fi
 			wait "${LA[$i]}" 2>/dev/null
 		done
-		heal
 		if [ -n "${BROKEN:-}" ]; then # every later run would fail for it: said once, stopped
 			fail "$kind run $n: $BROKEN could not be started again (above): the suite stops here"
 			v=$((v + 1)); echo "$kind $n $v" >>"$RESULTS"; break 2

@@ -60,7 +60,7 @@ L1=$(grep -h '^SAVED' "$D/log.1" | tail -1 | awk '{print $2}')
 launch
 wait_until 60 bash -c "[ \$(grep -c START '$D/log.0') -ge 2 ] && [ \$(grep -c START '$D/log.1') -ge 2 ]" ||
 	fail "the relaunch did not start: $(tail -3 "$D/out.0")"
-S=$(grep -h START "$D/log.0" "$D/log.1" | tail -2 | awk '{print $8}' | sort -u)
+S=$(for r in 0 1; do grep START "$D/log.$r" | tail -1 | awk '{print $8}'; done | sort -u)
 [ "$S" = "$((L0 + 1))" ] && pass "the next run of the job resumes from the last save: both ranks from step $S" ||
 	fail "the relaunch started from '$S', not $((L0 + 1)): $(grep -h START "$D"/log.*)"
 kill ${RANK_PID[0]} ${RANK_PID[1]} 2>/dev/null

@@ -169,6 +169,59 @@ static void test_restart_info_waits_for_decision(void)
 	settle_wait_ns = 10000000000ull;
 }
 
+static void *listen_later(void *arg)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	struct timespec ts = {0, 150000000};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0), c;
+
+	nanosleep(&ts, NULL);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", (const char *)arg);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0)
+		return NULL;
+	if ((c = accept(fd, NULL, NULL)) >= 0)
+		close(c); /* no agent's answer: the open ends with an error after connecting */
+	close(fd);
+	return NULL;
+}
+
+/* Issue 32: a rank started while its agent is being restarted (FTBPF_AGENT_WAIT) waits for it
+ * rather than train on without the job's decisions; once per process; without the variable it
+ * goes on at once, as before. */
+static void test_agent_wait(void)
+{
+	char dir[] = "/tmp/ftbpf-unit-XXXXXX", path[64];
+	struct ftbpf *h = NULL;
+	uint64_t t0;
+	pthread_t t;
+	int r;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	unsetenv("FTBPF_AGENT_WAIT");
+	t0 = mono_ns();
+	CU_ASSERT_EQUAL(ftbpf_open(path, "j", 0, &h), -ENOENT);
+	CU_ASSERT_TRUE(mono_ns() - t0 < 100000000ull); /* no wait asked: at once */
+	setenv("FTBPF_AGENT_WAIT", "5", 1);
+	CU_ASSERT_EQUAL(pthread_create(&t, NULL, listen_later, path), 0);
+	t0 = mono_ns();
+	r = ftbpf_open(path, "j", 0, &h);
+	pthread_join(t, NULL);
+	CU_ASSERT_NOT_EQUAL(r, -ENOENT); /* it waited, and reached the socket once it listened */
+	CU_ASSERT_NOT_EQUAL(r, 0);
+	CU_ASSERT_TRUE(mono_ns() - t0 >= 100000000ull);
+	unlink(path);
+	setenv("FTBPF_AGENT_WAIT", "0.2", 1);
+	t0 = mono_ns();
+	CU_ASSERT_EQUAL(ftbpf_open(path, "j", 0, &h), -ENOENT); /* waited 0.2 s, then gave up */
+	CU_ASSERT_TRUE(mono_ns() - t0 >= 200000000ull);
+	t0 = mono_ns();
+	CU_ASSERT_EQUAL(ftbpf_open(path, "j", 0, &h), -ENOENT); /* once per process */
+	CU_ASSERT_TRUE(mono_ns() - t0 < 100000000ull);
+	unsetenv("FTBPF_AGENT_WAIT");
+	rmdir(dir);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -183,6 +236,7 @@ int main(void)
 	CU_add_test(s, "a failed save is said (issue 32)", test_save_failed);
 	CU_add_test(s, "restart_info waits for the decision (issue 32)",
 		    test_restart_info_waits_for_decision);
+	CU_add_test(s, "FTBPF_AGENT_WAIT: a restarting agent is waited for", test_agent_wait);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

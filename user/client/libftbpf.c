@@ -95,6 +95,49 @@ static void escape(const char *in, char *out, size_t len)
 	out[o] = 0;
 }
 
+/* FTBPF_AGENT_WAIT seconds (0: none): how long a process waits for an agent that does not
+ * listen (being restarted) before it goes on without one; once per process, so that a process
+ * that asks again (Python does every 5 s) does not wait again. */
+static int agent_wait_spent;
+
+static int connect_agent(struct ftbpf *h, const struct sockaddr_un *addr)
+{
+	uint64_t until = 0;
+
+	for (;;) {
+		struct timespec ts = {0, 50000000};
+		const char *w;
+		double s;
+		int r;
+
+		h->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (h->sock < 0)
+			return -errno;
+		if (connect(h->sock, (const struct sockaddr *)addr, sizeof(*addr)) == 0) {
+			__atomic_store_n(&agent_wait_spent, 0, __ATOMIC_RELAXED);
+			return 0;
+		}
+		r = -errno;
+		close(h->sock);
+		h->sock = -1;
+		if ((r != -ENOENT && r != -ECONNREFUSED) ||
+		    __atomic_load_n(&agent_wait_spent, __ATOMIC_RELAXED))
+			return r;
+		if (!until) {
+			w = getenv("FTBPF_AGENT_WAIT");
+			s = w ? strtod(w, NULL) : 0;
+			if (!(s > 0 && s <= 3600))
+				return r;
+			until = mono_ns() + (uint64_t)(s * 1e9);
+		}
+		if (mono_ns() > until) {
+			__atomic_store_n(&agent_wait_spent, 1, __ATOMIC_RELAXED);
+			return r;
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
 int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf **ret)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -121,11 +164,8 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
 	strcpy(addr.sun_path, socket_path);
-	h->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (h->sock < 0 || connect(h->sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		r = -errno;
+	if ((r = connect_agent(h, &addr)) < 0)
 		goto fail;
-	}
 	if (!job || !*job)
 		job = getenv("FTBPF_JOB");
 	if (job && !*job)
