@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	struct ftbpf *h = NULL;
 	long long seen = -1;
 	uint64_t gen = 0, token = 0;
-	int first_launch;
+	int first_launch, r;
 	struct sigaction sa = {.sa_handler = on_term};
 	char p[512];
 	double e;
@@ -184,8 +184,9 @@ int main(int argc, char **argv)
 	if (!log)
 		return 1;
 	setvbuf(log, NULL, _IOLBF, 0);
-	if (ftbpf_open(NULL, NULL, (int)rank, &h) < 0)
-		fprintf(log, "no agent: training without coordinated checkpoints\n");
+	if ((r = ftbpf_open(NULL, NULL, (int)rank, &h)) < 0)
+		fprintf(log, "no agent (%s): training without coordinated checkpoints\n",
+			strerror(-r));
 	sigaction(SIGTERM, &sa, NULL);
 	while (ftbpf_restart_info(h, &ri) == -EAGAIN) /* the run not known yet: no guess */
 		fprintf(log, "waiting for the job's decisions (the agent cannot read the store)\n");

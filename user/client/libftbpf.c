@@ -96,11 +96,18 @@ static void escape(const char *in, char *out, size_t len)
 }
 
 /* FTBPF_AGENT_WAIT seconds (0: none): how long a process waits for an agent that does not
- * listen (being restarted) before it goes on without one; once per process, so that a process
- * that asks again (Python does every 5 s) does not wait again. */
+ * listen, or goes away before it answers (being restarted), before it goes on without one; once
+ * per process, so that a process that asks again (Python does every 5 s) does not wait again. */
 static int agent_wait_spent;
 
-static int connect_agent(struct ftbpf *h, const struct sockaddr_un *addr)
+static int agent_gone(int r)
+{
+	return r == -ENOENT || r == -ECONNREFUSED || r == -ECONNRESET || r == -EPIPE;
+}
+
+/* Connect and send the registration req; its reply in buf, the slot's fd in *ret_fd. */
+static int register_agent(struct ftbpf *h, const struct sockaddr_un *addr, const char *req,
+			  char *buf, size_t len, int *ret_fd)
 {
 	uint64_t until = 0;
 
@@ -113,16 +120,19 @@ static int connect_agent(struct ftbpf *h, const struct sockaddr_un *addr)
 		h->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (h->sock < 0)
 			return -errno;
-		if (connect(h->sock, (const struct sockaddr *)addr, sizeof(*addr)) == 0) {
+		r = connect(h->sock, (const struct sockaddr *)addr, sizeof(*addr)) < 0 ? -errno : 0;
+		if (r == 0 && (r = roundtrip(h, req, buf, len, ret_fd)) == 0) {
 			__atomic_store_n(&agent_wait_spent, 0, __ATOMIC_RELAXED);
 			return 0;
 		}
-		r = -errno;
+		if (!agent_gone(r) || __atomic_load_n(&agent_wait_spent, __ATOMIC_RELAXED))
+			return r;
 		close(h->sock);
 		h->sock = -1;
-		if ((r != -ENOENT && r != -ECONNREFUSED) ||
-		    __atomic_load_n(&agent_wait_spent, __ATOMIC_RELAXED))
-			return r;
+		if (*ret_fd >= 0) {
+			close(*ret_fd);
+			*ret_fd = -1;
+		}
 		if (!until) {
 			w = getenv("FTBPF_AGENT_WAIT");
 			s = w ? strtod(w, NULL) : 0;
@@ -164,8 +174,6 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
 	strcpy(addr.sun_path, socket_path);
-	if ((r = connect_agent(h, &addr)) < 0)
-		goto fail;
 	if (!job || !*job)
 		job = getenv("FTBPF_JOB");
 	if (job && !*job)
@@ -179,7 +187,7 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 
 		snprintf(req + l - 2, sizeof(req) - l + 2, ",\"rank\":%d}\n", rank);
 	}
-	r = roundtrip(h, req, buf, sizeof(buf), &fd);
+	r = register_agent(h, &addr, req, buf, sizeof(buf), &fd);
 	if (r < 0)
 		goto fail;
 	if (fd < 0) {
