@@ -21,6 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dec_out o;
 	struct dec_run rn;
 	struct dec_launch l;
+	struct dec_launches ls;
 	uint64_t x, y;
 
 	if (!s)
@@ -53,6 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (dec_launch_parse(s, &l) == 0 && dec_launch_format(&l, buf, sizeof(buf)) == 0 &&
 	    dec_launch_parse(buf, &l) < 0)
+		abort();
+	if (dec_launches_parse(s, &ls) == 0 && dec_launches_format(&ls, buf, sizeof(buf)) == 0 &&
+	    dec_launches_parse(buf, &ls) < 0)
 		abort();
 	dec_key_numbers(s, "gen", &x, NULL);
 	dec_key_numbers(s, "run", &x, NULL);

@@ -440,6 +440,8 @@ int dec_run_format(const struct dec_run *rn, char *buf, size_t len)
 	jint(o, "resume_step", rn->resume_step);
 	jstr(o, "by", rn->by);
 	jint(o, "at_ms", (int64_t)rn->at_ms);
+	if (rn->launch[0])
+		jstr(o, "launch", rn->launch);
 	return emit(o, buf, len);
 }
 
@@ -460,6 +462,39 @@ int dec_run_parse(const char *json, struct dec_run *rn)
 		r = get_str(o, "by", rn->by, sizeof(rn->by), 1);
 	if (r == 0)
 		r = get_u64(o, "at_ms", &rn->at_ms, 1);
+	if (r == 0)
+		r = get_str(o, "launch", rn->launch, sizeof(rn->launch), 1);
+	json_object_put(o);
+	return r;
+}
+
+int dec_launches_format(const struct dec_launches *l, char *buf, size_t len)
+{
+	struct json_object *o = json_object_new_object();
+
+	jint(o, "run", (int64_t)l->run);
+	jstr(o, "id", l->id);
+	jstr(o, "by", l->by);
+	jint(o, "at_ms", (int64_t)l->at_ms);
+	return emit(o, buf, len);
+}
+
+int dec_launches_parse(const char *json, struct dec_launches *l)
+{
+	struct json_object *o = object_of(json);
+	int r = o ? 0 : -EINVAL;
+
+	memset(l, 0, sizeof(*l));
+	if (r == 0)
+		r = get_u64(o, "run", &l->run, 0);
+	if (r == 0 && l->run == 0)
+		r = -EINVAL;
+	if (r == 0)
+		r = get_str(o, "id", l->id, sizeof(l->id), 0);
+	if (r == 0)
+		r = get_str(o, "by", l->by, sizeof(l->by), 1);
+	if (r == 0)
+		r = get_u64(o, "at_ms", &l->at_ms, 1);
 	json_object_put(o);
 	return r;
 }
@@ -519,6 +554,11 @@ void dec_key_run(char *buf, size_t len, uint64_t r)
 void dec_key_launch(char *buf, size_t len, const char *node)
 {
 	snprintf(buf, len, "launch/%s", node);
+}
+
+void dec_key_launches(char *buf, size_t len, const char *key)
+{
+	snprintf(buf, len, "launches/%s", key);
 }
 
 void dec_key_gen(char *buf, size_t len, uint64_t g)

@@ -10,6 +10,8 @@
  *   run/<r>                 run r of the job began (claimed; docs/decisions.md: a relaunch is
  *                           a new run, a restart a decision asked for is not)
  *   launch/<node>           the node's latest launch of the job: its run, its launchers (put)
+ *   launches/<key>          a launch of the job (lib/launch_id.h: its id's key) and its run
+ *                           (claimed: the first host of the launch to come)
  * and under the run's prefix ("jobs/<uid>/<job>/runs/<r>/"), each written once (create-only: the
  * first claimer wins) but for the reports and members:
  *   gen/<g>                 the decision that began generation g (g >= 1)
@@ -28,11 +30,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DEC_NODE_LEN	 32 /* FTBPF_NODE_LEN */
-#define DEC_MAX_EXCLUDED 4  /* FTBPF_MAX_EXCLUDED */
-#define DEC_WHY_LEN	 128
-#define DEC_KEY_LEN	 256
-#define DEC_VALUE_MAX	 2048
+#define DEC_NODE_LEN	   32 /* FTBPF_NODE_LEN */
+#define DEC_MAX_EXCLUDED   4  /* FTBPF_MAX_EXCLUDED */
+#define DEC_WHY_LEN	   128
+#define DEC_KEY_LEN	   256
+#define DEC_VALUE_MAX	   2048
+#define DEC_LAUNCH_KEY_LEN 33  /* LAUNCH_KEY_LEN */
+#define DEC_LAUNCH_ID_LEN  129 /* LAUNCH_ID_LEN */
 
 /* the FTBPF_CAUSE_* values of the slot */
 enum dec_cause {
@@ -98,6 +102,15 @@ struct dec_run {
 	int64_t resume_step; /* the job's last complete checkpoint when it began (-1) */
 	char by[DEC_NODE_LEN];
 	uint64_t at_ms;
+	char launch[DEC_LAUNCH_KEY_LEN]; /* the launch (its key) it was claimed for ("" none) */
+};
+
+/* launches/<key>: the run of a launch of the job, the launch's id as its launcher said it */
+struct dec_launches {
+	uint64_t run;
+	char id[DEC_LAUNCH_ID_LEN];
+	char by[DEC_NODE_LEN]; /* the node that claimed it */
+	uint64_t at_ms;
 };
 
 /* launch/<node>: what the node launched last, and in which run */
@@ -161,6 +174,8 @@ int dec_run_format(const struct dec_run *r, char *buf, size_t len);
 int dec_run_parse(const char *json, struct dec_run *r);
 int dec_launch_format(const struct dec_launch *l, char *buf, size_t len);
 int dec_launch_parse(const char *json, struct dec_launch *l);
+int dec_launches_format(const struct dec_launches *l, char *buf, size_t len);
+int dec_launches_parse(const char *json, struct dec_launches *l);
 
 /* Keys relative to a job's prefix. */
 void dec_key_gen(char *buf, size_t len, uint64_t g);
@@ -173,6 +188,8 @@ void dec_key_bind(char *buf, size_t len, uint64_t g, uint64_t n);
 void dec_key_out(char *buf, size_t len, uint64_t g, const char *node);
 void dec_key_run(char *buf, size_t len, uint64_t r);
 void dec_key_launch(char *buf, size_t len, const char *node);
+/* launches/<key>: key, a launch id's (32 hex digits, launch_id_key) */
+void dec_key_launches(char *buf, size_t len, const char *key);
 /* The numbers of a key "gen/<g>", "run/<r>" (n NULL) or "ckpt/<g>/<n>", "bind/<g>/<n>",
  * "done/<g>/<n>": 0, or -EINVAL when the key is not of that shape. */
 int dec_key_numbers(const char *key, const char *kind, uint64_t *g, uint64_t *n);
