@@ -99,6 +99,7 @@ static void tick_job(struct decider *d, struct djob *dj)
 			if (!j->members[i]->s.exited && j->members[i]->dec_written)
 				dc_choose_run(d, dj, j, j->members[i]);
 	}
+	dc_follow_launch(d, dj); /* a lost claim of the launch's record: the winner's run */
 	if (!dj->run) { /* the slots keep what the last agent wrote in them, but the hold */
 		hold_without_run(d, dj, j);
 		return;

@@ -37,8 +37,10 @@ struct djob {
 	char jprefix[DEC_KEY_LEN]; /* "jobs/<uid>/<id, '/' and '%' escaped>/" */
 	uint64_t run;		   /* the run this node's ranks are in (0: not known yet) */
 	uint64_t run_ms; /* since when (mono): ranks that ended before are of an older run */
-	char prefix[DEC_KEY_LEN + 32]; /* the run's: "<jprefix>runs/<run>/" */
-	struct dec_launch launch;      /* this node's launch in it */
+	char prefix[DEC_KEY_LEN + 32];		 /* the run's: "<jprefix>runs/<run>/" */
+	struct dec_launch launch;		 /* this node's launch in it */
+	char launch_key[DEC_LAUNCH_KEY_LEN];	 /* the launch id's key its run is of ("" none) */
+	char refused_launch[DEC_LAUNCH_KEY_LEN]; /* the stale launch last refused (logged once) */
 	/* records refused at the last read (bad input: logged once each) */
 	char refused[MAX_REFUSED][DEC_KEY_LEN];
 	char refused_why[MAX_REFUSED][64];
@@ -85,6 +87,8 @@ void dc_load(struct decider *d, struct djob *dj);
 /* The run a newly registered rank k of job j is in (chosen, claimed and recorded when this
  * node has no other live rank of the job in a run). */
 void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, const struct rank *k);
+/* A node that lost the claim of its launch's record (launches/<key>) joins the run that won. */
+void dc_follow_launch(struct decider *d, struct djob *dj);
 /* Forget the job's decisions (an operator's reset): everything under its prefix. */
 int dc_reset(struct decider *d, struct djob *dj);
 /* The local ranks of j into d->rk (d->nrk of them); 0 or -ENOMEM. */
@@ -115,6 +119,10 @@ void dc_log_hold(struct decider *d, const struct djob *dj, int on, const char *w
 /* Log a preemption that ends in no checkpoint, or a signal not taken for one (why). */
 void dc_log_preemption(struct decider *d, const struct djob *dj, int pid, const char *what,
 		       const char *why);
+/* Log a rank of a stale launch (launch_id, whose run is launch_run) refused: the job's run
+ * is run, of a later launch; the rank is given no run of its own. */
+void dc_log_launch_refused(struct decider *d, const struct djob *dj, int pid, const char *launch_id,
+			   uint64_t launch_run, uint64_t run);
 /* Log that the job is fenced here. */
 void dc_log_fenced(struct decider *d, const struct djob *dj);
 /* Log the health check's outcome. */

@@ -10,6 +10,7 @@
 #include "agent/store.h"
 #include "lib/config.h"
 #include "lib/decide_records.h"
+#include "lib/launch_id.h"
 #include "lib/ranks.h"
 #include "lib/starttime.h"
 #include "os/clock.h"
@@ -364,6 +365,8 @@ void dc_load(struct decider *d, struct djob *dj)
 struct runs_ctx {
 	const char *jprefix;
 	uint64_t cur;
+	const char *launch; /* a launch's key (NULL none): the latest run not claimed for it ... */
+	uint64_t cur_other; /* ... is this (launch_id_run_choose) */
 };
 
 static int max_run(void *ctx, const char *key, const char *value)
@@ -372,9 +375,13 @@ static int max_run(void *ctx, const char *key, const char *value)
 	uint64_t n;
 	struct dec_run x;
 
-	if (dec_key_numbers(key + strlen(rc->jprefix), "run", &n, NULL) == 0 &&
-	    dec_run_parse(value, &x) == 0 && x.run == n && n > rc->cur)
+	if (dec_key_numbers(key + strlen(rc->jprefix), "run", &n, NULL) < 0 ||
+	    dec_run_parse(value, &x) < 0 || x.run != n)
+		return 0;
+	if (n > rc->cur)
 		rc->cur = n;
+	if (n > rc->cur_other && !(rc->launch && !strcmp(x.launch, rc->launch)))
+		rc->cur_other = n;
 	return 0;
 }
 
@@ -404,18 +411,50 @@ static void parent_id(const struct rank *k, char *buf, size_t len)
 		snprintf(buf, len, "%d:%llu", st.ppid, (unsigned long long)pst.start_ns);
 }
 
+/* The rank's environment block (the caller frees; NULL unreadable), its length in *ret_n. */
+static char *environ_of(const struct rank *k, ssize_t *ret_n)
+{
+	size_t cap = 1 << 17;
+	char *env = malloc(cap + 1);
+	ssize_t n = env ? procfs_environ(k->pid, env, cap) : -1;
+
+	if (n <= 0) {
+		free(env);
+		*ret_n = -1;
+		return NULL;
+	}
+	env[n] = 0; /* the last value ends here, read whole or cut */
+	*ret_n = n;
+	return env;
+}
+
+_Static_assert(DEC_LAUNCH_KEY_LEN == LAUNCH_KEY_LEN && DEC_LAUNCH_ID_LEN == LAUNCH_ID_LEN,
+	       "the store's launch records hold lib/launch_id.h's ids and keys");
+
+/* The rank's launch id and its key (launch_id.h), both "" when its launcher says none. */
+static void launch_of(const struct rank *k, char id[LAUNCH_ID_LEN], char key[LAUNCH_KEY_LEN])
+{
+	ssize_t n;
+	char *env = environ_of(k, &n);
+
+	id[0] = key[0] = 0;
+	if (env && launch_id_from_environ(env, (size_t)n, id) < 0)
+		log_warn("decisions: pid %d: FTBPF_LAUNCH_ID is not a launch id (1..%d printable "
+			 "bytes, no space): none taken",
+			 k->pid, LAUNCH_ID_MAX);
+	if (id[0] && launch_id_key(id, key) < 0)
+		id[0] = key[0] = 0;
+	free(env);
+}
+
 /* TORCHELASTIC_RESTART_COUNT or SLURM_RESTART_COUNT in the rank's environment (the larger), -1
  * when neither is there: a restart a launcher or a scheduler made is the same run. */
 static int restart_count(const struct rank *k)
 {
 	static const char *const names[] = {"TORCHELASTIC_RESTART_COUNT=", "SLURM_RESTART_COUNT="};
-	size_t cap = 1 << 17;
-	char *env = malloc(cap + 1);
-	ssize_t n = env ? procfs_environ(k->pid, env, cap) : -1;
+	ssize_t n;
+	char *env = environ_of(k, &n);
 	int best = -1;
-
-	if (n > 0)
-		env[n] = 0; /* the last value ends here, read whole or cut */
 
 	for (ssize_t o = 0; n > 0 && o < n; o += (ssize_t)strnlen(env + o, (size_t)(n - o)) + 1)
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -474,10 +513,87 @@ static int other_live(const struct job *j, const struct rank *k)
 	return r;
 }
 
+/*
+ * The run of rank k, of launch lid (its key lkey): launch_id_run_choose on launches/<lkey>.
+ * 0 with *ret_run and *ret_new (a new run: launches/<lkey> claimed for it here; a host that
+ * loses that claim joins the winner's run at its next look, dc_follow_launch); -EPERM for a
+ * stale launch: refused (launch_refused, logged once), no run.
+ */
+static int launch_run(struct decider *d, struct djob *dj, const struct rank *k,
+		      const struct runs_ctx *rc, const char *lid, const char *lkey,
+		      uint64_t *ret_run, int *ret_new)
+{
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], val[DEC_VALUE_MAX], *v;
+	struct launch_id_view view = {0, 0, rc->cur, rc->cur_other};
+	struct dec_launches rec;
+	enum launch_id_choice c;
+
+	dec_key_launches(rel, sizeof(rel), lkey);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	/* one that is malformed, or of another id under the same key, is no record of this one */
+	if ((v = store_get(d->st, key)) && dec_launches_parse(v, &rec) == 0 && !strcmp(rec.id, lid))
+		view = (struct launch_id_view){1, rec.run, rc->cur, rc->cur_other};
+	free(v);
+	c = launch_id_run_choose(&view, ret_run);
+	*ret_new = c == LAUNCH_ID_NEW;
+	if (c == LAUNCH_ID_STALE) {
+		if (strcmp(dj->refused_launch, lkey)) {
+			dc_log_launch_refused(d, dj, k->pid, lid, *ret_run, rc->cur_other);
+			snprintf(dj->refused_launch, sizeof(dj->refused_launch), "%s", lkey);
+		}
+		return -EPERM;
+	}
+	if (c == LAUNCH_ID_NEW) {
+		memset(&rec, 0, sizeof(rec));
+		rec.run = *ret_run;
+		rec.at_ms = clock_real_ns() / 1000000;
+		snprintf(rec.id, sizeof(rec.id), "%s", lid);
+		snprintf(rec.by, sizeof(rec.by), "%s", d->pc.node);
+		/* before run/<r> (dc_choose_run): the etcd requester keeps their order */
+		if (dec_launches_format(&rec, val, sizeof(val)) == 0)
+			store_claim(d->st, key, val);
+	}
+	snprintf(dj->launch_key, sizeof(dj->launch_key), "%s", lkey);
+	return 0;
+}
+
+/* Put this node's launch record (launch/<node>) as dj->launch says. */
+static void put_launch(struct decider *d, struct djob *dj)
+{
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], val[DEC_VALUE_MAX];
+
+	dec_key_launch(rel, sizeof(rel), d->pc.node);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	if (dec_launch_format(&dj->launch, val, sizeof(val)) == 0)
+		store_put(d->st, key, val, 0);
+}
+
+void dc_follow_launch(struct decider *d, struct djob *dj)
+{
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
+	struct dec_launches rec;
+
+	if (!dj->run || !dj->launch_key[0])
+		return;
+	dec_key_launches(rel, sizeof(rel), dj->launch_key);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	if ((v = store_get(d->st, key)) && dec_launches_parse(v, &rec) == 0 && rec.run != dj->run) {
+		log_info("decisions: job %s: launch %s is in run %llu (%s claimed it first), not "
+			 "%llu: this node joins it",
+			 dj->id, rec.id, (unsigned long long)rec.run, rec.by,
+			 (unsigned long long)dj->run);
+		set_run(dj, rec.run);
+		dj->launch.run = rec.run;
+		put_launch(d, dj);
+	}
+	free(v);
+}
+
 void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, const struct rank *k)
 {
 	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], val[DEC_VALUE_MAX], launcher[40], *v;
-	struct runs_ctx rc = {dj->jprefix, 0};
+	char lid[LAUNCH_ID_LEN], lkey[LAUNCH_KEY_LEN];
+	struct runs_ctx rc = {dj->jprefix, 0, NULL, 0};
 	struct dec_launch mine, *mp = NULL;
 	uint64_t run, last_ok;
 	int fresh = 0, known = 0;
@@ -493,13 +609,22 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 	if ((v = store_get(d->st, key)) && dec_launch_parse(v, &mine) == 0)
 		mp = &mine;
 	free(v);
+	launch_of(k, lid, lkey);
+	rc.launch = lkey[0] ? lkey : NULL;
 	store_list(d->st, dj->jprefix, max_run, &rc);
-	if (dj->run && other_live(j, k))
-		run = dj->run; /* ranks of this launch are alive here: the same run */
-	else if (!launcher[0] && mp)
-		run = mp->run; /* an agent restarted: its ranks' run */
-	else
-		run = dp_run_choose(mp, rc.cur, launcher, restart_count(k), &fresh);
+	if (lkey[0]) {
+		/* the launcher said which launch: its run, the same on every host of it */
+		if (launch_run(d, dj, k, &rc, lid, lkey, &run, &fresh) < 0)
+			return; /* a stale launch: no run of its own (the node keeps its run, if any) */
+	} else {
+		dj->launch_key[0] = 0;
+		if (dj->run && other_live(j, k))
+			run = dj->run; /* ranks of this launch are alive here: the same run */
+		else if (!launcher[0] && mp)
+			run = mp->run; /* an agent restarted: its ranks' run */
+		else
+			run = dp_run_choose(mp, rc.cur, launcher, restart_count(k), &fresh);
+	}
 	if (fresh) {
 		struct dec_run x = {
 		    .run = run, .resume_step = -1, .at_ms = clock_real_ns() / 1000000};
@@ -512,6 +637,7 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 			x.resume_step = prev.rec.last_complete;
 		}
 		snprintf(x.by, sizeof(x.by), "%s", d->pc.node);
+		snprintf(x.launch, sizeof(x.launch), "%s", lkey);
 		dec_key_run(rel, sizeof(rel), run);
 		snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
 		if (dec_run_format(&x, val, sizeof(val)) == 0)
@@ -534,10 +660,7 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 	}
 	if (!known && launcher[0] && dj->launch.nlaunchers < DEC_MAX_LAUNCHERS)
 		snprintf(dj->launch.launchers[dj->launch.nlaunchers++], 40, "%s", launcher);
-	dec_key_launch(rel, sizeof(rel), d->pc.node);
-	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
-	if (dec_launch_format(&dj->launch, val, sizeof(val)) == 0)
-		store_put(d->st, key, val, 0);
+	put_launch(d, dj);
 }
 
 int dc_reset(struct decider *d, struct djob *dj)
@@ -549,6 +672,7 @@ int dc_reset(struct decider *d, struct djob *dj)
 		memset(&dj->launch, 0, sizeof(dj->launch));
 		dj->run = 0;
 		dj->prefix[0] = 0;
+		dj->launch_key[0] = dj->refused_launch[0] = 0;
 	}
 	return r;
 }

@@ -82,6 +82,24 @@ void dc_log_refused(struct decider *d, struct djob *dj)
 	dj->nrefused = 0;
 }
 
+void dc_log_launch_refused(struct decider *d, const struct djob *dj, int pid, const char *launch_id,
+			   uint64_t launch_run, uint64_t run)
+{
+	struct json_object *o = view_event("launch_refused");
+
+	jstr(o, "job", dj->id);
+	jint(o, "uid", dj->uid);
+	jint(o, "pid", pid);
+	jstr(o, "node", d->pc.node);
+	jstr(o, "launch_id", launch_id);
+	jint(o, "launch_run", (int64_t)launch_run);
+	jint(o, "run", (int64_t)run);
+	jstr(o, "why",
+	     "a later launch of the job began since: this one is stale; the rank is "
+	     "given no run of its own");
+	eventlog_emit(d->el, o);
+}
+
 void dc_log_hold(struct decider *d, const struct djob *dj, int on, const char *why)
 {
 	struct json_object *o = view_event(on ? "decision_hold" : "decision_hold_end");
