@@ -39,18 +39,15 @@ static void test_from_environ(void)
 			       "pmix:prterun-h-123@1");
 	CU_ASSERT_STRING_EQUAL(id_of(ENV("OMPI_MCA_ess_base_jobid=4242\0"), &r), "ompi:4242");
 	CU_ASSERT_STRING_EQUAL(id_of(ENV("OMPI_MCA_orte_ess_jobid=17\0"), &r), "ompi:17");
-	/* srun's PMIx namespace repeats after a requeue: the restart count tells them apart */
-	CU_ASSERT_STRING_EQUAL(
-	    id_of(ENV("PMIX_NAMESPACE=slurm.pmix.9.0\0SLURM_RESTART_COUNT=2\0"), &r),
-	    "pmix:slurm.pmix.9.0.r2");
-	/* Slurm: job, step, and a requeue is a new launch */
+	/* Slurm: job and step; an mpirun (or srun's PMIx) inside a step is the step's launch */
 	CU_ASSERT_STRING_EQUAL(id_of(ENV("SLURM_JOB_ID=77\0SLURM_STEP_ID=3\0"), &r), "slurm:77.3");
 	CU_ASSERT_STRING_EQUAL(
-	    id_of(ENV("SLURM_JOB_ID=77\0SLURM_STEP_ID=3\0SLURM_RESTART_COUNT=0\0"), &r),
+	    id_of(ENV("PMIX_NAMESPACE=slurm.pmix.77.3\0SLURM_JOB_ID=77\0SLURM_STEP_ID=3\0"), &r),
 	    "slurm:77.3");
+	/* a requeue is the same launch: the decided restart, in the same run and budget */
 	CU_ASSERT_STRING_EQUAL(
 	    id_of(ENV("SLURM_RESTART_COUNT=1\0SLURM_JOB_ID=77\0SLURM_STEP_ID=3\0"), &r),
-	    "slurm:77.3.r1");
+	    "slurm:77.3");
 	/* a job id alone (ranks the allocation started some other way) is no launch */
 	CU_ASSERT_STRING_EQUAL(id_of(ENV("SLURM_JOB_ID=77\0"), &r), "");
 	CU_ASSERT_EQUAL(r, 0);

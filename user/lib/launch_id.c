@@ -39,24 +39,9 @@ int launch_id_valid(const char *id)
 	return valid_n(id, strnlen(id, LAUNCH_ID_MAX + 1));
 }
 
-/* A small count (a variable's digits, 0 .. 999999), -1 when it is not one. */
-static long count_of(const char *v, size_t n)
-{
-	long x = 0;
-
-	if (!v || n == 0 || n > 6)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return -1;
-		x = x * 10 + (v[i] - '0');
-	}
-	return x;
-}
-
-/* "tag:value" into out, when it makes a valid id; 0 or -EINVAL. */
+/* "tag:value" (or "tag:value.value2") into out, when it makes a valid id; 0 or -EINVAL. */
 static int compose(char out[LAUNCH_ID_LEN], const char *tag, const char *v, size_t n,
-		   const char *v2, size_t n2, long restarts)
+		   const char *v2, size_t n2)
 {
 	char buf[3 * LAUNCH_ID_LEN];
 	int w;
@@ -67,8 +52,6 @@ static int compose(char out[LAUNCH_ID_LEN], const char *tag, const char *v, size
 		w = snprintf(buf, sizeof(buf), "%s:%.*s.%.*s", tag, (int)n, v, (int)n2, v2);
 	else
 		w = snprintf(buf, sizeof(buf), "%s:%.*s", tag, (int)n, v);
-	if (w > 0 && restarts > 0)
-		w += snprintf(buf + w, sizeof(buf) - (size_t)w, ".r%ld", restarts);
 	if (w <= 0 || (size_t)w >= sizeof(buf) || !valid_n(buf, (size_t)w))
 		return -EINVAL;
 	memcpy(out, buf, (size_t)w + 1);
@@ -79,27 +62,26 @@ int launch_id_from_environ(const char *env, size_t len, char out[LAUNCH_ID_LEN])
 {
 	static const char *const ompi[] = {"OMPI_MCA_ess_base_jobid", "OMPI_MCA_orte_ess_jobid"};
 	const char *v, *job, *step;
-	size_t n, nj = 0, ns = 0, nr = 0;
-	const char *rc = env_value(env, len, "SLURM_RESTART_COUNT", &nr);
-	long restarts = count_of(rc, nr);
+	size_t n, nj = 0, ns = 0;
 
 	out[0] = 0;
 	if ((v = env_value(env, len, "FTBPF_LAUNCH_ID", &n))) {
 		if (!valid_n(v, n))
 			return -EINVAL;
-		return compose(out, "ftbpf", v, n, NULL, 0, 0);
+		return compose(out, "ftbpf", v, n, NULL, 0);
 	}
+	/* Slurm first: an mpirun or torchrun inside a job step is that step's launch */
+	job = env_value(env, len, "SLURM_JOB_ID", &nj);
+	step = env_value(env, len, "SLURM_STEP_ID", &ns);
+	if (job && step && compose(out, "slurm", job, nj, step, ns) == 0)
+		return 0;
 	if ((v = env_value(env, len, "PMIX_NAMESPACE", &n)) &&
-	    compose(out, "pmix", v, n, NULL, 0, restarts) == 0)
+	    compose(out, "pmix", v, n, NULL, 0) == 0)
 		return 0;
 	for (size_t i = 0; i < sizeof(ompi) / sizeof(ompi[0]); i++)
 		if ((v = env_value(env, len, ompi[i], &n)) &&
-		    compose(out, "ompi", v, n, NULL, 0, restarts) == 0)
+		    compose(out, "ompi", v, n, NULL, 0) == 0)
 			return 0;
-	job = env_value(env, len, "SLURM_JOB_ID", &nj);
-	step = env_value(env, len, "SLURM_STEP_ID", &ns);
-	if (job && step && compose(out, "slurm", job, nj, step, ns, restarts) == 0)
-		return 0;
 	out[0] = 0;
 	return 0;
 }

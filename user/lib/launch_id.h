@@ -15,14 +15,15 @@
 
 /*
  * The launch id from an environment block (NUL-separated "K=V", as /proc/PID/environ), first
- * match wins: FTBPF_LAUNCH_ID ("ftbpf:V"); Open MPI / PMIx: PMIX_NAMESPACE ("pmix:V"),
- * OMPI_MCA_ess_base_jobid or OMPI_MCA_orte_ess_jobid ("ompi:V"); Slurm: SLURM_JOB_ID with
- * SLURM_STEP_ID ("slurm:JOB.STEP"). A launcher's id (not FTBPF_LAUNCH_ID) gets ".rN" when
- * SLURM_RESTART_COUNT is N > 0: a requeue restarts the whole job, a new launch. torchrun alone
- * says nothing job-wide (TORCHELASTIC_RESTART_COUNT is its agent's own). Returns 0 with the
- * id in out (LAUNCH_ID_LEN bytes), "" when the launcher says nothing usable (a launcher's value
- * that is not a valid id is passed over); -EINVAL when FTBPF_LAUNCH_ID is set but not valid
- * (out ""): the rank has no launch id.
+ * match wins: FTBPF_LAUNCH_ID ("ftbpf:V"); Slurm: SLURM_JOB_ID with SLURM_STEP_ID
+ * ("slurm:JOB.STEP"; an mpirun or torchrun inside a step is that step's launch); Open MPI /
+ * PMIx: PMIX_NAMESPACE ("pmix:V"), OMPI_MCA_ess_base_jobid or OMPI_MCA_orte_ess_jobid
+ * ("ompi:V"). A Slurm requeue (SLURM_RESTART_COUNT) is the same launch: the restart the agents
+ * decided (exit 42, requeued), in the same run, whose restart budget spans the requeues.
+ * torchrun alone says nothing job-wide (TORCHELASTIC_RESTART_COUNT is its agent's own).
+ * Returns 0 with the id in out (LAUNCH_ID_LEN bytes), "" when the launcher says nothing usable
+ * (a launcher's value that is not a valid id is passed over); -EINVAL when FTBPF_LAUNCH_ID is
+ * set but not valid (out ""): the rank has no launch id.
  */
 int launch_id_from_environ(const char *env, size_t len, char out[LAUNCH_ID_LEN]);
 /* 1..LAUNCH_ID_MAX bytes of printable ASCII but the space: 1 valid, 0 not. */
