@@ -628,13 +628,18 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 	if (fresh) {
 		struct dec_run x = {
 		    .run = run, .resume_step = -1, .at_ms = clock_real_ns() / 1000000};
-		struct djob prev = *dj;
+		struct djob *prev = rc.cur ? calloc(1, sizeof(*prev)) : NULL;
 
-		/* it begins where the last run's last complete checkpoint is */
-		if (rc.cur) {
-			set_run(&prev, rc.cur);
-			dc_load(d, &prev);
-			x.resume_step = prev.rec.last_complete;
+		/* it begins where the last run's last complete checkpoint is (read into a job of
+		 * its own: the records' and memory's tables are allocated, not dj's to share) */
+		if (prev) {
+			prev->uid = dj->uid;
+			snprintf(prev->id, sizeof(prev->id), "%s", dj->id);
+			snprintf(prev->jprefix, sizeof(prev->jprefix), "%s", dj->jprefix);
+			set_run(prev, rc.cur);
+			dc_load(d, prev);
+			x.resume_step = prev->rec.last_complete;
+			dc_free_job(prev);
 		}
 		snprintf(x.by, sizeof(x.by), "%s", d->pc.node);
 		snprintf(x.launch, sizeof(x.launch), "%s", lkey);
