@@ -414,7 +414,8 @@ def restart_info():
 def wait_restart_info(timeout=None):
     """restart_info() once the agent has decided where this rank resumes (a rank starting while
     its agent is cut off from the store waits; the agent holds and, after fence_after, ends the
-    job's ranks meanwhile). Raises TimeoutError after timeout seconds (None: no limit)."""
+    job's ranks meanwhile). Raises TimeoutError once timeout seconds (None: no limit) have
+    passed, checked between asks: each ask waits up to 10 s."""
     end = None if timeout is None else time.monotonic() + timeout
     while True:
         info = restart_info()

@@ -200,6 +200,13 @@ for i in (1, 2, 3):
         runs[i] = max([x.get("run", 0) for x in alld], default=0)
     except Exception as e:
         dec[i] = None
+        bad.append("agree: node %d gave no decisions (%s)" % (i, e))
+    try:  # and the run it put the launch in, as its status said right after the start
+        r = int(open("%s/run.%d" % (d, i)).read())
+        if r != run:
+            bad.append("run: node %d put the launch in run %d, node 1 in run %d" % (i, r, run))
+    except (OSError, ValueError):
+        bad.append("run: node %d said no run of the job" % i)
 # every host holds the job in one run: the one its launch began (node 1's, RUN)
 for i, r in runs.items():
     if r != run:
@@ -329,6 +336,19 @@ for i in (1, 2, 3):
         if e.get("job") == "bystander" and e.get("type") in ("action", "decision", "fenced", "decision_hold"):
             bad.append("I1: node %d: %s for the bystander job" % (i, e["type"]))
             break
+# the job ends normally (its ranks see the stop file: exit 0), but where the agents decided
+# otherwise: a stop (93), a node left out (its launcher stopped), or the launcher's one restart
+# spent by an earlier generation (42)
+stopped = any(x.get("stop") for x in gens.values())
+left_out = any(x.get("excluded") for x in gens.values())
+for i in (1, 2, 3):
+    try:
+        rc = int(open("%s/rc.%d" % (d, i)).read())
+    except (OSError, ValueError):
+        continue
+    if rc == 0 or left_out or (rc == 93 and stopped) or (rc == 42 and len(gens) >= 2):
+        continue
+    bad.append("end: node %d's launcher exited %d (generations %s)" % (i, rc, sorted(gens)))
 if open("%s/launchers" % d).read().strip() != "ok":
     bad.append("liveness: " + open("%s/launchers" % d).read().strip())
 for b in sorted(set(bad)):
@@ -352,6 +372,9 @@ for kind in $KINDS; do
 			fail "$kind run $n: the job did not start"; heal; v=$((v + 1)); continue
 		fi
 		RUNNO=$(f 1 status --json | jq '[.jobs[] | select(.job=="cjob") | .run] | max')
+		for i in 1 2 3; do # the run each node put the launch in
+			f $i status --json | jq '[.jobs[] | select(.job=="cjob") | .run] | max' >"$R/run.$i" 2>/dev/null
+		done
 		sleep "$(ms "$(rnd 500 1500)")"
 		inject "$kind" "$(rnd 1 3)" >>"$R/inject.log" 2>&1 # (the launchers run meanwhile)
 		# each launcher ends (a stop, its node left out) or has restarted its ranks in the
@@ -373,7 +396,7 @@ for kind in $KINDS; do
 				case $stuck in *"node $i's"*) ;; *) stuck="$stuck node $i's ranks did not end within 30 s of the stop file;" ;; esac
 				kill -9 "${LA[$i]}" $(cat "$R/n$i/pids."* 2>/dev/null) 2>/dev/null
 			fi
-			wait "${LA[$i]}" 2>/dev/null
+			wait "${LA[$i]}" 2>/dev/null; echo $? >"$R/rc.$i"
 		done
 		if [ -n "${BROKEN:-}" ]; then # every later run would fail for it: said once, stopped
 			fail "$kind run $n: $BROKEN could not be started again (above): the suite stops here"

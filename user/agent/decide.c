@@ -108,7 +108,6 @@ static void tick_job(struct decider *d, struct djob *dj)
 	dc_log_refused(d, dj);
 	if (dc_gather(d, dj, j) < 0)
 		return;
-	dc_health_check_poll(d, dj, j);
 	in.lease_left = lease_left;
 	in.ctx = d;
 	in.own_lease = store_lease(d->st);
@@ -126,6 +125,8 @@ static void tick_job(struct decider *d, struct djob *dj)
 	dp_look(&d->pc, r, m, d->rk, d->nrk, &in, &d->out, &res);
 	if (res.retargets > 0)
 		d->retargets++;
+	if (!res.fenced) /* a failed check is acted on from the next look (a held job: not) */
+		dc_health_check_poll(d, dj, j);
 	dc_carry_out(d, dj, j);
 	dc_scatter(d);
 	write_slots(d, dj);

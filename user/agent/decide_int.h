@@ -40,6 +40,7 @@ struct djob {
 	char prefix[DEC_KEY_LEN + 32];		 /* the run's: "<jprefix>runs/<run>/" */
 	struct dec_launch launch;		 /* this node's launch in it */
 	char launch_key[DEC_LAUNCH_KEY_LEN];	 /* the launch id's key its run is of ("" none) */
+	char launch_id[DEC_LAUNCH_ID_LEN];	 /* ... and the launch id */
 	char refused_launch[DEC_LAUNCH_KEY_LEN]; /* the stale launch last refused (logged once) */
 	/* records refused at the last read (bad input: logged once each) */
 	char refused[MAX_REFUSED][DEC_KEY_LEN];

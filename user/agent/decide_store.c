@@ -513,6 +513,27 @@ static int other_live(const struct job *j, const struct rank *k)
 	return r;
 }
 
+/* Is rec (launches/<lkey>) the record of launch lid, and run/<rec.run> a run claimed for that
+ * launch? A launches/ record is followed only then: one of another id under the key, or naming
+ * a run begun for another launch (an old stopped run, one that does not exist), is no record of
+ * this launch (with node keys, any key holder can write one). */
+static int launch_record_ok(struct decider *d, const struct djob *dj, const char *lid,
+			    const char *lkey, const struct dec_launches *rec)
+{
+	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], *v;
+	struct dec_run x;
+	int ok;
+
+	if (strcmp(rec->id, lid))
+		return 0;
+	dec_key_run(rel, sizeof(rel), rec->run);
+	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
+	v = store_get(d->st, key);
+	ok = v && dec_run_parse(v, &x) == 0 && x.run == rec->run && !strcmp(x.launch, lkey);
+	free(v);
+	return ok;
+}
+
 /*
  * The run of rank k, of launch lid (its key lkey): launch_id_run_choose on launches/<lkey>.
  * 0 with *ret_run and *ret_new (a new run: launches/<lkey> claimed for it here; a host that
@@ -531,7 +552,8 @@ static int launch_run(struct decider *d, struct djob *dj, const struct rank *k,
 	dec_key_launches(rel, sizeof(rel), lkey);
 	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
 	/* one that is malformed, or of another id under the same key, is no record of this one */
-	if ((v = store_get(d->st, key)) && dec_launches_parse(v, &rec) == 0 && !strcmp(rec.id, lid))
+	if ((v = store_get(d->st, key)) && dec_launches_parse(v, &rec) == 0 &&
+	    launch_record_ok(d, dj, lid, lkey, &rec))
 		view = (struct launch_id_view){1, rec.run, rc->cur, rc->cur_other};
 	free(v);
 	c = launch_id_run_choose(&view, ret_run);
@@ -554,6 +576,7 @@ static int launch_run(struct decider *d, struct djob *dj, const struct rank *k,
 			store_claim(d->st, key, val);
 	}
 	snprintf(dj->launch_key, sizeof(dj->launch_key), "%s", lkey);
+	snprintf(dj->launch_id, sizeof(dj->launch_id), "%s", lid);
 	return 0;
 }
 
@@ -577,7 +600,8 @@ void dc_follow_launch(struct decider *d, struct djob *dj)
 		return;
 	dec_key_launches(rel, sizeof(rel), dj->launch_key);
 	snprintf(key, sizeof(key), "%s%s", dj->jprefix, rel);
-	if ((v = store_get(d->st, key)) && dec_launches_parse(v, &rec) == 0 && rec.run != dj->run) {
+	if ((v = store_get(d->st, key)) && dec_launches_parse(v, &rec) == 0 && rec.run != dj->run &&
+	    launch_record_ok(d, dj, dj->launch_id, dj->launch_key, &rec)) {
 		log_info("decisions: job %s: launch %s is in run %llu (%s claimed it first), not "
 			 "%llu: this node joins it",
 			 dj->id, rec.id, (unsigned long long)rec.run, rec.by,
@@ -617,7 +641,7 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 		if (launch_run(d, dj, k, &rc, lid, lkey, &run, &fresh) < 0)
 			return; /* a stale launch: no run of its own (the node keeps its run, if any) */
 	} else {
-		dj->launch_key[0] = 0;
+		dj->launch_key[0] = dj->launch_id[0] = 0;
 		if (dj->run && other_live(j, k))
 			run = dj->run; /* ranks of this launch are alive here: the same run */
 		else if (!launcher[0] && mp)
@@ -629,6 +653,9 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 		struct dec_run x = {
 		    .run = run, .resume_step = -1, .at_ms = clock_real_ns() / 1000000};
 		struct djob *prev = rc.cur ? calloc(1, sizeof(*prev)) : NULL;
+
+		if (rc.cur && !prev)
+			return; /* not from nothing (I3): a later look claims it */
 
 		/* it begins where the last run's last complete checkpoint is (read into a job of
 		 * its own: the records' and memory's tables are allocated, not dj's to share) */

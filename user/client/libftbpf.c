@@ -188,8 +188,11 @@ int ftbpf_open(const char *socket_path, const char *job, int rank, struct ftbpf 
 		snprintf(req + l - 2, sizeof(req) - l + 2, ",\"rank\":%d}\n", rank);
 	}
 	r = register_agent(h, &addr, req, buf, sizeof(buf), &fd);
-	if (r < 0)
+	if (r < 0) {
+		if (fd >= 0) /* a slot came with a refusal: not ours to keep */
+			close(fd);
 		goto fail;
+	}
 	if (fd < 0) {
 		r = -EPROTO;
 		goto fail;
