@@ -79,32 +79,30 @@ static void test_cut_off(void)
 	CU_ASSERT_EQUAL(out.nwrites, 0);
 }
 
+/* A world of 4 ranks on n1 (here, both saved step 12) and n2, which reports n2_saved of 2. */
+static void bound_and_saved_here(int n2_saved)
+{
+	reset();
+	rec.run = 1;
+	rec.run_known = 1;
+	member("n1", 2, 0);
+	member("n2", 2, 0);
+	bound_request(1, 12);
+	rk[0].world_size = rk[1].world_size = 4;
+	rk[0].saved = rk[1].saved = 12;
+	report("n2", 2, n2_saved);
+}
+
 /* every rank of the world saved the bound step: the look completes the request */
 static void test_completes(void)
 {
 	struct dp_look_res res;
 
-	reset();
-	rec.run = 1;
-	rec.run_known = 1;
-	member("n1", 2, 0);
-	member("n2", 2, 0);
-	bound_request(1, 12);
-	rk[0].world_size = rk[1].world_size = 4;
-	rk[0].saved = rk[1].saved = 12;
-	report("n2", 2, 2);
+	bound_and_saved_here(2);
 	CU_ASSERT_EQUAL(look(NULL, NULL, &res), 0);
 	CU_ASSERT_TRUE(claimed("done/"));
 	/* one rank of the other node not saved: not complete */
-	reset();
-	rec.run = 1;
-	rec.run_known = 1;
-	member("n1", 2, 0);
-	member("n2", 2, 0);
-	bound_request(1, 12);
-	rk[0].world_size = rk[1].world_size = 4;
-	rk[0].saved = rk[1].saved = 12;
-	report("n2", 2, 1);
+	bound_and_saved_here(1);
 	CU_ASSERT_EQUAL(look(NULL, NULL, &res), 0);
 	CU_ASSERT_FALSE(claimed("done/"));
 }

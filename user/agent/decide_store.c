@@ -431,12 +431,11 @@ static char *environ_of(const struct rank *k, ssize_t *ret_n)
 _Static_assert(DEC_LAUNCH_KEY_LEN == LAUNCH_KEY_LEN && DEC_LAUNCH_ID_LEN == LAUNCH_ID_LEN,
 	       "the store's launch records hold lib/launch_id.h's ids and keys");
 
-/* The rank's launch id and its key (launch_id.h), both "" when its launcher says none. */
-static void launch_of(const struct rank *k, char id[LAUNCH_ID_LEN], char key[LAUNCH_KEY_LEN])
+/* The launch id of rank k, whose environment block is env (n bytes; NULL unreadable), and its
+ * key (launch_id.h), both "" when its launcher says none. */
+static void launch_of(const struct rank *k, const char *env, ssize_t n, char id[LAUNCH_ID_LEN],
+		      char key[LAUNCH_KEY_LEN])
 {
-	ssize_t n;
-	char *env = environ_of(k, &n);
-
 	id[0] = key[0] = 0;
 	if (env && launch_id_from_environ(env, (size_t)n, id) < 0)
 		log_warn("decisions: pid %d: FTBPF_LAUNCH_ID is not a launch id (1..%d printable "
@@ -444,16 +443,13 @@ static void launch_of(const struct rank *k, char id[LAUNCH_ID_LEN], char key[LAU
 			 k->pid, LAUNCH_ID_MAX);
 	if (id[0] && launch_id_key(id, key) < 0)
 		id[0] = key[0] = 0;
-	free(env);
 }
 
 /* TORCHELASTIC_RESTART_COUNT or SLURM_RESTART_COUNT in the rank's environment (the larger), -1
  * when neither is there: a restart a launcher or a scheduler made is the same run. */
-static int restart_count(const struct rank *k)
+static int restart_count(const char *env, ssize_t n)
 {
 	static const char *const names[] = {"TORCHELASTIC_RESTART_COUNT=", "SLURM_RESTART_COUNT="};
-	ssize_t n;
-	char *env = environ_of(k, &n);
 	int best = -1;
 
 	for (ssize_t o = 0; n > 0 && o < n; o += (ssize_t)strnlen(env + o, (size_t)(n - o)) + 1)
@@ -468,7 +464,6 @@ static int restart_count(const struct rank *k)
 			if (end != env + o + l && v >= 0 && v < 1000000 && v > best)
 				best = (int)v;
 		}
-	free(env);
 	return best;
 }
 
@@ -617,6 +612,8 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 {
 	char key[DEC_KEY_LEN * 3], rel[DEC_KEY_LEN], val[DEC_VALUE_MAX], launcher[40], *v;
 	char lid[LAUNCH_ID_LEN], lkey[LAUNCH_KEY_LEN];
+	char *env;
+	ssize_t envn;
 	struct runs_ctx rc = {dj->jprefix, 0, NULL, 0};
 	struct dec_launch mine, *mp = NULL;
 	uint64_t run, last_ok;
@@ -633,13 +630,16 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 	if ((v = store_get(d->st, key)) && dec_launch_parse(v, &mine) == 0)
 		mp = &mine;
 	free(v);
-	launch_of(k, lid, lkey);
+	env = environ_of(k, &envn); /* read once: the launch id, else the restart count */
+	launch_of(k, env, envn, lid, lkey);
 	rc.launch = lkey[0] ? lkey : NULL;
 	store_list(d->st, dj->jprefix, max_run, &rc);
 	if (lkey[0]) {
 		/* the launcher said which launch: its run, the same on every host of it */
-		if (launch_run(d, dj, k, &rc, lid, lkey, &run, &fresh) < 0)
+		if (launch_run(d, dj, k, &rc, lid, lkey, &run, &fresh) < 0) {
+			free(env);
 			return; /* a stale launch: no run of its own (the node keeps its run, if any) */
+		}
 	} else {
 		dj->launch_key[0] = dj->launch_id[0] = 0;
 		if (dj->run && other_live(j, k))
@@ -647,8 +647,9 @@ void dc_choose_run(struct decider *d, struct djob *dj, const struct job *j, cons
 		else if (!launcher[0] && mp)
 			run = mp->run; /* an agent restarted: its ranks' run */
 		else
-			run = dp_run_choose(mp, rc.cur, launcher, restart_count(k), &fresh);
+			run = dp_run_choose(mp, rc.cur, launcher, restart_count(env, envn), &fresh);
 	}
+	free(env);
 	if (fresh) {
 		struct dec_run x = {
 		    .run = run, .resume_step = -1, .at_ms = clock_real_ns() / 1000000};
