@@ -45,7 +45,7 @@ static double look_us(int n, int load)
 			dp_vanished(&c, &r, &m, &now);
 			ok &= dp_all_acked(&c, &r, &l, &target);
 			ok &= !dp_request_failed(&c, &r, &l, why, sizeof(why));
-			ok &= dp_complete(&c, &r, &l);
+			ok &= dp_complete(&c, &r, &m, &l);
 		}
 		t[b] = (bench_now_ns() - t0) / looks / 1000;
 	}

@@ -22,21 +22,21 @@ static void test_complete_world(void)
 	}
 	dp_local(rk, 2, 12, &l);
 	CU_ASSERT_EQUAL(l.world, 4);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l)); /* 2 of 4: n2's ranks never saved */
-	report("n2", 2, 2);			      /* n2 reported its saves before it died */
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l)); /* 2 of 4: n2's ranks never saved */
+	report("n2", 2, 2); /* n2 reported its saves before it died */
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 	rk[1].exited = 1; /* saved, then ended */
 	dp_local(rk, 2, 12, &l);
 	CU_ASSERT_EQUAL(l.saved, 2);
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 	rk[0].saved_here = 0; /* saved in an older generation (a fencing token that is stale) */
 	dp_local(rk, 2, 12, &l);
 	CU_ASSERT_EQUAL(l.saved, 1);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	rec.bound = 0; /* never before the step is bound */
 	rk[0].saved_here = 1;
 	dp_local(rk, 2, 12, &l);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 }
 
 /* I2, issue 32 ("a node left out of a generation can rejoin it while that generation's world
@@ -65,22 +65,55 @@ static void test_complete_rejoined(void)
 	dp_local(rk, 2, 12, &l);
 	report("x", 2, 2);
 	rec.rep[0].r.world = 4;
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l)); /* 1 + 2 >= 2, but rank 1 never saved */
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l)); /* 1 + 2 >= 2, but rank 1 never saved */
 	rk[1].saved = 12;
 	dp_local(rk, 2, 12, &l);
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 	/* the rejoined node's ranks save too before it is complete */
 	rec.rep[0].r.saved = 1;
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	/* a node whose member key is gone (dead) is not waited for: its report is history */
 	rec.nmem = 1;
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 	/* a member with ranks that reported nothing (cut off) is waited for, whatever the sum */
 	rec.rep[0].r.saved = 2;
 	member("y", 1, 1);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	report("y", 1, 1);
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
+}
+
+/* I2 with the node keys (issue 32: "a non-member's report adds to the save sum"): any key
+ * holder may write a report under its own name; a node of no member record, never seen as one
+ * here, must not complete a request that a dead member's ranks never saved. A member seen here
+ * and lost since counts (its saves before it died are history), and so does anyone's report
+ * with the cluster key alone. */
+static void test_complete_non_member(void)
+{
+	struct dp_local l;
+
+	reset();
+	rec.members_only = 1;
+	bound_request(1, 12);
+	member("n1", 2, 0);
+	member("n2", 2, 0);
+	dp_vanished(&cfg, &rec, &mem, &now); /* both seen as members here */
+	for (int i = 0; i < 2; i++) {
+		rk[i].world_size = 4;
+		rk[i].saved = rk[i].step = 12;
+	}
+	dp_local(rk, 2, 12, &l);
+	rec.nmem = 1; /* n2's member key is gone, its ranks never saved */
+	report("x", 2, 2)->world = 4;
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l)); /* x is nobody of this run */
+	dp_vanished(&cfg, &rec, &mem, &now);		    /* n2 is lost here */
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
+	report("n2", 2, 2); /* it reported its saves before it died */
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, NULL, &l)); /* not seen lost: waited for */
+	/* the cluster key alone: every report is the cluster's word */
+	rec.members_only = 0;
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, NULL, &l));
 }
 
 /* issue 32: after a preemption (both ranks saved 124, exited, generation 1) and the relaunch, an
@@ -119,7 +152,7 @@ static void test_complete_after_relaunch(void)
 	}
 	dp_local(rk, 4, 130, &l);
 	CU_ASSERT_EQUAL(l.saved, 0);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	CU_ASSERT_FALSE(dp_request_done(&rec, "{\"step\":-4}", &at)); /* malformed */
 	CU_ASSERT_FALSE(dp_request_done(&rec, "{not json", &at));
 	CU_ASSERT_FALSE(dp_request_done(&rec, "{\"step\":124,\"at_ms\":5}", &at)); /* stale */
@@ -137,7 +170,7 @@ static void test_complete_after_relaunch(void)
 	rk[2].saved = rk[3].saved = 130;
 	dp_local(rk, 4, 130, &l);
 	CU_ASSERT_EQUAL(l.saved, 2);
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 	rec.done_refused = 1; /* the damaged record is no claim: put over it */
 	out.nwrites = 0;
 	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
@@ -214,9 +247,9 @@ static void test_generation_world(void)
 		rk[i].saved = rk[i].step = 20;
 	}
 	dp_local(rk, 2, 20, &l);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	report("n2", 2, 2);
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 }
 
 /* rule: acknowledged targets (seed 002): the step binds only once every rank of the world saw
@@ -448,7 +481,7 @@ static void test_one_fault_one_generation(void)
 		}
 		dp_local(rk, 2, 9, &l);
 		report("n2", 2, 2);
-		CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+		CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 		rec.nout = rec.nrep = rec.ck_n = 0;
 		out.nwrites = 0;
 		dp_failures(&cfg, &rec, &mem, rk, 2, NULL, &now, &out); /* not in the store yet */
@@ -837,6 +870,8 @@ int main(void)
 	s = CU_add_suite("decide_policy: invariants", NULL, NULL);
 	CU_add_test(s, "I2: complete by the world size", test_complete_world);
 	CU_add_test(s, "I2: complete after a relaunch (issue 32)", test_complete_after_relaunch);
+	CU_add_test(s, "I2: a non-member's report completes nothing (issue 32)",
+		    test_complete_non_member);
 	CU_add_test(s, "I2: a rejoined node's saves stand in for no other (issue 32)",
 		    test_complete_rejoined);
 	CU_add_test(s, "I3: a completion raises the resume step by its bound step only",

@@ -134,19 +134,19 @@ static void nodes(int n, int world)
 	for (int i = 0; i < 2; i++)
 		rk[i].saved = rk[i].step = 41;
 	dp_local(rk, 2, 41, &l);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l)); /* one host's report is missing */
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l)); /* one host's report is missing */
 	job(n, -1, world, 2);
 	bound_request(1, 41);
 	for (int i = 0; i < 2; i++)
 		rk[i].saved = rk[i].step = 41;
 	dp_local(rk, 2, 41, &l);
 	report_at(n - 1)->saved = 1;
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l)); /* one of its ranks has not saved */
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l)); /* one of its ranks has not saved */
 	report_at(n - 1)->saved = 2;
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 	/* a member table short of memory completes nothing */
 	rec.mem_short = 1;
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	CU_ASSERT_FALSE(dp_all_acked(&cfg, &rec, &l, &t));
 	rec.mem_short = 0;
 	/* looks with every member there: none lost, all followed */

@@ -203,18 +203,18 @@ static void test_complete(void)
 	dp_local(rk, 2, 12, &l);
 	CU_ASSERT_EQUAL(l.saved, 2);
 	report("n2", 2, 1);
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	rec.rep[0].r.saved = 2;
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 	dp_checkpoint_progress(&cfg, &rec, &mem, &l, &now, &out);
 	CU_ASSERT_TRUE(claimed("done/"));
 	/* a node the generation leaves out does not count */
 	rec.rep[0].r.saved = 0;
-	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 	rec.gen = 1;
 	rec.g.nexcluded = 1;
 	strcpy(rec.g.excluded[0], "n2");
-	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &l));
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 }
 
 /* rule: the restart budget: max_restarts failures within the window, then stop */

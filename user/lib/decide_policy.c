@@ -217,12 +217,32 @@ static int gen_world(const struct dp_records *r, int w)
 
 /* The job's world size: as its nodes' ranks report it (WORLD_SIZE), or smaller when the
  * generation left nodes out and their ranks' launchers were not told (0 unknown). */
-static int world_of(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
+/* Does another node's report (r->rep[k]) count? Not this node's own (l is fresher). With the
+ * node keys (members_only) a report is its node's word, and any key holder may write one under
+ * its own name: only a member's counts, or a node this agent saw as a member that is lost since
+ * (m, NULL: none) - its ranks' saves before it died are history, never another job's word. */
+static int report_counts(const struct dp_config *c, const struct dp_records *r,
+			 const struct dp_memory *m, int k)
+{
+	const char *node = r->rep[k].node;
+
+	if (!strcmp(node, c->node))
+		return 0;
+	if (!r->members_only || dp_member(r, node))
+		return 1;
+	for (int i = 0; m && i < m->nlost; i++)
+		if (!strcmp(m->lost[i], node))
+			return 1;
+	return 0;
+}
+
+static int world_of(const struct dp_config *c, const struct dp_records *r,
+		    const struct dp_memory *m, const struct dp_local *l)
 {
 	int w = l->world;
 
 	for (int k = 0; k < r->nrep; k++)
-		if (strcmp(r->rep[k].node, c->node) && r->rep[k].r.world > w)
+		if (report_counts(c, r, m, k) && r->rep[k].r.world > w)
 			w = r->rep[k].r.world;
 	return gen_world(r, w);
 }
@@ -238,9 +258,10 @@ static int ranks_of(const struct dp_records *r, const struct dp_memory *m, const
 	return x ? x->m.ranks : 0;
 }
 
-int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l)
+int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		const struct dp_local *l)
 {
-	int all = 1, nodes = 0, world = world_of(c, r, l), saved = l->saved;
+	int all = 1, nodes = 0, world = world_of(c, r, m, l), saved = l->saved;
 
 	if (!r->ck_n || !r->bound || r->mem_short) /* a member not read may not have saved */
 		return 0;
@@ -248,7 +269,7 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 		for (int k = 0; k < r->nrep; k++) {
 			const struct dec_report *x = &r->rep[k].r;
 
-			if (!strcmp(r->rep[k].node, c->node))
+			if (!report_counts(c, r, m, k))
 				continue;
 			saved += x->saved;
 			/* and every rank that runs, on a node that is a member, saved: a node
@@ -303,13 +324,13 @@ int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
 int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
 		 int64_t *ret_target)
 {
-	int world = world_of(c, r, l), acked = l->acked, all = 1, nodes = 0;
+	int world = world_of(c, r, NULL, l), acked = l->acked, all = 1, nodes = 0;
 	int64_t top = l->max_ack;
 
 	for (int k = 0; k < r->nrep; k++) {
 		const struct dec_report *x = &r->rep[k].r;
 
-		if (!strcmp(r->rep[k].node, c->node))
+		if (!report_counts(c, r, NULL, k))
 			continue;
 		acked += x->acked;
 		if (x->max_ack > top)
@@ -864,7 +885,7 @@ void dp_checkpoint_progress(const struct dp_config *c, const struct dp_records *
 		return;
 	}
 	/* claimed; a damaged record in its place is no claim (I2): put over it */
-	if (dp_complete(c, r, l) && (w = write_of(out, !r->done_refused, 0))) {
+	if (dp_complete(c, r, m, l) && (w = write_of(out, !r->done_refused, 0))) {
 		struct dec_done done = {r->bind_target, now->wall_ms, ""};
 
 		snprintf(done.by, sizeof(done.by), "%s", c->node);

@@ -316,8 +316,11 @@ const char *dp_node_by_mesh(const struct dp_records *r, const char *addr);
 void dp_forget_lost(struct dp_memory *m, int i);
 /* Is the checkpoint request complete (I2): every rank of the job's world saved its bound step
  * (its world size known), else every member node (not left out) reported all of its ranks
- * saved (l: this node's own ranks, fresher than its report)? Never with r->mem_short. */
-int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l);
+ * saved (l: this node's own ranks, fresher than its report)? Never with r->mem_short. With the
+ * node keys (r->members_only) a report counts only from a member, or from a node m holds as
+ * lost (a member once, seen here). */
+int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
+		const struct dp_local *l);
 /* Did the bound request in progress fail (a rank's save of its step was refused or failed,
  * here, l, or on another node, by its report: with members_only, a member's)? It can never
  * complete: 1, and why; else 0. */
@@ -325,7 +328,7 @@ int dp_request_failed(const struct dp_config *c, const struct dp_records *r,
 		      const struct dp_local *l, char *why, size_t len);
 /* Has every rank acknowledged the pending request (by its world size, or every member node's
  * ranks; never with r->mem_short)? 1, and *ret_target: the step to bind (the highest
- * acknowledged boundary + 1). */
+ * acknowledged boundary + 1). With the node keys, only members' reports count. */
 int dp_all_acked(const struct dp_config *c, const struct dp_records *r, const struct dp_local *l,
 		 int64_t *ret_target);
 /* Which run a new launch of the job on this node belongs to (docs/decisions.md, "Job and run"):
