@@ -11,6 +11,9 @@
 #   cut_etcd          one node cut off from etcd only (nftables)
 #   cut_all           one node cut off from everything (its link down)
 #   agent_stop        one agent SIGSTOPped, shorter than its lease
+#   agent_pause_ttl   one agent SIGSTOPped 1.5-2.5 x its lease TTL (7.5-12.5 s), the
+#                     preemption (another node's) inside it: its lease runs out, so its node may
+#                     be lost and left out, but nothing else may break
 #   agent_kill        one agent killed -9 mid-decision, started again within a second
 #   agent_restart     one agent stopped and started again
 #   rank_stop         a rank SIGSTOPped around the target step
@@ -40,7 +43,7 @@ command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 # launcher restarts the ranks in that moment) instead of training on without the decisions
 export FTBPF_AGENT_WAIT=15
 RUNS=${FAULT_RUNS:-1}
-KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step etcd_outage}
+KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_pause_ttl agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step etcd_outage}
 SLOT=${FAULT_SLOT:-0}
 case $SLOT in [0-9]) ;; *) fail "FAULT_SLOT is 0..9, not '$SLOT'"; finish ;; esac
 NET=10.79.$((4 + 10 * SLOT))
@@ -97,6 +100,19 @@ FTBPF_SOCKET=$T/n2/s.sock ip netns exec "${CLN}2" env FTBPF_JOB=bystander FTBPF_
 	"$B/examples/c_loop" --dir "$T/by" --rank 0 --step-ms 50 >/dev/null 2>&1 &
 BY=$!; WORKLOAD_PIDS+=($BY)
 
+# where each thread of process $1 waits: gdb's backtraces where gdb is there, else the
+# kernel's view (wchan, the syscall, the kernel stack)
+stacks_of() {
+	local t
+	kill -0 "$1" 2>/dev/null || { echo "process $1 is gone"; return 0; }
+	if command -v gdb >/dev/null; then
+		timeout 30 gdb -p "$1" -batch -ex 'thread apply all bt' 2>&1 | grep -v '^\[New LWP'
+	fi
+	for t in /proc/$1/task/*; do
+		echo "== ${t##*/} $(cat "$t/comm") wchan=$(cat "$t/wchan") syscall=$(cut -d' ' -f1 "$t/syscall")"
+		cat "$t/stack" 2>/dev/null
+	done
+}
 rnd() { echo "$(($1 + RANDOM % ($2 - $1 + 1)))"; } # integer in [a, b]
 ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); } # ms -> seconds for sleep
 heal() {
@@ -152,6 +168,10 @@ inject() {
 	agent_stop)
 		kill -STOP "${AG[$o]}"; sleep "$(ms "$(rnd 0 500)")"; preempt "$n"
 		sleep "$(ms "$(rnd 200 1800)")"; kill -CONT "${AG[$o]}" ;;
+	agent_pause_ttl) # the preemption on another node than the paused one (o != n)
+		a=$(rnd 7500 12500); b=$(rnd 500 3000)
+		kill -STOP "${AG[$o]}"; sleep "$(ms $b)"; preempt "$n"
+		sleep "$(ms $((a - b)))"; kill -CONT "${AG[$o]}" ;;
 	agent_kill)
 		preempt "$n"; sleep "$(ms "$(rnd 0 200)")"; kill -9 "${AG[$o]}"; wait "${AG[$o]}" 2>/dev/null
 		sleep "$(ms "$(rnd 100 800)")"; start_node "$o" $NODE_FLAGS ;;
@@ -408,7 +428,12 @@ for kind in $KINDS; do
 		echo "${stuck:-ok}" >"$R/launchers"
 		wait_until 10 all_alive >/dev/null
 		sleep 1
-		for i in 1 2 3; do f $i decisions --json >"$R/dec.$i" 2>/dev/null; done
+		for i in 1 2 3; do
+			f $i decisions --json >"$R/dec.$i" 2>/dev/null
+			# an agent that does not answer: where each of its threads waits, for the
+			# report (docs/limitations.md: an agent that stopped answering in an outage)
+			[ -s "$R/dec.$i" ] || stacks_of "${AG[$i]:-0}" >"$R/n$i.stuck" 2>&1
+		done
 		kill -0 $BY 2>/dev/null || echo "I1: the bystander job's rank ended" >"$R/by"
 		/usr/bin/python3 "$T/check.py" "$R" "$RUNNO" "$kind" "$T0" >"$R/violations" 2>&1
 		cat "$R/by" >>"$R/violations" 2>/dev/null
