@@ -3,7 +3,8 @@
 #   cluster_up NAME NET PORT   network namespaces NAME1..3 (netns.sh: addresses NET.1..3),
 #                              etcd at NET.254:PORT on their bridge; AG, LA, RCS arrays
 #   start_node I [FLAGS...]    agent of node I in its namespace (mesh, etcd, --only-netns;
-#                              NODE_ENV: variables for it; CLUSTER_NODE_KEYS=1: with node
+#                              NODE_ENV: variables for it (%i: the node's number);
+#                              CLUSTER_NODE_KEYS=1: with node
 #                              keys, every node's own, all three listed in $T/nodes)
 #   run ROUND STEP_MS RESTARTS [NODES...]
 #                              on each node a torchrun-like launcher of two C ranks
@@ -49,7 +50,8 @@ node() { echo "$CL_NET.$1:7946"; }
 start_node() {
 	local i=$1; shift
 	mkdir -p "$T/n$i"
-	ip netns exec "$CL_NAME$i" env ${NODE_ENV:-} "$B/ftbpfd" --socket "$T/n$i/s.sock" --state-dir "$T/n$i/state" \
+	local env=${NODE_ENV:-}
+	ip netns exec "$CL_NAME$i" env ${env//%i/$i} "$B/ftbpfd" --socket "$T/n$i/s.sock" --state-dir "$T/n$i/state" \
 		--pin-dir "$PIN-n$i" --log-file "$T/n$i/events.jsonl" --only-netns 1 \
 		--soft-timeout 60 --hard-timeout 600 --action report \
 		--bind "$(node "$i")" --peers "$PEERS" --key-file "$T/key" \

@@ -20,6 +20,8 @@
 #   two_preemptions   a second preemption signal on another node 10 ms after the first
 #   preempt_failure   a rank killed -9 (a failure) within 50 ms of the preemption signal
 #   clock_step        the agents' wall clock stepped by -120..+120 s (LD_PRELOAD shim)
+#   clock_skew        each agent's wall clock stepped on its own, by -120..+120 s: the hosts
+#                     disagree on the time by up to 4 minutes
 #   etcd_outage       etcd SIGSTOPped 10-12 s for everyone, the preemption inside it (agents
 #                     with fence_after 30 for this kind: the outage must hold the ranks, never
 #                     end them, fence or lose a node, and the preemption is agreed after it)
@@ -43,7 +45,7 @@ command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
 # launcher restarts the ranks in that moment) instead of training on without the decisions
 export FTBPF_AGENT_WAIT=15
 RUNS=${FAULT_RUNS:-1}
-KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_pause_ttl agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step etcd_outage}
+KINDS=${FAULT_KINDS:-etcd_pause etcd_restart etcd_slow etcd_quota cut_etcd cut_all agent_stop agent_pause_ttl agent_kill agent_restart rank_stop two_preemptions preempt_failure clock_step clock_skew etcd_outage}
 SLOT=${FAULT_SLOT:-0}
 case $SLOT in [0-9]) ;; *) fail "FAULT_SLOT is 0..9, not '$SLOT'"; finish ;; esac
 NET=10.79.$((4 + 10 * SLOT))
@@ -78,8 +80,9 @@ echo 0 >"$T/delay_ms"
 WORKLOAD_PIDS+=($!)
 wait_until 10 curl -sf "http://$NET.254:$PPORT/version" -o /dev/null || fail "the proxy did not start"
 EP=http://$NET.254:$PPORT
-echo 0 >"$T/clock_shift"
-NODE_ENV="LD_PRELOAD=$B/workloads/clockshift.so FTBPF_CLOCK_SHIFT_FILE=$T/clock_shift"
+clocks() { local i; for i in 1 2 3; do echo "$1" >"$T/clock_shift.$i"; done; } # MS: every node's
+clocks 0
+NODE_ENV="LD_PRELOAD=$B/workloads/clockshift.so FTBPF_CLOCK_SHIFT_FILE=$T/clock_shift.%i"
 # a 5 s lease: an agent killed and started again (its BPF programs loaded again) is back well
 # within it
 NODE_FLAGS="--etcd-lease-ttl 5 --fence-after 6"
@@ -117,7 +120,7 @@ rnd() { echo "$(($1 + RANDOM % ($2 - $1 + 1)))"; } # integer in [a, b]
 ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); } # ms -> seconds for sleep
 heal() {
 	local i
-	echo 0 >"$T/delay_ms"; echo 0 >"$T/clock_shift"
+	echo 0 >"$T/delay_ms"; clocks 0
 	kill -CONT "$ETCD" 2>/dev/null
 	for i in 1 2 3; do
 		ip link set "veth-$CLN$i" up 2>/dev/null
@@ -192,7 +195,14 @@ inject() {
 		kill -STOP "$ETCD"; sleep "$(ms $b)"; preempt "$n"; sleep "$(ms $((a - b)))"; kill -CONT "$ETCD" ;;
 	clock_step)
 		a=$(rnd 5 120); [ $((RANDOM % 2)) = 0 ] && a=-$a
-		sleep "$(ms "$(rnd 0 500)")"; echo $((a * 1000)) >"$T/clock_shift"; preempt "$n" ;;
+		sleep "$(ms "$(rnd 0 500)")"; clocks $((a * 1000)); preempt "$n" ;;
+	clock_skew) # each node's own step, the preemption before or after them
+		b=$((RANDOM % 2)); if [ $b = 0 ]; then preempt "$n"; fi
+		for a in 1 2 3; do
+			sleep "$(ms "$(rnd 0 300)")"
+			echo $(((RANDOM * 32768 + RANDOM) % 240001 - 120000)) >"$T/clock_shift.$a"
+		done
+		if [ $b = 1 ]; then preempt "$n"; fi ;;
 	esac
 }
 # restarted NODE: its launcher started the ranks again (pids.1) and both logged a second START
@@ -333,12 +343,13 @@ if os.path.exists("%s/preempted" % d):
         bad.append("I5: the preemption on node %d ended in no checkpoint and no event says why" % node)
 # I6: a pause, a restart or an outage of etcd never loses a node
 if kind in ("etcd_pause", "etcd_restart", "etcd_slow", "etcd_quota", "agent_stop", "agent_kill",
-            "agent_restart", "rank_stop", "clock_step", "two_preemptions", "etcd_outage"):
+            "agent_restart", "rank_stop", "clock_step", "clock_skew", "two_preemptions",
+            "etcd_outage"):
     for g, x in gens.items():
         if x["cause"] == "node_dead":
             bad.append("I6: generation %d: a node was lost (%s) in a %s run" % (g, x.get("why"), kind))
 # I7: the clock step: no hold, no fence, no failure
-if kind == "clock_step":
+if kind in ("clock_step", "clock_skew"):
     for i in (1, 2, 3):
         for e in events[i]:
             if e.get("type") in ("fenced", "decision_hold"):
