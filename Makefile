@@ -51,7 +51,7 @@ DEBIAN_DEPS := build-essential clang llvm clang-format libclang-rt-14-dev libbpf
                libjson-c-dev libcunit1-dev libncurses-dev libcurl4-openssl-dev etcd-server etcd-client \
                libmicrohttpd-dev libsystemd-dev python3-prometheus-client \
                tmux jq python3-torch openmpi-bin python3-mpi4py procps util-linux iproute2 help2man \
-               libpython3.11-dev python3-pytest-xdist prometheus slurm-wlm
+               libpython3.11-dev python3-pytest-xdist prometheus slurm-wlm nftables
 
 .PHONY: all deps run test build-all integration-plain test-faults attacks unit check-structure integration integration-busy integration-asan asan-agent gpu-bundle fuzz bench format format-check clean install uninstall man
 all: $(BINS) $(UNIT_TESTS) $(BPF_TESTS) $(WORKLOADS) $(BUILD)/examples/c_loop man

@@ -40,6 +40,8 @@
 # and ports): the long mode shares its kinds out over a few slots (tests/run-faults.sh).
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || { fail "etcd not installed (make deps)"; finish; }
+# cut_etcd cuts with nftables: without it the cut would silently be none
+command -v nft >/dev/null || { fail "nft not installed (make deps: nftables)"; finish; }
 . "$(dirname "$0")/cluster.sh"
 # a rank started while its agent is restarted waits for it (agent_kill, agent_restart: the
 # launcher restarts the ranks in that moment) instead of training on without the decisions
