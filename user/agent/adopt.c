@@ -950,8 +950,8 @@ static int resume_one(void *ctx, uint32_t tgid, const struct ftbpf_proc *p)
 			k->pidfd = fd;
 			if (tracker_slot_open(ad->tr, tgid, p->start_ns, &k->slot_fd, &k->slot) ==
 			    0) {
-				/* it registered with an earlier agent: its job's decisions go on */
-				k->generation = k->slot->own_generation; /* not the job's */
+				/* registered with an earlier agent: in the generation it gave it */
+				rank_slot_generation(k);
 				k->dec_written = 1;
 			}
 		} else if (fd >= 0) {

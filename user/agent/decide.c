@@ -67,6 +67,11 @@ static int lease_left(void *ctx, const struct dp_node_member *m, struct dp_lease
  */
 static void hold_without_run(struct decider *d, struct djob *dj, struct job *j)
 {
+	/* a rank given no generation yet (its agent restarted before it wrote the slot) has read
+	 * no decision: it waits for its first, of the run's generation (dp_first_generation) */
+	for (int i = 0; j && i < j->nmembers; i++)
+		if (j->members[i]->gen_unknown && j->members[i]->slot && !j->members[i]->s.exited)
+			__atomic_store_n(&j->members[i]->slot->settling, 1, __ATOMIC_RELEASE);
 	if (!j || !d->pc.shared)
 		return;
 	dc_load(d, dj);
@@ -322,6 +327,9 @@ void decide_rank_registered(struct decider *d, struct rank *k)
 	dc_choose_run(d, dj, k->job, k); /* none while the store cannot be read: a later look */
 	dc_load(d, dj);
 	k->generation = dj->rec.gen;
+	/* no run known yet: it waits (settling) for its first decision, and is of the generation
+	 * that one is in (dp_first_generation), not of one assumed before the store was read */
+	k->gen_unknown = !dj->run;
 	k->dec_written = 0;
 	if (dc_gather(d, dj, k->job) == 0 && (i = rank_index(d, k)) >= 0)
 		dc_write_slot(d, dj, i);

@@ -787,6 +787,7 @@ int dc_gather(struct decider *d, const struct djob *dj, const struct job *j)
 		x->started_known = x->start_ms != 0;
 		x->exit_ms = k->s.exit_ns / 1000000;
 		x->generation = k->generation;
+		x->gen_unknown = k->gen_unknown;
 		x->preempted = k->preempted;
 		x->killed_by_agent = k->killed_by_agent;
 		x->fail_seen = k->fail_seen;
@@ -805,6 +806,7 @@ void dc_scatter(struct decider *d)
 		struct rank *k = d->rk_of[i];
 
 		k->generation = d->rk[i].generation;
+		k->gen_unknown = d->rk[i].gen_unknown;
 		k->preempted = d->rk[i].preempted;
 		k->killed_by_agent = d->rk[i].killed_by_agent;
 		k->fail_seen = d->rk[i].fail_seen;

@@ -33,6 +33,7 @@ int dp_look(const struct dp_config *c, const struct dp_records *r, struct dp_mem
 
 	memset(res, 0, sizeof(*res));
 	dp_observe(m, r, now, out);
+	dp_first_generation(r, ranks, n);
 	dp_local(ranks, n, dp_request_target(r), &l);
 	dp_step_rate(m, &l, now);
 	if (dp_fence(c, r, m, ranks, n, out)) {

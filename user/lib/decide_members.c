@@ -298,6 +298,14 @@ uint64_t dp_fence_token(uint64_t run, uint64_t gen)
 	return run << 32 | gen;
 }
 
+int dp_slot_generation(uint64_t token, uint64_t own_generation, uint64_t *ret_gen)
+{
+	if (!token && !own_generation)
+		return 0;
+	*ret_gen = token ? token & UINT32_MAX : own_generation;
+	return 1;
+}
+
 uint64_t dp_run_choose(const struct dec_launch *mine, uint64_t cur, const char *launcher,
 		       int restart_count, int *ret_new)
 {

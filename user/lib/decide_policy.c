@@ -643,6 +643,15 @@ void dp_member_record(const struct dp_config *c, const struct dp_records *r,
 		commit_write(out);
 }
 
+void dp_first_generation(const struct dp_records *r, struct dp_rank *ranks, int n)
+{
+	for (int i = 0; i < n && r->run; i++)
+		if (ranks[i].gen_unknown) {
+			ranks[i].generation = r->gen;
+			ranks[i].gen_unknown = 0;
+		}
+}
+
 void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 			 struct dp_rank *ranks, int n, struct dp_out *out)
 {
@@ -666,6 +675,11 @@ void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, 
 	/* the same, remembered: the ranks that failed may be gone from the table already */
 	if (m->fail_ms && m->fail_gen >= prev && m->fail_gen < r->gen && m->fail_ms < since)
 		since = m->fail_ms;
+	/* a preemption's: its ranks were told to exit once its checkpoint was complete here,
+	 * their launcher restarts them after (before the decision reached us) */
+	if (r->g.cause == DEC_CAUSE_PREEMPTION && m->preempt_saved && m->done_ms &&
+	    m->seen_done / 1000000 + 1 == r->gen && m->done_ms < since)
+		since = m->done_ms;
 	m->fail_ms = m->fail_gen = 0;
 	m->final_claimed = 0;
 	m->final_ck = 0;

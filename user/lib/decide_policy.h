@@ -129,6 +129,10 @@ struct dp_rank {
 	uint64_t start_ms;   /* when its process started (mono, I7) */
 	uint64_t exit_ms;    /* when it ended (mono), 0 unknown */
 	uint64_t generation; /* the generation it runs in */
+	/* no agent gave it a generation with its run known (it registered while none was, or
+	 * with an agent killed before it wrote its slot): it has read no decision yet, and waits
+	 * (settling) for its first; generation is not its own until dp_first_generation */
+	int gen_unknown;
 	int preempted, killed_by_agent, fail_seen;
 };
 
@@ -364,6 +368,11 @@ int dp_other_live(const struct dp_launch_rank *others, int n, const struct dp_la
  * and never go back, so the token grows across the runs of a job, not only within one. A
  * generation past 2^32 - 1 stays there (the run still orders it); run 0 (none chosen) gives 0. */
 uint64_t dp_fence_token(uint64_t run, uint64_t gen);
+/* The generation an earlier agent gave a process, from its slot (a restarted agent's): the
+ * one its fencing token names, written with its run known (an agent older than the token:
+ * own_generation, if not 0). 1 with *ret_gen, 0 none was given (both 0: it registered while
+ * no run was known, or its agent died before writing the slot): dp_first_generation. */
+int dp_slot_generation(uint64_t token, uint64_t own_generation, uint64_t *ret_gen);
 /* Who a new generation leaves out (into g): the lost node, other lost nodes after
  * recovery_wait, nodes that failed their health check, a node at node_fault_limit faults. */
 void dp_leave_out(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
@@ -404,8 +413,14 @@ void dp_peer_alive(struct dp_memory *m, const char *node);
 /* Suspects whose lease (leases[i] for suspect i) shows they stopped renewing are lost. */
 void dp_confirm_suspects(struct dp_memory *m, const struct dp_records *r,
 			 const struct dp_lease *leases, const struct dp_now *now);
+/* Ranks of no known generation (gen_unknown) are of the run's current one: they have read no
+ * decision yet, so the first one they read, this one, is the generation they start in (never
+ * the one before: they would be told to exit as its ranks). Only with a run (r->run). */
+void dp_first_generation(const struct dp_records *r, struct dp_rank *ranks, int n);
 /* A new generation here: older ranks end, the launcher stops when left out or stopped, else
- * the health check runs. */
+ * the health check runs. Ranks started since it was decided here are of it: since this
+ * node saw it, since a failure here it deals with, since the preemption checkpoint it
+ * follows was complete here (I7: this host's monotonic clock). */
 void dp_apply_generation(const struct dp_config *c, const struct dp_records *r, struct dp_memory *m,
 			 struct dp_rank *ranks, int n, struct dp_out *out);
 /* The job is past its hard timeout: the verdict's why and the host its culprit runs on, by its

@@ -2,6 +2,7 @@
 #include "lib/ranks.h"
 
 #include "ftbpf/slot.h"
+#include "lib/decide_policy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -371,6 +372,16 @@ int rank_asked(const struct rank *k)
 	default:
 		return 0;
 	}
+}
+
+void rank_slot_generation(struct rank *k)
+{
+	uint64_t g = 0;
+
+	k->gen_unknown =
+	    !dp_slot_generation(__atomic_load_n(&k->slot->fence_token, __ATOMIC_ACQUIRE),
+				__atomic_load_n(&k->slot->own_generation, __ATOMIC_ACQUIRE), &g);
+	k->generation = g;
 }
 
 /* Did rank o start before k, or with it? Start times read from /proc are clock ticks (10 ms):

@@ -53,7 +53,8 @@ struct rank {
 	int killed_by_agent; /* our hard-timeout action sent it SIGTERM/SIGKILL */
 	int oom_victim;	     /* the kernel's OOM killer chose it */
 	int maps_scanned;    /* its libraries were looked at for CUDA/NCCL probes */
-	uint64_t generation; /* the job's restart generation when it was adopted */
+	uint64_t generation; /* the job's restart generation it runs in ... */
+	int gen_unknown;     /* ... none given yet with its run known (dp_first_generation) */
 	uint64_t dec_written;	 /* the decision version last written into its slot */
 	uint64_t dec_ack_id;	 /* the pending request written into its slot ... */
 	int64_t dec_ack_step;	 /* ... and the step boundary by which it sees it */
@@ -175,5 +176,8 @@ void job_keep_hang(struct job *j, const struct jobend *e);
 int job_hang_end(const struct job *j);
 /* What a decision asks of the rank now (its slot): DET_ASKED_*, 0 nothing or no slot. */
 int rank_asked(const struct rank *k);
+/* A rank resumed with its slot (an agent restarted): the generation the earlier agent gave it
+ * (dp_slot_generation), or none (gen_unknown: it waits for its first decision). */
+void rank_slot_generation(struct rank *k);
 
 #endif
