@@ -374,10 +374,7 @@ for i in (1, 2, 3):
 # spent by an earlier generation (42)
 stopped = any(x.get("stop") for x in gens.values())
 left_out = any(x.get("excluded") for x in gens.values())
-# NOT checked where an agent is killed or restarted as the launcher restarts its ranks: a rank
-# that registers with an agent in that moment can be told to exit as a rank of the generation
-# before (docs/limitations.md: an open finding, 1 of 50 agent_kill runs)
-for i in (1, 2, 3) if kind not in ("agent_kill", "agent_restart") else ():
+for i in (1, 2, 3):
     try:
         rc = int(open("%s/rc.%d" % (d, i)).read())
     except (OSError, ValueError):
