@@ -61,9 +61,9 @@ static int lease_left(void *ctx, const struct dp_node_member *m, struct dp_lease
  * No run known yet (an agent started while the store cannot be read, or cut off before it could
  * be): the records are not known, yet ranks of a job that runs on other nodes too are held, then
  * fenced, when the store is unreachable (I6: dp_fence, by the ranks' world size). Only the hold
- * is written into the slots: the decision in them is the last agent's (or none), not one made up
- * here from records never read. A hold an earlier agent wrote is cleared only once the store
- * answers.
+ * is written into the slots (and settling into those given no generation yet): the decision in
+ * them is the last agent's (or none), not one made up here from records never read. A hold an
+ * earlier agent wrote is cleared only once the store answers.
  */
 static void hold_without_run(struct decider *d, struct djob *dj, struct job *j)
 {
