@@ -83,6 +83,37 @@ static void test_complete_rejoined(void)
 	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
 }
 
+/* I2, found by the simulator (node_fault_limit, seed 30): generation 1 left x (2 ranks) out,
+ * its world 4 (n1's 2, y's 2); x's ranks came back and saved; y's second rank is still being
+ * restarted (1 live, saved). x's saves must not stand in for it in the sum. */
+static void test_complete_left_out_sum(void)
+{
+	struct dec_report *y;
+	struct dp_local l;
+
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.world = 4;
+	rec.g.nexcluded = 1;
+	strcpy(rec.g.excluded[0], "x");
+	bound_request(1, 12);
+	member("n1", 2, 1);
+	member("x", 2, 1);
+	member("y", 2, 1);
+	for (int i = 0; i < 2; i++) {
+		rk[i].world_size = 6;
+		rk[i].generation = 1;
+		rk[i].saved = rk[i].step = 12;
+	}
+	dp_local(rk, 2, 12, &l);
+	report("x", 2, 2);
+	y = report("y", 1, 1);
+	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l)); /* 2 + 1 of 4: x's 2 count for none */
+	y->ranks = y->saved = 2;
+	CU_ASSERT_TRUE(dp_complete(&cfg, &rec, &mem, &l));
+}
+
 /* I2 with the node keys (issue 32: "a non-member's report adds to the save sum"): any key
  * holder may write a report under its own name; a node of no member record, never seen as one
  * here, must not complete a request that a dead member's ranks never saved. A member seen here
@@ -870,6 +901,8 @@ int main(void)
 	s = CU_add_suite("decide_policy: invariants", NULL, NULL);
 	CU_add_test(s, "I2: complete by the world size", test_complete_world);
 	CU_add_test(s, "I2: complete after a relaunch (issue 32)", test_complete_after_relaunch);
+	CU_add_test(s, "I2: a left-out node's saves stand in for no other (simulator)",
+		    test_complete_left_out_sum);
 	CU_add_test(s, "I2: a non-member's report completes nothing (issue 32)",
 		    test_complete_non_member);
 	CU_add_test(s, "I2: a rejoined node's saves stand in for no other (issue 32)",

@@ -261,7 +261,11 @@ static int ranks_of(const struct dp_records *r, const struct dp_memory *m, const
 int dp_complete(const struct dp_config *c, const struct dp_records *r, const struct dp_memory *m,
 		const struct dp_local *l)
 {
-	int all = 1, nodes = 0, world = world_of(c, r, m, l), saved = l->saved;
+	int all = 1, nodes = 0, world = world_of(c, r, m, l);
+	/* the world counts no rank of a node left out of the generation (gen_world took them
+	 * away): a node back in a generation that left it out adds no saves to the sum, never in
+	 * place of another rank's (found by the simulator: node_fault_limit, seed 30) */
+	int saved = dp_left_out(r, c->node) ? 0 : l->saved;
 
 	if (!r->ck_n || !r->bound || r->mem_short) /* a member not read may not have saved */
 		return 0;
@@ -271,10 +275,10 @@ int dp_complete(const struct dp_config *c, const struct dp_records *r, const str
 
 			if (!report_counts(c, r, m, k))
 				continue;
-			saved += x->saved;
-			/* and every rank that runs, on a node that is a member, saved: a node
-			 * back in a generation that left it out adds saves to a world without its
-			 * ranks, never in place of another rank's */
+			if (!dp_left_out(r, r->rep[k].node))
+				saved += x->saved;
+			/* and every rank that runs, on a node that is a member, saved (a node back
+			 * in a generation that left it out too) */
 			if (x->ranks > 0 && x->saved < x->ranks && dp_member(r, r->rep[k].node))
 				all = 0;
 		}
