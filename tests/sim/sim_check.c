@@ -20,6 +20,7 @@ struct gens {
 struct done_rec {
 	uint64_t g, n, rev;
 	int64_t step;
+	int late; /* claimed after gen/g+1 */
 };
 
 struct ctx {
@@ -82,7 +83,7 @@ static int read_rec(void *c, const char *key, const char *value)
 					abort();
 			}
 			x->dn[x->ndn++] =
-			    (struct done_rec){g, n, ss_created_at(&x->s->st, key, UINT64_MAX), d.step};
+			    (struct done_rec){g, n, ss_created_at(&x->s->st, key, UINT64_MAX), d.step, 0};
 		}
 	} else if (!strncmp(k, "out/", 4) && strlen(k) > 25) {
 		char gs[32];
@@ -165,18 +166,25 @@ int sim_check(struct sim *s)
 	 * generation resumed from is a violation */
 	for (int i = 0; i < x.ndn; i++) {
 		uint64_t g = x.dn[i].g;
-		int used = 0;
 
-		if (!(g + 1 < MAX_G && g + 1 <= last && gs->created[g + 1] &&
-		      gs->created[g + 1] < x.dn[i].rev))
-			continue;
-		for (uint64_t e = g + 1; e <= last && e < MAX_G; e++)
-			used |= gs->g[e].resume_step == x.dn[i].step;
-		if (used)
+		x.dn[i].late = g + 1 < MAX_G && g + 1 <= last && gs->created[g + 1] &&
+			       gs->created[g + 1] < x.dn[i].rev;
+		s->late_done += x.dn[i].late;
+	}
+	for (uint64_t e = 1; e <= last && e < MAX_G; e++) {
+		int timely = 0, late = 0;
+
+		for (int i = 0; i < x.ndn && gs->g[e].resume_step >= 0; i++) {
+			if (x.dn[i].step != gs->g[e].resume_step || x.dn[i].g >= e ||
+			    !all_saved(s, gs, x.dn[i].g, x.dn[i].step))
+				continue;
+			timely |= !x.dn[i].late;
+			late |= x.dn[i].late;
+		}
+		if (late && !timely)
 			v += violation(s, "I4: resumed from a done/ of generation g claimed after "
-					  "g+1 was decided", (long long)g, x.dn[i].step);
-		else
-			s->late_done++;
+					  "g+1 was decided",
+				       (long long)e, gs->g[e].resume_step);
 	}
 	/* agreement and liveness once the faults are over: every host follows the last
 	 * generation, its ranks run in it (launchers restarted them) */
