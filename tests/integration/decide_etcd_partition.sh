@@ -21,6 +21,9 @@ cluster_up dep $NET 24891 || finish
 kill -9 "$ETCD"; wait "$ETCD" 2>/dev/null # three members instead of cluster_up's one
 ETCD=
 CG=ftbpf-dep-$$
+# nft names a cgroup by its path under /sys/fs/cgroup: the unified hierarchy may be mounted
+# there (cgroup v2 alone) or below it (hybrid: /sys/fs/cgroup/unified)
+CGREL=${CG2#/sys/fs/cgroup}; CGREL=${CGREL#/}; CGREL=${CGREL:+$CGREL/}$CG
 TBL=ftbpfdep$$
 mkdir "$CG2/$CG" || { fail "cannot make a cgroup in $CG2"; finish; }
 trap 'nft delete table inet $TBL 2>/dev/null; cluster_down; cleanup; rmdir "$CG2/$CG" 2>/dev/null' EXIT
@@ -51,7 +54,7 @@ cut_a() {
 	nft add table inet "$TBL" &&
 		nft add chain inet "$TBL" out '{ type filter hook output priority 0; }' &&
 		nft add rule inet "$TBL" out tcp dport 24901 drop &&
-		nft add rule inet "$TBL" out socket cgroupv2 level 1 "\"${CG2#/sys/fs/cgroup/}/$CG\"" \
+		nft add rule inet "$TBL" out socket cgroupv2 level 1 "\"$CGREL\"" \
 			tcp dport '{ 24902, 24903 }' drop
 }
 heal_a() { nft delete table inet "$TBL"; }
