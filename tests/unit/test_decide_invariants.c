@@ -39,6 +39,18 @@ static void test_complete_world(void)
 	CU_ASSERT_FALSE(dp_complete(&cfg, &rec, &mem, &l));
 }
 
+/* Generation 1 left x out, its world (the ranks' count left) world; request 1 bound at 12. */
+static void x_left_out_of_gen1(int world)
+{
+	reset();
+	rec.gen = 1;
+	rec.g.generation = 1;
+	rec.g.world = world;
+	rec.g.nexcluded = 1;
+	strcpy(rec.g.excluded[0], "x");
+	bound_request(1, 12);
+}
+
 /* I2, issue 32 ("a node left out of a generation can rejoin it while that generation's world
  * stays reduced: a checkpoint is complete without every rank's save"): generation 1 left x
  * (2 ranks) out, its world 2; x's agent came back (paused past its lease) and its ranks run and
@@ -47,13 +59,7 @@ static void test_complete_rejoined(void)
 {
 	struct dp_local l;
 
-	reset();
-	rec.gen = 1;
-	rec.g.generation = 1;
-	rec.g.world = 2;
-	rec.g.nexcluded = 1;
-	strcpy(rec.g.excluded[0], "x");
-	bound_request(1, 12);
+	x_left_out_of_gen1(2);
 	member("n1", 2, 1);
 	member("x", 2, 1); /* back, with ranks */
 	for (int i = 0; i < 2; i++) {
@@ -91,13 +97,7 @@ static void test_complete_left_out_sum(void)
 	struct dec_report *y;
 	struct dp_local l;
 
-	reset();
-	rec.gen = 1;
-	rec.g.generation = 1;
-	rec.g.world = 4;
-	rec.g.nexcluded = 1;
-	strcpy(rec.g.excluded[0], "x");
-	bound_request(1, 12);
+	x_left_out_of_gen1(4);
 	member("n1", 2, 1);
 	member("x", 2, 1);
 	member("y", 2, 1);

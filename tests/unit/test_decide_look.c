@@ -205,6 +205,18 @@ static void test_restarted_agent_generation(void)
 	CU_ASSERT_TRUE(rk[0].gen_unknown);
 }
 
+/* Run 1, n1's two ranks in generation 0, a preemption's request bound at 32 and complete. */
+static void preemption_complete(void)
+{
+	reset();
+	rec.run = 1;
+	rec.run_known = 1;
+	member("n1", 2, 0);
+	bound_request(1, 32);
+	rec.ck.cause = DEC_CAUSE_PREEMPTION;
+	rec.ck_done = 1;
+}
+
 /* The same without a restart: a preemption's checkpoint is complete here, its ranks exit, their
  * launcher restarts them, and they register before the new generation reaches this node (they
  * wait, settling, for it): started after the checkpoint they exited for was complete here, they
@@ -215,13 +227,7 @@ static void test_preempted_restart_generation(void)
 	struct dp_look_res res;
 	uint64_t t0 = now.mono_ms;
 
-	reset();
-	rec.run = 1;
-	rec.run_known = 1;
-	member("n1", 2, 0);
-	bound_request(1, 32);
-	rec.ck.cause = DEC_CAUSE_PREEMPTION;
-	rec.ck_done = 1;
+	preemption_complete();
 	CU_ASSERT_EQUAL(dp_look(&cfg, &rec, &mem, rk, 2, &in, &out, &res), 0);
 	CU_ASSERT_EQUAL(mem.done_ms, t0);
 	CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[0]), FTBPF_ACT_RESTART);
@@ -248,13 +254,7 @@ static void test_preempted_restart_generation(void)
 		CU_ASSERT_EQUAL(dp_told_to_exit(&cfg, &rec, &mem, &rk[i]), FTBPF_ACT_NONE);
 	}
 	/* a rank that started before that checkpoint was complete is of the one before */
-	reset();
-	rec.run = 1;
-	rec.run_known = 1;
-	member("n1", 2, 0);
-	bound_request(1, 32);
-	rec.ck.cause = DEC_CAUSE_PREEMPTION;
-	rec.ck_done = 1;
+	preemption_complete();
 	in.now.mono_ms = t0;
 	memset(&out, 0, sizeof(out));
 	CU_ASSERT_EQUAL(dp_look(&cfg, &rec, &mem, rk, 2, &in, &out, &res), 0);
